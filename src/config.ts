@@ -1,0 +1,56 @@
+import path from 'node:path';
+
+/** Runtime configuration, read once from the environment and validated at boot. */
+export interface Config {
+  port: number;
+  host: string;
+  /** `sqlite` keeps everything in `dataDir`; `postgres` uses `databaseUrl`. */
+  database: { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
+  dataDir: string;
+  bootstrapApiKey: string | undefined;
+  encryptionKey: string | undefined;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const port = parsePort(env.PORT ?? '8124', problems);
+  const host = env.HOST?.trim() || '127.0.0.1';
+  const dataDir = path.resolve(env.BERTH_DATA_DIR?.trim() || './data');
+  const logLevel = (env.LOG_LEVEL?.trim() || 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) {
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got '${env.LOG_LEVEL}')`);
+  }
+
+  let database: Config['database'] = { kind: 'sqlite', file: path.join(dataDir, 'berth.sqlite') };
+  const url = env.DATABASE_URL?.trim();
+  if (url) {
+    if (/^postgres(ql)?:\/\//.test(url)) database = { kind: 'postgres', url };
+    else if (url.startsWith('sqlite:')) database = { kind: 'sqlite', file: path.resolve(url.slice('sqlite:'.length).replace(/^\/\//, '')) };
+    else problems.push("DATABASE_URL must start with 'postgres://', 'postgresql://' or 'sqlite:' (value not shown)");
+  }
+
+  const bootstrapApiKey = env.BERTH_BOOTSTRAP_API_KEY || undefined;
+  if (bootstrapApiKey !== undefined && bootstrapApiKey.length < 16) {
+    problems.push('BERTH_BOOTSTRAP_API_KEY must be at least 16 characters long');
+  }
+  const encryptionKey = env.BERTH_ENCRYPTION_KEY || undefined;
+
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+  return { port, host, database, dataDir, bootstrapApiKey, encryptionKey, logLevel };
+}
+
+function parsePort(raw: string, problems: string[]): number {
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || port < 0 || port > 65535) {
+    problems.push(`PORT must be an integer between 0 and 65535 (got '${raw}')`);
+    return 0;
+  }
+  return port;
+}

@@ -1,0 +1,75 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { forbidden, invalidField, unauthorized } from '../domain/errors.js';
+import type { Principal, WorkspaceScope } from '../domain/tenancy.js';
+import type { TenancyService } from '../services/tenancy.js';
+
+/**
+ * What a route needs from the caller: `workspace` (the default) acts in one workspace,
+ * `organization` needs only a valid key, `admin` needs a key with the admin role.
+ */
+export type Access = 'workspace' | 'organization' | 'admin';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+    workspaceScope?: WorkspaceScope;
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Authenticates every route of the plugin it is installed in. Runs before the body is
+ * read, so an unauthenticated caller learns nothing about validation.
+ */
+export function installAuthentication(app: FastifyInstance, tenancy: TenancyService): void {
+  app.addHook('onRequest', async (request) => {
+    const key = presentedKey(request);
+    if (!key) {
+      throw unauthorized("Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.");
+    }
+    const principal = await tenancy.authenticate(key);
+    if (!principal) throw unauthorized('Invalid API key.');
+    request.principal = principal;
+
+    const access = request.routeOptions.config.access ?? 'workspace';
+    if (access === 'admin' && principal.role !== 'admin') {
+      throw forbidden('This operation requires an admin API key.');
+    }
+    if (access === 'workspace') {
+      request.workspaceScope = await tenancy.resolveWorkspace(principal, tenantHeader(request));
+    }
+  });
+}
+
+/** `X-Api-Key` wins; `Authorization: Bearer` is accepted because some clients send the key that way. */
+function presentedKey(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-api-key'];
+  const apiKey = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (apiKey) return apiKey;
+  const match = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
+  return match?.[1]?.trim() || undefined;
+}
+
+function tenantHeader(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-tenant-id'];
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (!value) return undefined;
+  if (!UUID.test(value)) {
+    throw invalidField({ type: 'uuid_parsing', loc: ['header', 'x-tenant-id'], msg: 'Input should be a valid UUID', input: value });
+  }
+  return value.toLowerCase();
+}
+
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error('route reached without authentication');
+  return request.principal;
+}
+
+export function scopeOf(request: FastifyRequest): WorkspaceScope {
+  if (!request.workspaceScope) throw new Error('workspace route reached without a workspace');
+  return request.workspaceScope;
+}

@@ -1,0 +1,4 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Services } from '../../services/index.js';
+
+export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (_app, _options) => {};

@@ -1,0 +1,60 @@
+import { type Static, type TSchema, Type } from 'typebox';
+
+/**
+ * `T | null` as a JSON-schema type list rather than `anyOf`: validation errors then name
+ * the real problem ("should be a valid string") instead of one error per branch.
+ */
+export function Nullable<T extends TSchema>(schema: T) {
+  const raw = schema as unknown as { type?: string | string[]; enum?: unknown[] };
+  const type = raw.type === undefined ? undefined : [...(Array.isArray(raw.type) ? raw.type : [raw.type]), 'null'];
+  const nullable = { ...schema, ...(type ? { type } : {}), ...(raw.enum ? { enum: [...raw.enum, null] } : {}) };
+  return Type.Unsafe<Static<T> | null>(nullable);
+}
+
+/** Optional in requests and nullable, as real clients send explicit nulls for "not set". */
+export const OptionalNullable = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
+
+export const Uuid = (options: { description?: string } = {}) => Type.String({ format: 'uuid', ...options });
+export const DateTime = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) });
+
+/** A free-form JSON object (labels, volume sources, container specs …). */
+export const AnyObject = (description?: string) =>
+  Type.Record(Type.String(), Type.Unknown(), description ? { description } : {});
+
+export const ErrorBody = Type.Object({ detail: Type.String() }, { description: 'Error with a human-readable detail.' });
+export const ValidationErrorBody = Type.Object(
+  {
+    detail: Type.Array(
+      Type.Object({
+        type: Type.String(),
+        loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
+        msg: Type.String(),
+        input: Type.Optional(Type.Unknown()),
+        ctx: Type.Optional(AnyObject()),
+      }),
+    ),
+  },
+  { description: 'Validation error, in FastAPI form.' },
+);
+
+/** Error answers every authenticated route can give. */
+export const commonErrors = {
+  401: ErrorBody,
+  403: ErrorBody,
+  422: ValidationErrorBody,
+};
+
+export const PaginationQuery = {
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of resources returned.' }),
+  offset: Type.Integer({ minimum: 0, default: 0, description: 'Pagination offset.' }),
+};
+
+/** `offset` in the answer is where the next page starts. */
+export const Envelope = <T extends TSchema>(item: T) =>
+  Type.Object({
+    resources: Type.Array(item),
+    offset: Type.Integer({ description: 'Pass as `offset` to get the next page.' }),
+  });
+
+/** `?flag=true|false|1|0` as FastAPI reads booleans. */
+export const QueryBoolean = (description: string) => Type.Optional(Type.Boolean({ description }));

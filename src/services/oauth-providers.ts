@@ -1,0 +1,5 @@
+import type { ServiceDeps } from './index.js';
+
+export function createOAuthProviderService(_deps: ServiceDeps) {
+  return {};
+}

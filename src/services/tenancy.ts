@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { conflict, forbidden, notFound } from '../domain/errors.js';
+import { type ApiKeyRole, DEFAULT_ORGANIZATION, DEFAULT_WORKSPACE, type Principal, type WorkspaceScope } from '../domain/tenancy.js';
+import { digestsEqual, generateApiKey, hashApiKey, keyHint } from '../security/api-keys.js';
+import { type Db, isUniqueViolation, nowIso } from '../store/database.js';
+import * as repo from '../store/repositories/tenancy.js';
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  role: ApiKeyRole;
+  organization_id: string;
+  workspace_id: string | null;
+  key_hint: string;
+  created_at: string;
+}
+
+export interface WorkspaceView {
+  id: string;
+  organization_id: string;
+  name: string;
+  created_at: string;
+}
+
+export type BootstrapResult =
+  | { created: false }
+  | { created: true; organizationId: string; workspaceId: string; apiKey: string; generated: boolean };
+
+export function createTenancyService(db: Db) {
+  return {
+    /**
+     * First start: an organization and workspace named `default`, and an admin key bound
+     * to that workspace. Safe when several processes start at once on one database: the
+     * organization name is unique, so only one of them inserts.
+     */
+    async bootstrap(configuredKey: string | undefined): Promise<BootstrapResult> {
+      if ((await repo.countOrganizations(db)) > 0) return { created: false };
+      const created = await this.createOrganization(DEFAULT_ORGANIZATION, configuredKey);
+      return created ? { created: true, ...created, generated: configuredKey === undefined } : { created: false };
+    },
+
+    /**
+     * An organization with one workspace named `default` and an admin key bound to it.
+     * Answers null when an organization of that name exists already.
+     */
+    async createOrganization(
+      name: string,
+      apiKey: string = generateApiKey(),
+    ): Promise<{ organizationId: string; workspaceId: string; apiKey: string } | null> {
+      const now = nowIso();
+      const organizationId = randomUUID();
+      const workspaceId = randomUUID();
+      return db.transaction().execute(async (trx) => {
+        if (!(await repo.insertOrganizationIfAbsent(trx, { id: organizationId, name, created_at: now }))) return null;
+        await repo.insertWorkspace(trx, { id: workspaceId, organization_id: organizationId, name: DEFAULT_WORKSPACE, created_at: now });
+        await repo.insertApiKey(trx, {
+          id: randomUUID(),
+          organization_id: organizationId,
+          workspace_id: workspaceId,
+          name: 'bootstrap',
+          role: 'admin',
+          key_hash: hashApiKey(apiKey),
+          key_hint: keyHint(apiKey),
+          created_at: now,
+        });
+        return { organizationId, workspaceId, apiKey };
+      });
+    },
+
+    async authenticate(presentedKey: string): Promise<Principal | null> {
+      const digest = hashApiKey(presentedKey);
+      const row = await repo.findApiKeyByHash(db, digest);
+      if (!row || !digestsEqual(row.key_hash, digest)) return null;
+      return { keyId: row.id, organizationId: row.organization_id, boundWorkspaceId: row.workspace_id, role: row.role as ApiKeyRole };
+    },
+
+    /**
+     * The workspace a request acts in: the tenant header when given, else the key's bound
+     * workspace. Another organization's workspace and a workspace outside the key's binding
+     * get the same answer as one that does not exist, so ids cannot be probed.
+     */
+    async resolveWorkspace(principal: Principal, requestedWorkspaceId: string | undefined): Promise<WorkspaceScope> {
+      if (requestedWorkspaceId === undefined) {
+        if (principal.boundWorkspaceId === null) {
+          throw forbidden(
+            'This organization-scoped API key requires workspace specification: send the workspace id in the X-Tenant-Id header.',
+          );
+        }
+        return { ...principal, workspaceId: principal.boundWorkspaceId };
+      }
+      const allowed =
+        principal.boundWorkspaceId === null
+          ? (await repo.findWorkspace(db, principal.organizationId, requestedWorkspaceId)) !== undefined
+          : principal.boundWorkspaceId === requestedWorkspaceId;
+      if (!allowed) throw forbidden(`This API key has no access to workspace '${requestedWorkspaceId}'.`);
+      return { ...principal, workspaceId: requestedWorkspaceId };
+    },
+
+    async createWorkspace(principal: Principal, name: string): Promise<WorkspaceView> {
+      const row = { id: randomUUID(), organization_id: principal.organizationId, name, created_at: nowIso() };
+      try {
+        await repo.insertWorkspace(db, row);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw conflict(`Workspace '${name}' already exists in this organization.`);
+        throw error;
+      }
+      return row;
+    },
+
+    async listWorkspaces(principal: Principal): Promise<WorkspaceView[]> {
+      return repo.listWorkspaces(db, principal.organizationId);
+    },
+
+    async createApiKey(
+      principal: Principal,
+      input: { name: string; workspaceId: string | null; role: ApiKeyRole },
+    ): Promise<ApiKeyView & { key: string }> {
+      if (input.workspaceId !== null && !(await repo.findWorkspace(db, principal.organizationId, input.workspaceId))) {
+        throw notFound(`Workspace ID ${input.workspaceId} not found.`);
+      }
+      const key = generateApiKey();
+      const row = {
+        id: randomUUID(),
+        organization_id: principal.organizationId,
+        workspace_id: input.workspaceId,
+        name: input.name,
+        role: input.role,
+        key_hash: hashApiKey(key),
+        key_hint: keyHint(key),
+        created_at: nowIso(),
+      };
+      await repo.insertApiKey(db, row);
+      return { ...toKeyView(row), key };
+    },
+
+    async listApiKeys(principal: Principal): Promise<ApiKeyView[]> {
+      return (await repo.listApiKeys(db, principal.organizationId)).map(toKeyView);
+    },
+
+    async revokeApiKey(principal: Principal, keyId: string): Promise<void> {
+      if (keyId === principal.keyId) throw conflict('An API key cannot revoke itself; revoke it with another admin key.');
+      if (!(await repo.deleteApiKey(db, principal.organizationId, keyId))) throw notFound(`API key ID ${keyId} not found.`);
+    },
+  };
+}
+
+export type TenancyService = ReturnType<typeof createTenancyService>;
+
+function toKeyView(row: repo.ApiKeyRow): ApiKeyView {
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role as ApiKeyRole,
+    organization_id: row.organization_id,
+    workspace_id: row.workspace_id,
+    key_hint: row.key_hint,
+    created_at: row.created_at,
+  };
+}

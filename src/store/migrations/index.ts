@@ -1,0 +1,11 @@
+import type { Migration, MigrationProvider } from 'kysely';
+import { initialSchema } from './001-initial-schema.js';
+
+/** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
+const migrations: Record<string, Migration> = {
+  '001-initial-schema': initialSchema,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+};

@@ -1,0 +1,55 @@
+import type { Executor } from '../database.js';
+import type { Database } from '../schema.js';
+
+export type ApiKeyRow = Database['api_keys'];
+export type WorkspaceRow = Database['workspaces'];
+
+export async function countOrganizations(db: Executor): Promise<number> {
+  const row = await db.selectFrom('organizations').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Inserts the organization unless one with that name exists; answers whether it inserted. */
+export async function insertOrganizationIfAbsent(db: Executor, row: Database['organizations']): Promise<boolean> {
+  const inserted = await db
+    .insertInto('organizations')
+    .values(row)
+    .onConflict((oc) => oc.column('name').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+export async function insertWorkspace(db: Executor, row: WorkspaceRow): Promise<void> {
+  await db.insertInto('workspaces').values(row).execute();
+}
+
+export async function findWorkspace(db: Executor, organizationId: string, workspaceId: string): Promise<WorkspaceRow | undefined> {
+  return db
+    .selectFrom('workspaces')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', workspaceId)
+    .executeTakeFirst();
+}
+
+export async function listWorkspaces(db: Executor, organizationId: string): Promise<WorkspaceRow[]> {
+  return db.selectFrom('workspaces').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
+}
+
+export async function insertApiKey(db: Executor, row: ApiKeyRow): Promise<void> {
+  await db.insertInto('api_keys').values(row).execute();
+}
+
+export async function findApiKeyByHash(db: Executor, keyHash: string): Promise<ApiKeyRow | undefined> {
+  return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+}
+
+export async function listApiKeys(db: Executor, organizationId: string): Promise<ApiKeyRow[]> {
+  return db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
+}
+
+export async function deleteApiKey(db: Executor, organizationId: string, keyId: string): Promise<boolean> {
+  const result = await db.deleteFrom('api_keys').where('organization_id', '=', organizationId).where('id', '=', keyId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

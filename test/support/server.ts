@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { Writable } from 'node:stream';
+import type { Config } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { type Berth, startBerth } from '../../src/server.js';
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+/** The PostgreSQL server tests use; override with TEST_POSTGRES_URL. */
+export const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+let postgresProbe: Promise<string | null> | undefined;
+
+/** Null when PostgreSQL answers; otherwise why it cannot be used (tests then skip and say so). */
+export function postgresUnavailable(): Promise<string | null> {
+  postgresProbe ??= (async () => {
+    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 3000 });
+    try {
+      await client.connect();
+      await client.query('select 1');
+      return null;
+    } catch (error) {
+      return `PostgreSQL at ${POSTGRES_ADMIN_URL} is not reachable (${(error as Error).message})`;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  return postgresProbe;
+}
+
+/** A throwaway database on the PostgreSQL server; dropped by the returned function. */
+export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `berth_test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+export interface TestServer {
+  kind: DatabaseKind;
+  url: string;
+  berth: Berth;
+  /** Admin key bound to the `default` workspace, as created on first start. */
+  adminKey: string;
+  workspaceId: string;
+  organizationId: string;
+  dataDir: string;
+  /** Every log line the server wrote, for tests that check what reaches the logs. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+/** A real Berth on a random port over a fresh database of the given kind. */
+export async function startTestServer(kind: DatabaseKind): Promise<TestServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-test-'));
+  const postgres = kind === 'postgres' ? await createPostgresDatabase() : undefined;
+  const adminKey = `berth_test_${randomUUID()}`;
+  const config: Config = {
+    port: 0,
+    host: '127.0.0.1',
+    database: postgres ? { kind: 'postgres', url: postgres.url } : { kind: 'sqlite', file: path.join(dataDir, 'berth.sqlite') },
+    dataDir,
+    bootstrapApiKey: adminKey,
+    encryptionKey: undefined,
+    logLevel: process.env.TEST_LOG_LEVEL ?? 'info',
+  };
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, callback) {
+      logs.push(chunk.toString());
+      callback();
+    },
+  });
+  const berth = await startBerth(config, createLogger(config.logLevel, sink));
+  const address = await berth.app.listen({ port: 0, host: '127.0.0.1' });
+  const principal = await berth.services.tenancy.authenticate(adminKey);
+  if (!principal?.boundWorkspaceId) throw new Error('bootstrap did not create a bound admin key');
+  return {
+    kind,
+    url: address,
+    berth,
+    adminKey,
+    workspaceId: principal.boundWorkspaceId,
+    organizationId: principal.organizationId,
+    dataDir,
+    logs,
+    async close() {
+      await berth.close();
+      await postgres?.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

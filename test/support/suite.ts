@@ -1,0 +1,58 @@
+import { after, before, describe } from 'node:test';
+import { type Client, client } from './http.js';
+import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from './server.js';
+
+export interface SuiteContext {
+  server: TestServer;
+  /** Client with the bootstrap admin key (bound to the default workspace). */
+  api: Client;
+  /** Client with no key at all. */
+  anonymous: Client;
+}
+
+/**
+ * Runs the same suite against SQLite and PostgreSQL, each with its own fresh server.
+ * PostgreSQL suites skip, saying why, only when no PostgreSQL server answers.
+ */
+export function describeOnEachDatabase(name: string, body: (ctx: () => SuiteContext) => void): void {
+  for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
+    describe(`${name} [${kind}]`, async () => {
+      const skip = kind === 'postgres' ? await postgresUnavailable() : null;
+      if (skip) {
+        process.stdout.write(`# SKIP ${name} [postgres]: ${skip}\n`);
+        describe('skipped', { skip }, () => {});
+        return;
+      }
+      let context: SuiteContext | undefined;
+      before(async () => {
+        const server = await startTestServer(kind);
+        context = { server, api: client(server.url, { key: server.adminKey }), anonymous: client(server.url) };
+      });
+      after(async () => {
+        await context?.server.close();
+      });
+      body(() => {
+        if (!context) throw new Error('suite context used before setup');
+        return context;
+      });
+    });
+  }
+}
+
+/**
+ * Keys for the security cases every route gets: a second workspace of the same
+ * organization (bound key) and a second organization (its own admin key).
+ */
+export async function otherTenants(ctx: SuiteContext) {
+  const { server, api } = ctx;
+  const workspace = await api('POST', '/v1/workspaces', { body: { name: `other-${Date.now()}-${Math.random()}` } });
+  const otherWorkspaceKey = await api('POST', '/v1/api-keys', { body: { name: 'other-ws', workspace_id: workspace.body.id } });
+  const org = await server.berth.services.tenancy.createOrganization(`org-${Date.now()}-${Math.random()}`);
+  if (!org) throw new Error('could not create a second organization');
+  return {
+    otherWorkspaceId: workspace.body.id as string,
+    otherWorkspaceKey: otherWorkspaceKey.body.key as string,
+    otherOrganizationKey: org.apiKey,
+    otherOrganizationWorkspaceId: org.workspaceId,
+  };
+}
