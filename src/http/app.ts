@@ -105,8 +105,11 @@ function installJsonParser(app: FastifyInstance): void {
       // Rejects `__proto__` and `constructor.prototype` keys (prototype poisoning).
       done(null, secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' }));
     } catch (error) {
-      const reason = error instanceof Error ? error.message : 'invalid JSON';
-      const position = Number(/position (\d+)/.exec(reason)?.[1] ?? 0);
+      // The parser's own message may quote part of the body (a secret, say), so only a
+      // fixed reason and the position go back.
+      const message = error instanceof Error ? error.message : '';
+      const position = Number(/position (\d+)/.exec(message)?.[1] ?? 0);
+      const reason = /end of JSON input/.test(message) ? 'Unexpected end of JSON input' : 'Invalid JSON';
       done(new JsonBodyError(position, reason), undefined);
     }
   });

@@ -1,5 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import {
+  canonicalSource,
+  completeResourceSpec,
+  completeRevisionConfig,
+  givenRevisionFields,
+  newSourceConfig,
+  type RevisionConfigInput,
+  type SourceConfigInput,
+  type SourceSpelling,
+} from '../domain/deployment-config.js';
+import { conflict, deploymentNotFound } from '../domain/errors.js';
+import { type PatchInput, planPatch } from '../domain/patch.js';
+import { resolvePlacement } from '../domain/placement.js';
+import { type Secret, validateSecrets } from '../domain/secrets.js';
+import type { WorkspaceScope } from '../domain/tenancy.js';
+import { type Executor, isUniqueViolation, nowIso } from '../store/database.js';
+import * as repo from '../store/repositories/deployments.js';
+import { deploymentState, deploymentViews, type DeploymentView } from './deployment-records.js';
 import type { ServiceDeps } from './index.js';
+import { findListenerForPlacement, listListenerIds } from './listeners.js';
+import { appendRevision } from './revision-writer.js';
 
-export function createDeploymentService(_deps: ServiceDeps) {
-  return {};
+export interface CreateDeploymentInput {
+  name: string;
+  source: SourceSpelling;
+  source_config?: SourceConfigInput | null;
+  source_revision_config?: RevisionConfigInput | null;
+  secrets: Secret[];
+  image_version?: string | null;
 }
+
+export function createDeploymentService({ db, encryptor }: ServiceDeps) {
+  const view = async (executor: Executor, row: repo.DeploymentRow): Promise<DeploymentView> => {
+    const [result] = await deploymentViews(executor, encryptor, [row]);
+    return result as DeploymentView;
+  };
+
+  return {
+    /** The deployment, its first revision and its encrypted secrets, in one transaction. */
+    async create(scope: WorkspaceScope, input: CreateDeploymentInput): Promise<DeploymentView> {
+      const source = canonicalSource(input.source);
+      const sourceConfig = newSourceConfig(source, input.source_config);
+      const revisionConfig = completeRevisionConfig(source, givenRevisionFields(input.source_revision_config));
+      const resourceSpec = completeResourceSpec(input.source_config?.resource_spec);
+      validateSecrets(input.secrets);
+      const now = nowIso();
+      try {
+        return await db.transaction().execute(async (trx) => {
+          const listener = sourceConfig.listener_id
+            ? await findListenerForPlacement(trx, scope.workspaceId, sourceConfig.listener_id)
+            : undefined;
+          const placement = resolvePlacement({
+            requiresListener: source === 'external_docker',
+            listenerId: sourceConfig.listener_id,
+            namespace: input.source_config?.listener_config?.k8s_namespace ?? null,
+            listener: listener && { id: listener.id, namespaces: listener.compute_config.k8s_namespaces },
+            availableListenerIds: sourceConfig.listener_id ? [] : await listListenerIds(trx, scope.workspaceId),
+          });
+          sourceConfig.listener_config = placement && { k8s_namespace: placement.namespace };
+          const row: repo.DeploymentRow = {
+            id: randomUUID(),
+            workspace_id: scope.workspaceId,
+            name: input.name,
+            display_name: null,
+            source: input.source,
+            source_config: JSON.stringify(sourceConfig),
+            deployment_type: sourceConfig.deployment_type,
+            listener_id: placement?.listenerId ?? null,
+            image_version: input.image_version ?? null,
+            status: 'AWAITING_DATABASE',
+            remote_reconciled: 0,
+            latest_revision_id: null,
+            active_revision_id: null,
+            revision_count: 0,
+            created_at: now,
+            updated_at: now,
+          };
+          await repo.insertDeployment(trx, row);
+          await appendRevision(trx, encryptor, row, { config: revisionConfig, resourceSpec, secrets: input.secrets }, now);
+          return view(trx, row);
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw conflict(`Deployment with name '${input.name}' already exists in this workspace.`);
+        throw error;
+      }
+    },
+
+    async get(scope: WorkspaceScope, id: string): Promise<DeploymentView> {
+      const row = await repo.findDeployment(db, scope.workspaceId, id);
+      if (!row) throw deploymentNotFound(id);
+      return view(db, row);
+    },
+
+    async list(
+      scope: WorkspaceScope,
+      filters: repo.DeploymentFilters,
+      page: { limit: number; offset: number },
+    ): Promise<{ resources: DeploymentView[]; offset: number }> {
+      const rows = await repo.listDeployments(db, scope.workspaceId, filters, page);
+      return { resources: await deploymentViews(db, encryptor, rows), offset: page.offset + rows.length };
+    },
+
+    /** In-place changes and, when the body calls for one, a new revision; one transaction. */
+    async patch(scope: WorkspaceScope, id: string, input: PatchInput): Promise<DeploymentView> {
+      return db.transaction().execute(async (trx) => {
+        const now = nowIso();
+        const row = await repo.lockDeployment(trx, scope.workspaceId, id, now);
+        if (!row) throw deploymentNotFound(id);
+        if (row.status === 'AWAITING_DELETE') throw conflict(`Deployment ID ${id} is being deleted and cannot be changed.`);
+        const plan = planPatch(await deploymentState(trx, encryptor, row), input);
+        row.source_config = JSON.stringify(plan.sourceConfig);
+        if (plan.displayName !== undefined) row.display_name = plan.displayName;
+        if (plan.imageVersion !== undefined) row.image_version = plan.imageVersion;
+        await repo.updateDeployment(trx, id, {
+          source_config: row.source_config,
+          display_name: row.display_name,
+          image_version: row.image_version,
+        });
+        if (plan.revision) await appendRevision(trx, encryptor, row, plan.revision, now);
+        return view(trx, row);
+      });
+    },
+
+    /**
+     * Marks the deployment AWAITING_DELETE, then tears it down. Until an engine owns
+     * runtime resources there is nothing outside the database to remove, so teardown is
+     * immediate and the deployment answers 404 right after.
+     */
+    async delete(scope: WorkspaceScope, id: string): Promise<void> {
+      const row = await repo.findDeployment(db, scope.workspaceId, id);
+      if (!row) throw deploymentNotFound(id);
+      await repo.moveDeploymentStatus(db, id, [row.status], 'AWAITING_DELETE', nowIso());
+      await repo.deleteDeployment(db, id);
+    },
+  };
+}
+
+export type DeploymentService = ReturnType<typeof createDeploymentService>;

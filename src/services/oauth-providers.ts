@@ -1,5 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { conflict, notFound } from '../domain/errors.js';
+import type { Principal } from '../domain/tenancy.js';
+import { isUniqueViolation, nowIso } from '../store/database.js';
+import * as repo from '../store/repositories/oauth-providers.js';
 import type { ServiceDeps } from './index.js';
 
-export function createOAuthProviderService(_deps: ServiceDeps) {
-  return {};
+/** What callers see of a provider: everything but the client secret. */
+export interface OAuthProviderView {
+  id: string;
+  organization_id: string;
+  provider_id: string;
+  name: string;
+  client_id: string;
+  auth_url: string;
+  token_url: string;
+  uses_pkce: boolean;
+  code_challenge_method: string | null;
+  provider_type: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface NewOAuthProvider {
+  provider_id: string;
+  name: string;
+  client_id: string;
+  client_secret: string;
+  auth_url: string;
+  token_url: string;
+  /** Null counts as not given, as clients send explicit nulls for "not set". */
+  uses_pkce?: boolean | null;
+  code_challenge_method?: string | null;
+  provider_type?: string | null;
+}
+
+/** Null or absent leaves a field as it is. */
+export type OAuthProviderPatch = {
+  [K in 'name' | 'client_id' | 'client_secret' | 'auth_url' | 'token_url' | 'code_challenge_method' | 'provider_type']?: string | null;
+} & { uses_pkce?: boolean | null };
+
+export const DEFAULT_CODE_CHALLENGE_METHOD = 'S256';
+
+/** Binds a ciphertext to its row, so it cannot be replayed onto another provider. */
+const secretContext = (id: string) => `oauth_provider:${id}:client_secret`;
+
+const providerNotFound = (providerId: string) => notFound(`OAuth provider '${providerId}' not found.`);
+
+/** OAuth providers belong to an organization; every workspace of it shares them. */
+export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
+  async function rowOf(principal: Principal, providerId: string): Promise<repo.OAuthProviderRow> {
+    const row = await repo.findOAuthProvider(db, principal.organizationId, providerId);
+    if (!row) throw providerNotFound(providerId);
+    return row;
+  }
+
+  return {
+    async create(principal: Principal, input: NewOAuthProvider): Promise<OAuthProviderView> {
+      const id = randomUUID();
+      const now = nowIso();
+      const row: repo.OAuthProviderRow = {
+        id,
+        organization_id: principal.organizationId,
+        provider_id: input.provider_id,
+        name: input.name,
+        client_id: input.client_id,
+        client_secret_encrypted: encryptor.encrypt(input.client_secret, secretContext(id)),
+        auth_url: input.auth_url,
+        token_url: input.token_url,
+        uses_pkce: input.uses_pkce ? 1 : 0,
+        code_challenge_method: input.code_challenge_method ?? DEFAULT_CODE_CHALLENGE_METHOD,
+        provider_type: input.provider_type ?? null,
+        created_at: now,
+        updated_at: now,
+      };
+      try {
+        await repo.insertOAuthProvider(db, row);
+      } catch (error) {
+        // The unique constraint, not a prior lookup, decides: concurrent creates stay safe.
+        if (isUniqueViolation(error)) throw conflict(`OAuth provider '${input.provider_id}' already exists in this organization.`);
+        throw error;
+      }
+      return toView(row);
+    },
+
+    async list(principal: Principal): Promise<OAuthProviderView[]> {
+      return (await repo.listOAuthProviders(db, principal.organizationId)).map(toView);
+    },
+
+    async get(principal: Principal, providerId: string): Promise<OAuthProviderView> {
+      return toView(await rowOf(principal, providerId));
+    },
+
+    async update(principal: Principal, providerId: string, patch: OAuthProviderPatch): Promise<OAuthProviderView> {
+      const current = await rowOf(principal, providerId);
+      const changes: repo.OAuthProviderChanges = { updated_at: laterThan(current.updated_at) };
+      for (const field of ['name', 'client_id', 'auth_url', 'token_url', 'code_challenge_method', 'provider_type'] as const) {
+        const value = patch[field];
+        if (value !== undefined && value !== null) changes[field] = value;
+      }
+      if (patch.uses_pkce !== undefined && patch.uses_pkce !== null) changes.uses_pkce = patch.uses_pkce ? 1 : 0;
+      if (patch.client_secret !== undefined && patch.client_secret !== null) {
+        changes.client_secret_encrypted = encryptor.encrypt(patch.client_secret, secretContext(current.id));
+      }
+      const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes);
+      if (!updated) throw providerNotFound(providerId);
+      return toView(updated);
+    },
+
+    async delete(principal: Principal, providerId: string): Promise<void> {
+      if (!(await repo.deleteOAuthProvider(db, principal.organizationId, providerId))) throw providerNotFound(providerId);
+    },
+
+    /** The plain client secret, for the token exchange of the auth flow; never for an HTTP answer. */
+    async clientSecret(principal: Principal, providerId: string): Promise<string> {
+      const row = await rowOf(principal, providerId);
+      return encryptor.decrypt(row.client_secret_encrypted, secretContext(row.id));
+    },
+  };
+}
+
+export type OAuthProviderService = ReturnType<typeof createOAuthProviderService>;
+
+function toView(row: repo.OAuthProviderRow): OAuthProviderView {
+  return {
+    id: row.id,
+    organization_id: row.organization_id,
+    provider_id: row.provider_id,
+    name: row.name,
+    client_id: row.client_id,
+    auth_url: row.auth_url,
+    token_url: row.token_url,
+    uses_pkce: Boolean(row.uses_pkce),
+    code_challenge_method: row.code_challenge_method,
+    provider_type: row.provider_type,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** Clients spot changes by updated_at, so two writes within one millisecond must still differ. */
+function laterThan(previous: string): string {
+  const now = nowIso();
+  return now > previous ? now : new Date(Date.parse(previous) + 1).toISOString();
 }

@@ -1,4 +1,115 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES } from '../../domain/deployment-status.js';
 import type { Services } from '../../services/index.js';
+import { scopeOf } from '../auth.js';
+import { NoContent, noContent } from '../replies.js';
+import { Envelope, ErrorBody, PaginationQuery, StringEnum, commonErrors } from '../schemas/common.js';
+import { CreateDeploymentBody, Deployment, DeploymentParams, PatchDeploymentBody } from '../schemas/deployment.js';
+import { commaList, uuidList } from '../schemas/query.js';
 
-export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (_app, _options) => {};
+const tags = ['deployments'];
+
+export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { deployments } = services;
+
+  app.post(
+    '/v2/deployments',
+    {
+      schema: {
+        summary: 'Create a deployment',
+        description: 'Creates the deployment and its first revision; `latest_revision_id` is that revision.',
+        tags,
+        body: CreateDeploymentBody,
+        response: { 201: Deployment, 400: ErrorBody, 409: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await deployments.create(scopeOf(request), request.body)),
+  );
+
+  app.get(
+    '/v2/deployments',
+    {
+      schema: {
+        summary: 'List deployments',
+        description: 'Newest first. `offset` in the answer is where the next page starts.',
+        tags,
+        querystring: Type.Object({
+          ...PaginationQuery,
+          name_contains: Type.Optional(Type.String({ maxLength: 256, description: 'Case-insensitive substring of the name.' })),
+          name: Type.Optional(Type.String({ maxLength: 256, description: 'Exact name.' })),
+          status: Type.Optional(Type.String({ description: `Comma-separated: ${DEPLOYMENT_STATUSES.join(', ')}.` })),
+          remote_reconciled: Type.Optional(Type.Boolean()),
+          tag_value_ids: Type.Optional(Type.String({ description: 'Comma-separated tag value ids. Berth has no tags yet, so a non-empty list matches nothing.' })),
+          image_version: Type.Optional(Type.String({ maxLength: 256 })),
+          deployment_type: Type.Optional(StringEnum(DEPLOYMENT_TYPES)),
+          deployment_ids: Type.Optional(Type.String({ description: 'Comma-separated deployment ids.' })),
+        }),
+        response: { 200: Envelope(Deployment), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const filters = {
+        nameContains: q.name_contains,
+        name: q.name,
+        statuses: commaList(q.status, 'status', DEPLOYMENT_STATUSES),
+        remoteReconciled: q.remote_reconciled,
+        tagValueIds: uuidList(q.tag_value_ids, 'tag_value_ids'),
+        imageVersion: q.image_version,
+        deploymentType: q.deployment_type,
+        ids: uuidList(q.deployment_ids, 'deployment_ids'),
+      };
+      return deployments.list(scopeOf(request), filters, { limit: q.limit, offset: q.offset });
+    },
+  );
+
+  app.get(
+    '/v2/deployments/:deployment_id',
+    {
+      schema: {
+        summary: 'Get a deployment',
+        tags,
+        params: DeploymentParams,
+        response: { 200: Deployment, 404: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request) => deployments.get(scopeOf(request), request.params.deployment_id),
+  );
+
+  app.patch(
+    '/v2/deployments/:deployment_id',
+    {
+      schema: {
+        summary: 'Update a deployment',
+        description:
+          'Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing ' +
+          '`source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other ' +
+          '`source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` ' +
+          'and `listener_config` cannot change (400).',
+        tags,
+        params: DeploymentParams,
+        body: PatchDeploymentBody,
+        response: { 200: Deployment, 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request) => deployments.patch(scopeOf(request), request.params.deployment_id, request.body),
+  );
+
+  app.delete(
+    '/v2/deployments/:deployment_id',
+    {
+      schema: {
+        summary: 'Delete a deployment',
+        description: 'The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404.',
+        tags,
+        params: DeploymentParams,
+        response: { 204: NoContent, 404: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      await deployments.delete(scopeOf(request), request.params.deployment_id);
+      return noContent(reply);
+    },
+  );
+};

@@ -1,4 +1,86 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Services } from '../../services/index.js';
+import { scopeOf } from '../auth.js';
+import { NoContent, noContent } from '../replies.js';
+import { Envelope, ErrorBody, commonErrors } from '../schemas/common.js';
+import { Listener, ListenerCreateBody, ListenerListQuery, ListenerParams, ListenerPatchBody } from '../schemas/listener.js';
 
-export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (_app, _options) => {};
+const tags = ['listeners'];
+
+/** Listeners: the compute infrastructure (Kubernetes clusters) that deployments run on. */
+export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { listeners } = services;
+
+  app.post(
+    '/v2/listeners',
+    {
+      schema: {
+        summary: 'Create a listener',
+        description: 'The pair (workspace, `compute_id`) is unique.',
+        tags,
+        body: ListenerCreateBody,
+        response: { 201: Listener, 409: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await listeners.create(scopeOf(request), request.body)),
+  );
+
+  app.get(
+    '/v2/listeners',
+    {
+      schema: {
+        summary: 'List listeners',
+        description: 'Oldest first. `offset` in the answer is where the next page starts.',
+        tags,
+        querystring: ListenerListQuery,
+        response: { 200: Envelope(Listener), ...commonErrors },
+      },
+    },
+    async (request) => listeners.list(scopeOf(request), request.query),
+  );
+
+  app.get(
+    '/v2/listeners/:listener_id',
+    {
+      schema: {
+        summary: 'Get a listener',
+        tags,
+        params: ListenerParams,
+        response: { 200: Listener, 404: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request) => listeners.get(scopeOf(request), request.params.listener_id),
+  );
+
+  app.patch(
+    '/v2/listeners/:listener_id',
+    {
+      schema: {
+        summary: 'Update a listener',
+        description: 'Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed.',
+        tags,
+        params: ListenerParams,
+        body: ListenerPatchBody,
+        response: { 200: Listener, 400: ErrorBody, 404: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request) => listeners.update(scopeOf(request), request.params.listener_id, request.body),
+  );
+
+  app.delete(
+    '/v2/listeners/:listener_id',
+    {
+      schema: {
+        summary: 'Delete a listener',
+        description: 'Refused with 409 while any deployment runs on the listener.',
+        tags,
+        params: ListenerParams,
+        response: { 204: NoContent, 404: ErrorBody, 409: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      await listeners.delete(scopeOf(request), request.params.listener_id);
+      return noContent(reply);
+    },
+  );
+};

@@ -58,3 +58,7 @@ export const Envelope = <T extends TSchema>(item: T) =>
 
 /** `?flag=true|false|1|0` as FastAPI reads booleans. */
 export const QueryBoolean = (description: string) => Type.Optional(Type.Boolean({ description }));
+
+/** A string enum as `{type: string, enum}` (not `anyOf` of constants): one clear error when it fails. */
+export const StringEnum = <const T extends readonly string[]>(values: T, options: { description?: string; default?: T[number] } = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });

@@ -1,0 +1,184 @@
+import { DEFAULT_DEPLOYMENT_TYPE, type DeploymentType } from './deployment-status.js';
+import { badRequest } from './errors.js';
+
+/** The canonical sources; `github` is how real clients spell `codehost`. */
+export type Source = 'codehost' | 'external_docker';
+export const SOURCE_SPELLINGS = ['codehost', 'github', 'external_docker'] as const;
+export type SourceSpelling = (typeof SOURCE_SPELLINGS)[number];
+
+export function canonicalSource(spelling: string): Source {
+  return spelling === 'github' ? 'codehost' : (spelling as Source);
+}
+
+export const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
+
+/** Defaults the service fills in and returns (real-clients.md 4.6). */
+export const RESOURCE_SPEC_DEFAULTS = { min_scale: 1, max_scale: 1, cpu: 1, memory_mb: 2048 } as const;
+
+export type ResourceSpec = Record<string, unknown>;
+
+/** Deployment-level settings: changed in place, never by a new revision. */
+export interface SourceConfig {
+  integration_id: string | null;
+  repo_url: string | null;
+  deployment_type: DeploymentType;
+  build_on_push: boolean | null;
+  custom_url: string | null;
+  listener_id: string | null;
+  listener_config: { k8s_namespace: string } | null;
+  install_command: string | null;
+  build_command: string | null;
+}
+
+/** What a revision is built and run from. */
+export interface RevisionConfig {
+  repo_ref: string | null;
+  graph_config_path: string | null;
+  image_uri: string | null;
+  repo_commit_sha: string | null;
+  tracked_packages: string[] | null;
+}
+
+/** Fields of `source_config` in a request; null and absent both mean "not given". */
+export interface SourceConfigInput {
+  integration_id?: string | null;
+  repo_url?: string | null;
+  deployment_type?: DeploymentType | null;
+  build_on_push?: boolean | null;
+  custom_url?: string | null;
+  resource_spec?: ResourceSpec | null;
+  listener_id?: string | null;
+  listener_config?: { k8s_namespace?: string | null } | null;
+  install_command?: string | null;
+  build_command?: string | null;
+}
+
+export interface RevisionConfigInput {
+  repo_ref?: string | null;
+  graph_config_path?: string | null;
+  langgraph_config_path?: string | null;
+  image_uri?: string | null;
+}
+
+/** The revision fields a request sets (non-null), with the config-path alias folded in. */
+export function givenRevisionFields(input: RevisionConfigInput | null | undefined): Partial<RevisionConfig> {
+  if (!input) return {};
+  const given: Partial<RevisionConfig> = {};
+  if (input.repo_ref != null) given.repo_ref = input.repo_ref;
+  if (input.image_uri != null) given.image_uri = input.image_uri;
+  const canonical = input.graph_config_path ?? null;
+  const alias = input.langgraph_config_path ?? null;
+  if (canonical !== null && alias !== null && canonical !== alias) {
+    throw badRequest(
+      "Source configuration error: 'graph_config_path' and its alias 'langgraph_config_path' were both given with different values.",
+    );
+  }
+  if ((canonical ?? alias) !== null) given.graph_config_path = canonical ?? alias;
+  return given;
+}
+
+/** Applies the source's defaults and checks what it requires. */
+export function completeRevisionConfig(
+  source: Source,
+  config: Partial<RevisionConfig>,
+  defaults: { repoDefaultBranch?: string } = {},
+): RevisionConfig {
+  const complete: RevisionConfig = {
+    repo_ref: config.repo_ref ?? null,
+    graph_config_path: config.graph_config_path ?? null,
+    image_uri: config.image_uri ?? null,
+    repo_commit_sha: config.repo_commit_sha ?? null,
+    tracked_packages: config.tracked_packages ?? null,
+  };
+  if (source === 'external_docker') {
+    if (!complete.image_uri) {
+      throw badRequest("Source configuration error: 'source_revision_config.image_uri' is required for source 'external_docker'.");
+    }
+    for (const field of ['repo_ref', 'graph_config_path'] as const) {
+      if (complete[field] !== null) {
+        throw badRequest(
+          `Source configuration error: 'source_revision_config.${field}' applies only to code-host deployments; leave it null for 'external_docker'.`,
+        );
+      }
+    }
+    return complete;
+  }
+  if (complete.image_uri !== null) {
+    throw badRequest(
+      "Source configuration error: 'source_revision_config.image_uri' applies only to 'external_docker' deployments; code-host deployments are built from 'repo_ref'.",
+    );
+  }
+  complete.repo_ref ??= defaults.repoDefaultBranch ?? null;
+  if (!complete.repo_ref) {
+    throw badRequest(
+      "Source configuration error: 'source_revision_config.repo_ref' is required for code-host deployments (the branch or ref to build, e.g. 'main').",
+    );
+  }
+  complete.graph_config_path ??= DEFAULT_GRAPH_CONFIG_PATH;
+  return complete;
+}
+
+/** The source-specific settings of a new deployment. Listener placement is checked separately. */
+export function newSourceConfig(source: Source, input: SourceConfigInput | null | undefined): SourceConfig {
+  const config: SourceConfig = {
+    integration_id: input?.integration_id ?? null,
+    repo_url: input?.repo_url ?? null,
+    deployment_type: input?.deployment_type ?? DEFAULT_DEPLOYMENT_TYPE,
+    build_on_push: input?.build_on_push ?? null,
+    custom_url: input?.custom_url ?? null,
+    listener_id: input?.listener_id ?? null,
+    listener_config: input?.listener_config?.k8s_namespace ? { k8s_namespace: input.listener_config.k8s_namespace } : null,
+    install_command: input?.install_command ?? null,
+    build_command: input?.build_command ?? null,
+  };
+  if (source === 'codehost') {
+    if (!config.integration_id) {
+      throw badRequest("Source configuration error: 'source_config.integration_id' is required for code-host deployments.");
+    }
+    if (!config.repo_url) {
+      throw badRequest("Source configuration error: 'source_config.repo_url' is required for code-host deployments.");
+    }
+  } else {
+    for (const field of ['integration_id', 'repo_url'] as const) {
+      if (config[field] !== null) {
+        throw badRequest(`Source configuration error: 'source_config.${field}' applies only to code-host deployments.`);
+      }
+    }
+  }
+  return config;
+}
+
+/** The resource spec with the defaults filled in; scale bounds must make sense. */
+export function completeResourceSpec(spec: ResourceSpec | null | undefined): ResourceSpec {
+  const complete: ResourceSpec = { ...RESOURCE_SPEC_DEFAULTS, ...dropNulls(spec ?? {}) };
+  for (const [min, max] of [
+    ['min_scale', 'max_scale'],
+    ['queue_min_scale', 'queue_max_scale'],
+    ['orchestrator_min_scale', 'orchestrator_max_scale'],
+  ] as const) {
+    const low = complete[min];
+    const high = complete[max];
+    if (typeof low === 'number' && typeof high === 'number' && low > high) {
+      throw badRequest(`Source configuration error: 'resource_spec.${min}' (${low}) is greater than 'resource_spec.${max}' (${high}).`);
+    }
+  }
+  return complete;
+}
+
+function dropNulls(spec: ResourceSpec): ResourceSpec {
+  return Object.fromEntries(Object.entries(spec).filter(([, value]) => value !== null));
+}
+
+/** Order-insensitive equality of JSON values (resource specs). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return stableStringify(a) === stableStringify(b);
+}
+
+function stableStringify(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
