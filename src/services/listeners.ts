@@ -1,5 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import { badRequest, conflict, listenerNotFound } from '../domain/errors.js';
+import type { WorkspaceScope } from '../domain/tenancy.js';
+import { type Executor, isUniqueViolation, nowIso } from '../store/database.js';
+import * as repo from '../store/repositories/listeners.js';
 import type { ServiceDeps } from './index.js';
 
-export function createListenerService(_deps: ServiceDeps) {
-  return {};
+export { listListenerIds } from '../store/repositories/listeners.js';
+
+export type ComputeType = 'k8s';
+
+export interface ListenerView {
+  id: string;
+  compute_type: ComputeType;
+  compute_id: string;
+  compute_config: { k8s_namespaces: string[] };
+  version: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Request shape of `compute_config`: every field may be null or absent. */
+export interface ComputeConfigInput {
+  k8s_namespaces?: string[] | null;
+}
+
+export interface CreateListenerInput {
+  compute_type: ComputeType;
+  compute_id: string;
+  compute_config: ComputeConfigInput;
+  version?: string | null;
+}
+
+export interface PatchListenerInput {
+  version?: string | null;
+  compute_config?: ComputeConfigInput | null;
+  /** Immutable; accepted only when equal to the stored value. */
+  compute_type?: string | null;
+  compute_id?: string | null;
+}
+
+export function createListenerService({ db }: ServiceDeps) {
+  return {
+    async create(scope: WorkspaceScope, input: CreateListenerInput): Promise<ListenerView> {
+      const now = nowIso();
+      const record: repo.ListenerRecord = {
+        id: randomUUID(),
+        workspace_id: scope.workspaceId,
+        compute_type: input.compute_type,
+        compute_id: input.compute_id,
+        compute_config: { k8s_namespaces: uniqueNamespaces(input.compute_config.k8s_namespaces) },
+        version: input.version ?? null,
+        created_at: now,
+        updated_at: now,
+      };
+      try {
+        // The unique constraint decides, so two concurrent creates cannot both succeed.
+        await repo.insertListener(db, record);
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          throw conflict(
+            `Listener for LangSmith workspace ID '${scope.workspaceId}' and compute ID '${input.compute_id}' already exists.`,
+          );
+        }
+        throw error;
+      }
+      return toView(record);
+    },
+
+    async get(scope: WorkspaceScope, listenerId: string): Promise<ListenerView> {
+      const id = listenerId.toLowerCase();
+      const record = await repo.findListener(db, scope.workspaceId, id);
+      if (!record) throw listenerNotFound(id);
+      return toView(record);
+    },
+
+    async list(scope: WorkspaceScope, page: { limit: number; offset: number }): Promise<{ resources: ListenerView[]; offset: number }> {
+      const records = await repo.listListeners(db, scope.workspaceId, page);
+      return { resources: records.map(toView), offset: page.offset + records.length };
+    },
+
+    async update(scope: WorkspaceScope, listenerId: string, input: PatchListenerInput): Promise<ListenerView> {
+      const id = listenerId.toLowerCase();
+      const current = await repo.findListener(db, scope.workspaceId, id);
+      if (!current) throw listenerNotFound(id);
+      rejectImmutableChange('compute_type', current.compute_type, input.compute_type);
+      rejectImmutableChange('compute_id', current.compute_id, input.compute_id);
+
+      const changes: repo.ListenerChanges = { updated_at: nowIso() };
+      if (input.version != null && input.version !== current.version) changes.version = input.version;
+      const namespaces = input.compute_config?.k8s_namespaces;
+      if (namespaces != null) {
+        const next = uniqueNamespaces(namespaces);
+        if (!sameList(next, current.compute_config.k8s_namespaces)) changes.compute_config = { k8s_namespaces: next };
+      }
+      // Nothing really changes: leave updated_at alone.
+      if (changes.version === undefined && changes.compute_config === undefined) return toView(current);
+
+      if (!(await repo.updateListener(db, scope.workspaceId, id, changes))) throw listenerNotFound(id);
+      const updated = await repo.findListener(db, scope.workspaceId, id);
+      if (!updated) throw listenerNotFound(id);
+      return toView(updated);
+    },
+
+    async delete(scope: WorkspaceScope, listenerId: string): Promise<void> {
+      const id = listenerId.toLowerCase();
+      await db.transaction().execute(async (trx) => {
+        // The row lock makes a concurrent placement (which takes a share lock through
+        // findListenerForPlacement) either finish first and be counted, or wait and then
+        // find the listener gone.
+        if (!(await repo.findListener(trx, scope.workspaceId, id, 'update'))) throw listenerNotFound(id);
+        const deployments = await repo.countDeploymentsOnListener(trx, id);
+        if (deployments > 0) {
+          const noun = deployments === 1 ? 'deployment still runs' : 'deployments still run';
+          throw conflict(
+            `Listener ID ${id} cannot be deleted: ${deployments} ${noun} on it. Delete those deployments first, then delete the listener.`,
+          );
+        }
+        await repo.deleteListener(trx, scope.workspaceId, id);
+      });
+    },
+  };
+}
+
+export type ListenerService = ReturnType<typeof createListenerService>;
+
+/**
+ * The listener a new deployment is placed on, or undefined when the workspace has no such
+ * listener. Call it inside the transaction that inserts the deployment: on PostgreSQL it
+ * takes a share lock, so the listener cannot be deleted before that transaction ends.
+ */
+export async function findListenerForPlacement(db: Executor, workspaceId: string, listenerId: string): Promise<ListenerView | undefined> {
+  const record = await repo.findListener(db, workspaceId, listenerId.toLowerCase(), 'share');
+  return record && toView(record);
+}
+
+function rejectImmutableChange(field: 'compute_type' | 'compute_id', stored: string, requested: string | null | undefined): void {
+  if (requested == null || requested === stored) return;
+  throw badRequest(`'${field}' cannot be changed after a listener is created (it is '${stored}'); create a new listener instead.`);
+}
+
+/** Kubernetes namespaces are a set; the first occurrence keeps its place. */
+function uniqueNamespaces(namespaces: string[] | null | undefined): string[] {
+  return [...new Set(namespaces ?? [])];
+}
+
+function sameList(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((value, index) => value === b[index]);
+}
+
+function toView(record: repo.ListenerRecord): ListenerView {
+  return {
+    id: record.id,
+    // Only validated compute types are ever stored.
+    compute_type: record.compute_type as ComputeType,
+    compute_id: record.compute_id,
+    compute_config: { k8s_namespaces: record.compute_config.k8s_namespaces },
+    version: record.version,
+    created_at: record.created_at,
+    updated_at: record.updated_at,
+  };
 }

@@ -1,0 +1,102 @@
+import { PostgresAdapter } from 'kysely';
+import type { Executor } from '../database.js';
+import type { Database } from '../schema.js';
+
+export interface ComputeConfig {
+  k8s_namespaces: string[];
+}
+
+/** A listener row with its JSON column decoded. */
+export interface ListenerRecord extends Omit<Database['listeners'], 'compute_config'> {
+  compute_config: ComputeConfig;
+}
+
+export type ListenerChanges = Partial<Pick<ListenerRecord, 'version' | 'compute_config'>> & { updated_at: string };
+
+/**
+ * Row locks exist only on PostgreSQL; SQLite runs one transaction at a time anyway, so
+ * there the lock is simply left out.
+ */
+export type RowLock = 'share' | 'update';
+
+export async function insertListener(db: Executor, record: ListenerRecord): Promise<void> {
+  await db.insertInto('listeners').values(encode(record)).execute();
+}
+
+export async function findListener(
+  db: Executor,
+  workspaceId: string,
+  id: string,
+  lock?: RowLock,
+): Promise<ListenerRecord | undefined> {
+  let query = db.selectFrom('listeners').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id);
+  if (lock && db.getExecutor().adapter instanceof PostgresAdapter) {
+    query = lock === 'share' ? query.forShare() : query.forUpdate();
+  }
+  const row = await query.executeTakeFirst();
+  return row && decode(row);
+}
+
+export async function listListeners(
+  db: Executor,
+  workspaceId: string,
+  page: { limit: number; offset: number },
+): Promise<ListenerRecord[]> {
+  const rows = await db
+    .selectFrom('listeners')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  return rows.map(decode);
+}
+
+/** Writes only the fields given, so two PATCHes of different fields do not undo each other. */
+export async function updateListener(db: Executor, workspaceId: string, id: string, changes: ListenerChanges): Promise<boolean> {
+  const { compute_config, ...rest } = changes;
+  const result = await db
+    .updateTable('listeners')
+    .set({ ...rest, ...(compute_config ? { compute_config: JSON.stringify(compute_config) } : {}) })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function deleteListener(db: Executor, workspaceId: string, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('listeners').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+export async function listListenerIds(db: Executor, workspaceId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('listeners')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+export async function countDeploymentsOnListener(db: Executor, listenerId: string): Promise<number> {
+  const row = await db
+    .selectFrom('deployments')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('listener_id', '=', listenerId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+function encode(record: ListenerRecord): Database['listeners'] {
+  return { ...record, compute_config: JSON.stringify(record.compute_config) };
+}
+
+function decode(row: Database['listeners']): ListenerRecord {
+  const parsed = JSON.parse(row.compute_config) as Partial<ComputeConfig> | null;
+  const namespaces = Array.isArray(parsed?.k8s_namespaces) ? parsed.k8s_namespaces.filter((n) => typeof n === 'string') : [];
+  return { ...row, compute_config: { k8s_namespaces: namespaces } };
+}
