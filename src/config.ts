@@ -10,7 +10,16 @@ export interface Config {
   bootstrapApiKey: string | undefined;
   encryptionKey: string | undefined;
   logLevel: string;
+  engine: {
+    /** Run the revision engine in this process (`BERTH_ENGINE=off` for API-only replicas). */
+    enabled: boolean;
+    runtime: ContainerRuntimeChoice;
+    concurrency: number;
+  };
 }
+
+export type ContainerRuntimeChoice = 'auto' | 'podman' | 'docker' | 'none';
+const RUNTIMES: ContainerRuntimeChoice[] = ['auto', 'podman', 'docker', 'none'];
 
 export class ConfigError extends Error {}
 
@@ -40,10 +49,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const encryptionKey = env.BERTH_ENCRYPTION_KEY || undefined;
 
+  const engineSwitch = (env.BERTH_ENGINE?.trim() || 'on').toLowerCase();
+  if (!['on', 'off', 'true', 'false', '1', '0'].includes(engineSwitch)) problems.push(`BERTH_ENGINE must be 'on' or 'off' (got '${env.BERTH_ENGINE}')`);
+  const runtime = (env.BERTH_CONTAINER_RUNTIME?.trim() || 'auto').toLowerCase() as ContainerRuntimeChoice;
+  if (!RUNTIMES.includes(runtime)) problems.push(`BERTH_CONTAINER_RUNTIME must be one of ${RUNTIMES.join(', ')} (got '${env.BERTH_CONTAINER_RUNTIME}')`);
+  const concurrency = Number(env.BERTH_ENGINE_CONCURRENCY?.trim() || '4');
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
+    problems.push(`BERTH_ENGINE_CONCURRENCY must be an integer from 1 to 64 (got '${env.BERTH_ENGINE_CONCURRENCY}')`);
+  }
+
   if (problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
   }
-  return { port, host, database, dataDir, bootstrapApiKey, encryptionKey, logLevel };
+  const engine = { enabled: ['on', 'true', '1'].includes(engineSwitch), runtime, concurrency };
+  return { port, host, database, dataDir, bootstrapApiKey, encryptionKey, logLevel, engine };
 }
 
 function parsePort(raw: string, problems: string[]): number {

@@ -1,11 +1,11 @@
-import { ConfigError, loadConfig } from './config.js';
+import { Command } from 'commander';
+import { type Config, ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
-import { startBerth } from './server.js';
+import { startBerth, startEngineOnly } from './server.js';
 
-async function main(): Promise<void> {
-  let config;
+function configOrExit(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -13,22 +13,21 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
-  const berth = await startBerth(config, logger);
-  await berth.app.listen({ port: config.port, host: config.host });
-  logger.info({ database: config.database.kind }, 'berth is ready');
+}
 
+/** Stops on SIGTERM/SIGINT: finishes requests in flight and pauses engine steps for another process to resume. */
+function stopOnSignals(logger: ReturnType<typeof createLogger>, close: () => Promise<void>): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down: finishing requests in flight');
+    logger.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {
       logger.error('shutdown took longer than 15 s; exiting');
       process.exit(1);
     }, 15_000);
     timer.unref();
-    await berth.close();
+    await close();
     logger.info('stopped');
     process.exit(0);
   };
@@ -36,7 +35,32 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
-main().catch((error) => {
+const program = new Command('berth').description('Berth: a self-hostable deployment control plane for agent servers.');
+
+program
+  .command('serve', { isDefault: true })
+  .description('Run the API server (and, unless BERTH_ENGINE=off, the revision engine).')
+  .action(async () => {
+    const config = configOrExit();
+    const logger = createLogger(config.logLevel);
+    const berth = await startBerth(config, logger);
+    await berth.app.listen({ port: config.port, host: config.host });
+    logger.info({ database: config.database.kind, engine: config.engine.enabled }, 'berth is ready');
+    stopOnSignals(logger, () => berth.close());
+  });
+
+program
+  .command('engine')
+  .description('Run only the revision engine, beside API servers on the same PostgreSQL.')
+  .action(async () => {
+    const config = configOrExit();
+    const logger = createLogger(config.logLevel);
+    const engine = await startEngineOnly(config, logger);
+    logger.info({ database: config.database.kind }, 'berth engine is running');
+    stopOnSignals(logger, () => engine.close());
+  });
+
+program.parseAsync().catch((error) => {
   process.stderr.write(`berth failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 });

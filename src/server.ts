@@ -2,21 +2,43 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import type { Config, ContainerRuntimeChoice } from './config.js';
+import type { EngineSettings } from './engine/context.js';
+import { LocalContainerRuntime } from './engine/drivers/local-container.js';
+import type { BuildDriver, RuntimeDriver } from './engine/drivers/types.js';
+import { NoRuntime, UnavailableBuildDriver } from './engine/drivers/unavailable.js';
+import { Engine } from './engine/engine.js';
+import { type EventBus, LocalEventBus, PostgresEventBus } from './events/bus.js';
 import { buildApp } from './http/app.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { createServices, type Services } from './services/index.js';
 import { type Db, migrateToLatest, openDatabase } from './store/database.js';
 
+/** Drivers and settings tests and benchmarks put in place of the configured ones. */
+export interface BerthOverrides {
+  runtime?: RuntimeDriver;
+  builder?: BuildDriver;
+  engineSettings?: Partial<EngineSettings>;
+}
+
 export interface Berth {
   app: FastifyInstance;
+  engine: Engine | undefined;
   db: Db;
   services: Services;
+  bus: EventBus;
   close(): Promise<void>;
 }
 
-/** Opens the database, migrates it, bootstraps the first organization and builds the HTTP app. */
-export async function startBerth(config: Config, logger: Logger): Promise<Berth> {
+interface Core {
+  db: Db;
+  bus: EventBus;
+  encryptor: Encryptor;
+  services: Services;
+}
+
+/** Opens the database, migrates it, loads the encryption key and connects the bus. */
+async function openCore(config: Config, logger: Logger): Promise<Core> {
   const db = openDatabase(config.database);
   try {
     await migrateToLatest(db);
@@ -25,22 +47,71 @@ export async function startBerth(config: Config, logger: Logger): Promise<Berth>
     if (config.database.kind === 'postgres' && source !== 'env') {
       logger.warn('BERTH_ENCRYPTION_KEY is not set: every server process on this PostgreSQL must share the key file of this data directory');
     }
-    const services = createServices({ db, encryptor: new Encryptor(key) });
-    await bootstrap(config, services, logger);
-    const app = await buildApp({ services, logger });
-    return {
-      app,
-      db,
-      services,
-      async close() {
-        await app.close();
-        await db.destroy();
-      },
-    };
+    const bus = config.database.kind === 'postgres' ? await PostgresEventBus.connect(config.database.url) : new LocalEventBus();
+    const encryptor = new Encryptor(key);
+    return { db, bus, encryptor, services: createServices({ db, encryptor, bus }) };
   } catch (error) {
     await db.destroy();
     throw error;
   }
+}
+
+async function startEngine(core: Core, config: Config, logger: Logger, overrides: BerthOverrides): Promise<Engine> {
+  const runtime = overrides.runtime ?? runtimeFor(config.engine.runtime);
+  const builder = overrides.builder ?? new UnavailableBuildDriver();
+  const engine = new Engine(
+    { db: core.db, bus: core.bus, encryptor: core.encryptor, runtime, builder, logger: logger.child({ component: 'engine' }) },
+    { concurrency: config.engine.concurrency, ...overrides.engineSettings },
+  );
+  await engine.start();
+  const unavailable = await runtime.unavailableReason();
+  logger.info({ runtime: runtime.name, worker: engine.settings.workerId, ...(unavailable ? { unavailable } : {}) }, 'engine started');
+  return engine;
+}
+
+/** The API server, with the engine inside unless `BERTH_ENGINE=off`. */
+export async function startBerth(config: Config, logger: Logger, overrides: BerthOverrides = {}): Promise<Berth> {
+  const core = await openCore(config, logger);
+  let engine: Engine | undefined;
+  try {
+    await bootstrap(config, core.services, logger);
+    const app = await buildApp({ services: core.services, logger });
+    if (config.engine.enabled) engine = await startEngine(core, config, logger, overrides);
+    return {
+      ...core,
+      app,
+      engine,
+      async close() {
+        await engine?.stop();
+        await app.close();
+        await core.bus.close();
+        await core.db.destroy();
+      },
+    };
+  } catch (error) {
+    await engine?.stop();
+    await core.bus.close();
+    await core.db.destroy();
+    throw error;
+  }
+}
+
+/** The engine alone (`berth engine`), to scale revision work out beside API replicas. */
+export async function startEngineOnly(config: Config, logger: Logger): Promise<{ close(): Promise<void> }> {
+  const core = await openCore(config, logger);
+  const engine = await startEngine(core, config, logger, {});
+  return {
+    async close() {
+      await engine.stop();
+      await core.bus.close();
+      await core.db.destroy();
+    },
+  };
+}
+
+function runtimeFor(choice: ContainerRuntimeChoice): RuntimeDriver {
+  // The deploy step's own timeout (per deployment) bounds the health wait, not the driver's.
+  return choice === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: choice, healthTimeoutMs: 24 * 3600_000 });
 }
 
 async function bootstrap(config: Config, services: Services, logger: Logger): Promise<void> {

@@ -28,6 +28,9 @@ export interface SourceConfig {
   listener_config: { k8s_namespace: string } | null;
   install_command: string | null;
   build_command: string | null;
+  /** Berth's own: how long the build and deploy steps may take before they fail. */
+  build_timeout_seconds: number | null;
+  deploy_timeout_seconds: number | null;
 }
 
 /** What a revision is built and run from. */
@@ -51,6 +54,8 @@ export interface SourceConfigInput {
   listener_config?: { k8s_namespace?: string | null } | null;
   install_command?: string | null;
   build_command?: string | null;
+  build_timeout_seconds?: number | null;
+  deploy_timeout_seconds?: number | null;
 }
 
 export interface RevisionConfigInput {
@@ -121,15 +126,17 @@ export function completeRevisionConfig(
 /** The source-specific settings of a new deployment. Listener placement is checked separately. */
 export function newSourceConfig(source: Source, input: SourceConfigInput | null | undefined): SourceConfig {
   const config: SourceConfig = {
-    integration_id: input?.integration_id ?? null,
+    integration_id: input?.integration_id?.toLowerCase() ?? null,
     repo_url: input?.repo_url ?? null,
     deployment_type: input?.deployment_type ?? DEFAULT_DEPLOYMENT_TYPE,
     build_on_push: input?.build_on_push ?? null,
     custom_url: input?.custom_url ?? null,
-    listener_id: input?.listener_id ?? null,
+    listener_id: input?.listener_id?.toLowerCase() ?? null,
     listener_config: input?.listener_config?.k8s_namespace ? { k8s_namespace: input.listener_config.k8s_namespace } : null,
     install_command: input?.install_command ?? null,
     build_command: input?.build_command ?? null,
+    build_timeout_seconds: input?.build_timeout_seconds ?? null,
+    deploy_timeout_seconds: input?.deploy_timeout_seconds ?? null,
   };
   if (source === 'codehost') {
     if (!config.integration_id) {

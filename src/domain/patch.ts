@@ -40,6 +40,8 @@ export interface RevisionPlan {
   config: RevisionConfig;
   resourceSpec: ResourceSpec;
   secrets: Secret[];
+  /** An image built before (rollback): the revision deploys it without building. */
+  imageRef?: string | null;
 }
 
 export interface PatchPlan {
@@ -51,7 +53,14 @@ export interface PatchPlan {
 }
 
 const FIXED_SOURCE_CONFIG = ['integration_id', 'repo_url', 'deployment_type', 'listener_id'] as const;
-const IN_PLACE_SOURCE_CONFIG = ['build_on_push', 'custom_url', 'install_command', 'build_command'] as const;
+const IN_PLACE_SOURCE_CONFIG = [
+  'build_on_push',
+  'custom_url',
+  'install_command',
+  'build_command',
+  'build_timeout_seconds',
+  'deploy_timeout_seconds',
+] as const;
 
 /**
  * Decides what a PATCH changes. Nulls mean "leave as is", and resending a fixed field
@@ -75,7 +84,9 @@ export function planPatch(current: DeploymentState, patch: PatchInput): PatchPla
   const input = patch.source_config ?? {};
   const sourceConfig: SourceConfig = { ...current.sourceConfig };
   for (const field of FIXED_SOURCE_CONFIG) {
-    const value = input[field];
+    const given = input[field];
+    // Ids compare case-insensitively: they are stored in lower case.
+    const value = given != null && (field === 'integration_id' || field === 'listener_id') ? given.toLowerCase() : given;
     if (value != null && value !== current.sourceConfig[field]) {
       throw badRequest(`'source_config.${field}' cannot be changed after creation.`);
     }
@@ -130,6 +141,9 @@ export function planExplicitRevision(
 function nextRevisionConfig(current: DeploymentState, given: Partial<RevisionConfig>, trackedPackages: string[] | null | undefined): RevisionConfig {
   // The commit is resolved again for every new revision, so it is not carried over.
   const merged: Partial<RevisionConfig> = { ...current.revisionConfig, ...given, repo_commit_sha: null };
-  merged.tracked_packages = trackedPackages && trackedPackages.length > 0 ? trackedPackages : null;
+  // Packages describe the code: they carry over unless the code (image or ref) changes.
+  const codeChanged = given.image_uri !== undefined || given.repo_ref !== undefined;
+  merged.tracked_packages =
+    trackedPackages && trackedPackages.length > 0 ? trackedPackages : codeChanged ? null : current.revisionConfig.tracked_packages;
   return completeRevisionConfig(current.source, merged);
 }

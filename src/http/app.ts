@@ -13,6 +13,7 @@ import { adminRoutes } from './routes/admin.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { healthRoutes } from './routes/health.js';
 import { listenerRoutes } from './routes/listeners.js';
+import { logRoutes } from './routes/logs.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.js';
 import { revisionRoutes } from './routes/revisions.js';
 
@@ -20,6 +21,8 @@ export interface AppOptions {
   services: Services;
   logger: FastifyBaseLogger;
 }
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Self-hosted clients put this prefix in their base URL; every API route is served under it too. */
 export const SELF_HOSTED_PREFIX = '/api-host';
@@ -38,6 +41,13 @@ export async function buildApp({ services, logger }: AppOptions): Promise<Fastif
   installValidation(app);
   installJsonParser(app);
   installErrorHandling(app);
+  // Ids are stored in lower case; a path id in upper case names the same resource.
+  app.addHook('preHandler', async (request) => {
+    const params = request.params as Record<string, unknown> | undefined;
+    for (const [name, value] of Object.entries(params ?? {})) {
+      if (typeof value === 'string' && UUID_TEXT.test(value)) params![name] = value.toLowerCase();
+    }
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -72,6 +82,7 @@ export async function buildApp({ services, logger }: AppOptions): Promise<Fastif
     installAuthentication(scope, services.tenancy);
     await scope.register(deploymentRoutes, { services });
     await scope.register(revisionRoutes, { services });
+    await scope.register(logRoutes, { services });
     await scope.register(listenerRoutes, { services });
     await scope.register(oauthProviderRoutes, { services });
     await scope.register(adminRoutes, { services });

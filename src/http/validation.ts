@@ -26,6 +26,7 @@ export function toFieldIssues(errors: ErrorObject[], part: Part, data: unknown):
   const seen = new Set<string>();
   for (const error of errors) {
     const issue = toFieldIssue(error, part, data);
+    if ('input' in issue) issue.input = redact(issue.loc, issue.input);
     const key = JSON.stringify([issue.loc, issue.type]);
     if (seen.has(key)) continue;
     seen.add(key);
@@ -154,4 +155,28 @@ function valueAt(data: unknown, path: (string | number)[]): unknown {
     current = (current as Record<string | number, unknown>)[key];
   }
   return current;
+}
+
+/** Names of fields whose values are secret: deployment secret values, OAuth client secrets, keys. */
+const SENSITIVE_FIELD = /^(value|client_secret|secret|password|token|api_key|key)$/i;
+
+/**
+ * A 422 echoes the offending input, as FastAPI does, but never a secret: a secret value
+ * itself becomes "[redacted]", and so does every secret inside an echoed object or list.
+ */
+export function redact(loc: (string | number)[], input: unknown): unknown {
+  const field = [...loc].reverse().find((item): item is string => typeof item === 'string');
+  if (field !== undefined && SENSITIVE_FIELD.test(field) && input !== undefined && input !== null) return '[redacted]';
+  return redactDeep(input);
+}
+
+function redactDeep(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactDeep);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value as Record<string, unknown>).map(([key, inner]) => [
+      key,
+      SENSITIVE_FIELD.test(key) && inner !== null && inner !== undefined ? '[redacted]' : redactDeep(inner),
+    ]),
+  );
 }

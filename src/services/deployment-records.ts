@@ -26,6 +26,7 @@ export interface DeploymentView {
   latest_revision_id: string | null;
   active_revision_id: string | null;
   image_version: string | null;
+  url: string | null;
   remote_reconciled: boolean;
   created_at: string;
   updated_at: string;
@@ -40,6 +41,7 @@ export interface RevisionView {
   source: string;
   source_revision_config: RevisionConfigView;
   resource_spec: ResourceSpec | null;
+  url: string | null;
   remote_reconciled: boolean;
   created_at: string;
   updated_at: string;
@@ -78,6 +80,7 @@ export function revisionView(row: RevisionRow): RevisionView {
     source: row.source,
     source_revision_config: revisionConfigView(JSON.parse(row.source_revision_config) as RevisionConfig),
     resource_spec: row.resource_spec === null ? null : (JSON.parse(row.resource_spec) as ResourceSpec),
+    url: row.url,
     remote_reconciled: row.remote_reconciled === 1,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -121,6 +124,7 @@ function deploymentView(row: DeploymentRow, revision: RevisionRow | undefined, s
     latest_revision_id: row.latest_revision_id,
     active_revision_id: row.active_revision_id,
     image_version: row.image_version,
+    url: row.url,
     remote_reconciled: row.remote_reconciled === 1,
     created_at: row.created_at,
     updated_at: row.updated_at,

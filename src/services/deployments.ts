@@ -9,6 +9,7 @@ import {
   type SourceConfigInput,
   type SourceSpelling,
 } from '../domain/deployment-config.js';
+import { DEPLOYMENT_STATUSES } from '../domain/deployment-status.js';
 import { conflict, deploymentNotFound } from '../domain/errors.js';
 import { type PatchInput, planPatch } from '../domain/patch.js';
 import { resolvePlacement } from '../domain/placement.js';
@@ -30,7 +31,9 @@ export interface CreateDeploymentInput {
   image_version?: string | null;
 }
 
-export function createDeploymentService({ db, encryptor }: ServiceDeps) {
+export function createDeploymentService({ db, encryptor, bus }: ServiceDeps) {
+  const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
+
   const view = async (executor: Executor, row: repo.DeploymentRow): Promise<DeploymentView> => {
     const [result] = await deploymentViews(executor, encryptor, [row]);
     return result as DeploymentView;
@@ -45,8 +48,9 @@ export function createDeploymentService({ db, encryptor }: ServiceDeps) {
       const resourceSpec = completeResourceSpec(input.source_config?.resource_spec);
       validateSecrets(input.secrets);
       const now = nowIso();
+      let created: DeploymentView;
       try {
-        return await db.transaction().execute(async (trx) => {
+        created = await db.transaction().execute(async (trx) => {
           const listener = sourceConfig.listener_id
             ? await findListenerForPlacement(trx, scope.workspaceId, sourceConfig.listener_id)
             : undefined;
@@ -73,6 +77,9 @@ export function createDeploymentService({ db, encryptor }: ServiceDeps) {
             latest_revision_id: null,
             active_revision_id: null,
             revision_count: 0,
+            lease_owner: null,
+            lease_expires_at: null,
+            url: null,
             created_at: now,
             updated_at: now,
           };
@@ -84,6 +91,8 @@ export function createDeploymentService({ db, encryptor }: ServiceDeps) {
         if (isUniqueViolation(error)) throw conflict(`Deployment with name '${input.name}' already exists in this workspace.`);
         throw error;
       }
+      wakeEngine(created.id);
+      return created;
     },
 
     async get(scope: WorkspaceScope, id: string): Promise<DeploymentView> {
@@ -103,7 +112,7 @@ export function createDeploymentService({ db, encryptor }: ServiceDeps) {
 
     /** In-place changes and, when the body calls for one, a new revision; one transaction. */
     async patch(scope: WorkspaceScope, id: string, input: PatchInput): Promise<DeploymentView> {
-      return db.transaction().execute(async (trx) => {
+      const patched = await db.transaction().execute(async (trx) => {
         const now = nowIso();
         const row = await repo.lockDeployment(trx, scope.workspaceId, id, now);
         if (!row) throw deploymentNotFound(id);
@@ -120,18 +129,21 @@ export function createDeploymentService({ db, encryptor }: ServiceDeps) {
         if (plan.revision) await appendRevision(trx, encryptor, row, plan.revision, now);
         return view(trx, row);
       });
+      wakeEngine(id);
+      return patched;
     },
 
     /**
-     * Marks the deployment AWAITING_DELETE, then tears it down. Until an engine owns
-     * runtime resources there is nothing outside the database to remove, so teardown is
-     * immediate and the deployment answers 404 right after.
+     * Marks the deployment AWAITING_DELETE; the engine stops what runs for it, removes it
+     * from the runtime and then deletes it, after which it answers 404.
      */
     async delete(scope: WorkspaceScope, id: string): Promise<void> {
       const row = await repo.findDeployment(db, scope.workspaceId, id);
       if (!row) throw deploymentNotFound(id);
-      await repo.moveDeploymentStatus(db, id, [row.status], 'AWAITING_DELETE', nowIso());
-      await repo.deleteDeployment(db, id);
+      const others = DEPLOYMENT_STATUSES.filter((status) => status !== 'AWAITING_DELETE');
+      await repo.moveDeploymentStatus(db, id, others, 'AWAITING_DELETE', nowIso());
+      wakeEngine(id);
+      bus.publish({ topic: 'deployment', deploymentId: id });
     },
   };
 }

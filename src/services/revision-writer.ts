@@ -28,6 +28,9 @@ export async function appendRevision(
     status: 'CREATING',
     status_message: null,
     remote_reconciled: 0,
+    image_ref: plan.imageRef ?? null,
+    runtime_handle: null,
+    url: null,
     created_at: now,
     updated_at: now,
   };

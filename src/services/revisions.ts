@@ -4,6 +4,7 @@ import type { ResourceSpec, RevisionConfig, RevisionConfigInput } from '../domai
 import { isInProgress, isTerminal } from '../domain/revision-status.js';
 import type { Secret } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
+import { announce, recordStatus } from '../events/recorder.js';
 import { type Executor, nowIso } from '../store/database.js';
 import * as deployments from '../store/repositories/deployments.js';
 import * as revisions from '../store/repositories/revisions.js';
@@ -25,7 +26,9 @@ export interface CreateRevisionInput {
   tracked_packages?: string[] | null;
 }
 
-export function createRevisionService({ db, encryptor }: ServiceDeps) {
+export function createRevisionService({ db, encryptor, bus }: ServiceDeps) {
+  const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
+
   async function deploymentOrFail(executor: Executor, scope: WorkspaceScope, deploymentId: string) {
     const row = await deployments.findDeployment(executor, scope.workspaceId, deploymentId);
     if (!row) throw deploymentNotFound(deploymentId);
@@ -60,7 +63,7 @@ export function createRevisionService({ db, encryptor }: ServiceDeps) {
 
     /** Always a new revision, built from the latest one with the given changes. */
     async create(scope: WorkspaceScope, deploymentId: string, input: CreateRevisionInput): Promise<RevisionView> {
-      return db.transaction().execute(async (trx) => {
+      const created = await db.transaction().execute(async (trx) => {
         const now = nowIso();
         const row = await lockedDeploymentOrFail(trx, scope, deploymentId, now);
         const state = await deploymentState(trx, encryptor, row);
@@ -81,6 +84,8 @@ export function createRevisionService({ db, encryptor }: ServiceDeps) {
         }
         return revisionView(await appendRevision(trx, encryptor, row, plan, now));
       });
+      wakeEngine(deploymentId);
+      return created;
     },
 
     /**
@@ -88,7 +93,7 @@ export function createRevisionService({ db, encryptor }: ServiceDeps) {
      * (rollback). The commit is kept, so the same code is deployed again.
      */
     async redeploy(scope: WorkspaceScope, deploymentId: string, revisionId: string): Promise<DeploymentView> {
-      return db.transaction().execute(async (trx) => {
+      const redeployed = await db.transaction().execute(async (trx) => {
         const now = nowIso();
         const row = await lockedDeploymentOrFail(trx, scope, deploymentId, now);
         const source = await revisions.findRevision(trx, deploymentId, revisionId);
@@ -106,12 +111,15 @@ export function createRevisionService({ db, encryptor }: ServiceDeps) {
             config: JSON.parse(source.source_revision_config) as RevisionConfig,
             resourceSpec: source.resource_spec ? (JSON.parse(source.resource_spec) as ResourceSpec) : {},
             secrets: await revisionSecrets(trx, encryptor, source.id),
+            imageRef: source.image_ref,
           },
           now,
         );
         const [result] = await deploymentViews(trx, encryptor, [row]);
         return result as DeploymentView;
       });
+      wakeEngine(deploymentId);
+      return redeployed;
     },
 
     /** Stops an in-progress revision: it ends INTERRUPTED and the next one may run. */
@@ -125,9 +133,17 @@ export function createRevisionService({ db, encryptor }: ServiceDeps) {
           throw badRequest(`Revision ID ${revisionId} is not in progress (${row.status}); only in-progress revisions can be interrupted.`);
         }
         const message = 'Interrupted by request.';
-        // Compare-and-set: if the engine moved the revision meanwhile, look again.
         const now = nowIso();
-        if (await revisions.moveRevisionStatus(db, row.id, row.status, 'INTERRUPTED', message, now)) {
+        // Compare-and-set: if the engine moved the revision meanwhile, look again.
+        const moved = await db.transaction().execute(async (trx) => {
+          const ok = await revisions.transitionRevision(trx, { revisionId, deploymentId, from: row.status, to: 'INTERRUPTED', message, now });
+          if (ok) await recordStatus(trx, { deploymentId, revisionId, status: 'INTERRUPTED', message, at: now });
+          return ok;
+        });
+        if (moved) {
+          // The engine hears this and stops the running step; the next revision may start.
+          announce(bus, deploymentId);
+          wakeEngine(deploymentId);
           return revisionView({ ...row, status: 'INTERRUPTED', status_message: message, updated_at: now });
         }
       }

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 
 /**
  * Table shapes shared by SQLite and PostgreSQL. Both databases get the same portable
@@ -33,6 +35,9 @@ export interface Database {
     latest_revision_id: string | null;
     active_revision_id: string | null;
     revision_count: number;
+    lease_owner: string | null;
+    lease_expires_at: string | null;
+    url: string | null;
     created_at: string;
     updated_at: string;
   };
@@ -46,6 +51,9 @@ export interface Database {
     status: string;
     status_message: string | null;
     remote_reconciled: number;
+    image_ref: string | null;
+    runtime_handle: string | null;
+    url: string | null;
     created_at: string;
     updated_at: string;
   };
@@ -64,6 +72,28 @@ export interface Database {
     version: string | null;
     created_at: string;
     updated_at: string;
+  };
+  /** Status changes and log lines of a deployment's revisions, in one ordered stream. */
+  deployment_events: {
+    id: Generated<number>;
+    deployment_id: string;
+    revision_id: string | null;
+    kind: 'status' | 'log';
+    log_type: 'build' | 'deploy' | null;
+    level: string | null;
+    status: string | null;
+    message: string | null;
+    created_at: string;
+  };
+  /** One row per engine step execution: who ran what, when, with which outcome. */
+  engine_step_runs: {
+    id: Generated<number>;
+    revision_id: string;
+    step: string;
+    worker: string;
+    started_at: string;
+    finished_at: string | null;
+    outcome: string | null;
   };
   oauth_providers: {
     id: string;

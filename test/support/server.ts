@@ -6,7 +6,9 @@ import pg from 'pg';
 import { Writable } from 'node:stream';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { type Berth, startBerth } from '../../src/server.js';
+import { FakeBuildDriver } from '../../src/engine/drivers/fake-build.js';
+import { InProcessRuntime } from '../../src/engine/drivers/in-process.js';
+import { type Berth, type BerthOverrides, startBerth } from '../../src/server.js';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
 
@@ -63,14 +65,31 @@ export interface TestServer {
   dataDir: string;
   /** Every log line the server wrote, for tests that check what reaches the logs. */
   logs: string[];
+  runtime: import('../../src/engine/drivers/types.js').RuntimeDriver;
   close(): Promise<void>;
 }
 
 /** A real Berth on a random port over a fresh database of the given kind. */
-export async function startTestServer(kind: DatabaseKind): Promise<TestServer> {
+export interface TestServerOptions {
+  /** Run the engine in the server (default true). */
+  engine?: boolean;
+  overrides?: BerthOverrides;
+  /** Reuse a database (several servers on one PostgreSQL); the caller drops it. */
+  postgresUrl?: string;
+  bootstrapApiKey?: string;
+}
+
+/**
+ * A real Berth on a random port over a fresh database of the given kind. Its engine runs
+ * revisions with the in-process runtime (real HTTP health checks, no containers) and the
+ * fake builder, with short leases so takeover tests stay quick.
+ */
+export async function startTestServer(kind: DatabaseKind, options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-test-'));
-  const postgres = kind === 'postgres' ? await createPostgresDatabase() : undefined;
-  const adminKey = `berth_test_${randomUUID()}`;
+  const postgres =
+    kind === 'postgres' ? (options.postgresUrl ? { url: options.postgresUrl, drop: async () => {} } : await createPostgresDatabase()) : undefined;
+  const adminKey = options.bootstrapApiKey ?? `berth_test_${randomUUID()}`;
+  const runtime = options.overrides?.runtime ?? new InProcessRuntime();
   const config: Config = {
     port: 0,
     host: '127.0.0.1',
@@ -79,6 +98,7 @@ export async function startTestServer(kind: DatabaseKind): Promise<TestServer> {
     bootstrapApiKey: adminKey,
     encryptionKey: undefined,
     logLevel: process.env.TEST_LOG_LEVEL ?? 'info',
+    engine: { enabled: options.engine ?? true, runtime: 'none', concurrency: 4 },
   };
   const logs: string[] = [];
   const sink = new Writable({
@@ -87,7 +107,12 @@ export async function startTestServer(kind: DatabaseKind): Promise<TestServer> {
       callback();
     },
   });
-  const berth = await startBerth(config, createLogger(config.logLevel, sink));
+  const berth = await startBerth(config, createLogger(config.logLevel, sink), {
+    builder: new FakeBuildDriver(),
+    ...options.overrides,
+    runtime,
+    engineSettings: { leaseMs: 3000, sweepMs: 250, ...options.overrides?.engineSettings },
+  });
   const address = await berth.app.listen({ port: 0, host: '127.0.0.1' });
   const principal = await berth.services.tenancy.authenticate(adminKey);
   if (!principal?.boundWorkspaceId) throw new Error('bootstrap did not create a bound admin key');
@@ -100,8 +125,10 @@ export async function startTestServer(kind: DatabaseKind): Promise<TestServer> {
     organizationId: principal.organizationId,
     dataDir,
     logs,
+    runtime,
     async close() {
       await berth.close();
+      if (runtime instanceof InProcessRuntime) await runtime.closeAll();
       await postgres?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },

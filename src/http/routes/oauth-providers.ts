@@ -14,13 +14,6 @@ const params = Type.Object({ provider_id: ProviderId('The `provider_id` chosen a
 export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { oauthProviders } = services;
 
-  // A 422 echoes its input, which for a body-level issue is the whole body; the secret stays out
-  // of answers. onError runs before the error handler that reads the body, and only for these routes.
-  app.addHook('onError', async (request) => {
-    const body = request.body as Record<string, unknown> | undefined;
-    if (body && typeof body === 'object' && body.client_secret != null) body.client_secret = '[redacted]';
-  });
-
   app.post(
     '/v2/auth/providers',
     {

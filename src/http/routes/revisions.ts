@@ -55,12 +55,31 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     {
       schema: {
         summary: 'Get a revision',
+        description:
+          'With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state.',
         tags,
         params: RevisionParams,
+        querystring: Type.Object({
+          wait_for_terminal: Type.Optional(Type.Number({ minimum: 0, maximum: 300, description: 'Seconds to wait at most (0..300).' })),
+        }),
         response: { 200: Revision, 404: ErrorBody, ...commonErrors },
       },
     },
-    async (request) => revisions.get(scopeOf(request), request.params.deployment_id, request.params.revision_id),
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const { deployment_id, revision_id } = request.params;
+      const seconds = request.query.wait_for_terminal;
+      if (seconds) {
+        // 'close' on the response fires when the client hangs up before the answer.
+        const gone = new AbortController();
+        reply.raw.once('close', () => gone.abort());
+        await services.logs.waitForTerminal(scope, deployment_id, revision_id, seconds, gone.signal);
+        // Cut short by shutdown: the server has already closed its idle connections, so
+        // a kept-alive one would hold the shutdown until its keep-alive timeout.
+        if (services.logs.isClosing()) reply.header('connection', 'close');
+      }
+      return revisions.get(scope, deployment_id, revision_id);
+    },
   );
 
   app.post(

@@ -11,6 +11,13 @@ export const Secret = Type.Object({
   value: Type.String({ maxLength: 65536 }),
 });
 
+const StepTimeout = (step: string, defaultSeconds: number) =>
+  Type.Integer({
+    minimum: 1,
+    maximum: 86400,
+    description: `Berth extension: seconds the ${step} step may take before the revision fails (default ${defaultSeconds}).`,
+  });
+
 const Quantity = () => OptionalNullable(Type.Number({ minimum: 0 }));
 const ObjectList = () => OptionalNullable(Type.Array(AnyObject()));
 
@@ -49,6 +56,8 @@ export const SourceConfigInput = Type.Object({
   listener_config: OptionalNullable(Type.Object({ k8s_namespace: OptionalNullable(Text(63)) })),
   install_command: OptionalNullable(Type.String({ maxLength: 4096 })),
   build_command: OptionalNullable(Type.String({ maxLength: 4096 })),
+  build_timeout_seconds: OptionalNullable(StepTimeout('build', 900)),
+  deploy_timeout_seconds: OptionalNullable(StepTimeout('deploy', 300)),
 });
 
 export const RevisionConfigInput = Type.Object({
@@ -126,7 +135,10 @@ export const Deployment = Type.Object({
     listener_config: Nullable(Type.Object({ k8s_namespace: Type.String() })),
     install_command: Nullable(Type.String()),
     build_command: Nullable(Type.String()),
+    build_timeout_seconds: Nullable(Type.Integer()),
+    deploy_timeout_seconds: Nullable(Type.Integer()),
   }),
+  url: Nullable(Type.String({ description: 'Read-only: where the active revision serves.' })),
   source_revision_config: RevisionConfig,
   secrets: Type.Array(Secret),
   status: StringEnum(DEPLOYMENT_STATUSES),
@@ -147,6 +159,7 @@ export const Revision = Type.Object({
   source: Type.String(),
   source_revision_config: RevisionConfig,
   resource_spec: Nullable(AnyObject()),
+  url: Nullable(Type.String({ description: 'Where this revision served once it was DEPLOYED.' })),
   remote_reconciled: Type.Boolean(),
   created_at: DateTime(),
   updated_at: DateTime(),

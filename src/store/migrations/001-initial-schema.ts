@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { type Kysely, type Migration, sql } from 'kysely';
 
 export const initialSchema: Migration = {
   async up(db: Kysely<unknown>) {
@@ -63,8 +63,9 @@ export const initialSchema: Migration = {
       .addColumn('revision_count', 'integer', (c) => c.notNull().defaultTo(0))
       .addColumn('created_at', 'text', (c) => c.notNull())
       .addColumn('updated_at', 'text', (c) => c.notNull())
-      .addUniqueConstraint('deployments_workspace_name_unique', ['workspace_id', 'name'])
       .execute();
+    // Names become DNS labels and Kubernetes names, where case does not count.
+    await sql`create unique index deployments_workspace_name_unique on deployments (workspace_id, lower(name))`.execute(db);
     await db.schema
       .createIndex('deployments_workspace_created_idx')
       .on('deployments')

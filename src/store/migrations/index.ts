@@ -1,9 +1,11 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import { initialSchema } from './001-initial-schema.js';
+import { engineSchema } from './002-engine.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
   '001-initial-schema': initialSchema,
+  '002-engine': engineSchema,
 };
 
 export const migrationProvider: MigrationProvider = {

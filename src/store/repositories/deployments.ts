@@ -24,6 +24,11 @@ export async function findDeployment(db: Executor, workspaceId: string, id: stri
   return db.selectFrom('deployments').selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
 }
 
+/** For the engine, which works across workspaces. */
+export async function findDeploymentById(db: Executor, id: string): Promise<DeploymentRow | undefined> {
+  return db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 /**
  * Reads the deployment and takes its row lock for the rest of the transaction (a write
  * does on both databases), so concurrent PATCHes of one deployment queue up instead of

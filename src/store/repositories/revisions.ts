@@ -53,3 +53,46 @@ export async function moveRevisionStatus(
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
+
+export interface Transition {
+  revisionId: string;
+  deploymentId: string;
+  from: string;
+  to: string;
+  message: string | null;
+  /** The engine worker that must hold the deployment's lease; absent for API requests. */
+  worker?: string;
+  now: string;
+  set?: Partial<Pick<RevisionRow, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config'>>;
+}
+
+/**
+ * Compare-and-set of a revision's status, fenced by the lease when a worker makes it: a
+ * worker whose lease was taken over can no longer change anything. False means another
+ * writer (an interruption, another worker) got there first.
+ */
+export async function transitionRevision(db: Executor, t: Transition): Promise<boolean> {
+  let query = db
+    .updateTable('revisions')
+    .set({ ...t.set, status: t.to, status_message: t.message, updated_at: t.now })
+    .where('id', '=', t.revisionId)
+    .where('deployment_id', '=', t.deploymentId)
+    .where('status', '=', t.from);
+  if (t.worker !== undefined) {
+    const worker = t.worker;
+    query = query.where(({ exists, selectFrom }) =>
+      exists(selectFrom('deployments').select('id').where('id', '=', t.deploymentId).where('lease_owner', '=', worker)),
+    );
+  }
+  const result = await query.executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Revisions not yet in a final status, oldest first. */
+export async function unfinishedRevisions(db: Executor, deploymentId: string, statuses: string[]): Promise<RevisionRow[]> {
+  return db.selectFrom('revisions').selectAll().where('deployment_id', '=', deploymentId).where('status', 'in', statuses).orderBy('seq').execute();
+}
+
+export async function findRevisionById(db: Executor, id: string): Promise<RevisionRow | undefined> {
+  return db.selectFrom('revisions').selectAll().where('id', '=', id).executeTakeFirst();
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Installs and configures the local container runtime Berth uses for image deployments
+# (podman + runc) and the tools its tests use (buildah, skopeo, busybox-static, docker-registry).
+#
+# Idempotent and non-interactive: safe to run repeatedly, as root in CI, with no stdin.
+# Writes only /etc/berth/containers.conf and /etc/berth/registries.conf, so it never
+# changes how other podman users on the machine behave.
+set -euo pipefail
+
+CONF_DIR=${BERTH_CONTAINERS_CONF_DIR:-/etc/berth}
+CONTAINERS_CONF_PATH="$CONF_DIR/containers.conf"
+REGISTRIES_CONF_PATH="$CONF_DIR/registries.conf"
+PACKAGES=(podman buildah skopeo runc busybox-static docker-registry)
+
+log() { printf 'setup-containers: %s\n' "$*" >&2; }
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  SUDO=(sudo -n)
+else
+  log "must run as root (or with passwordless sudo) to install packages and write $CONF_DIR"
+  exit 1
+fi
+
+# runc lives in /usr/sbin, which non-login and non-root shells often leave off PATH.
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+export DEBIAN_FRONTEND=noninteractive
+APT_OPTS=(-y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+
+installed() { dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null | grep -qx installed; }
+has_candidate() {
+  local candidate
+  candidate=$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
+  [ -n "$candidate" ] && [ "$candidate" != "(none)" ]
+}
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  installed "$pkg" || missing+=("$pkg")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  log "packages already installed: ${PACKAGES[*]}"
+else
+  # Fresh CI images often ship without package lists; refresh only when apt cannot see a package.
+  need_update=0
+  for pkg in "${missing[@]}"; do
+    has_candidate "$pkg" || need_update=1
+  done
+  # apt's chatter goes to stderr: stdout carries only the export lines, so `eval "$(…)"` works.
+  if [ "$need_update" -eq 1 ]; then
+    log "apt-get update (no install candidate for some of: ${missing[*]})"
+    "${SUDO[@]}" apt-get update -q </dev/null >&2
+  fi
+  log "installing: ${missing[*]}"
+  if ! "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" "${missing[@]}" </dev/null >&2; then
+    # Stale lists point at package versions the mirror no longer has: refresh once and retry.
+    log "install failed; refreshing package lists and retrying"
+    "${SUDO[@]}" apt-get update -q </dev/null >&2
+    "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" "${missing[@]}" </dev/null >&2
+  fi
+  # Debian's registry service uses a config that listens on every interface; Berth's tests run
+  # their own registry on 127.0.0.1, so do not leave the packaged one running after we installed it.
+  if [[ " ${missing[*]} " == *" docker-registry "* ]] && [ -d /run/systemd/system ]; then
+    log "stopping and disabling the packaged docker-registry service (listens on all interfaces)"
+    "${SUDO[@]}" systemctl disable --now docker-registry >/dev/null 2>&1 || true
+  fi
+fi
+
+for bin in podman buildah skopeo runc docker-registry; do
+  command -v "$bin" >/dev/null 2>&1 || { log "$bin is not on PATH after installation"; exit 1; }
+done
+[ -x /bin/busybox ] || { log "/bin/busybox (busybox-static) is missing after installation"; exit 1; }
+
+# Writes a file only when its content changes, atomically, so concurrent readers never see half of it.
+write_file() {
+  local path=$1 content=$2 tmp
+  if [ -f "$path" ] && [ "$(cat "$path")" == "$content" ]; then
+    log "$path is up to date"
+    return
+  fi
+  "${SUDO[@]}" mkdir -p "$(dirname "$path")"
+  tmp=$(mktemp)
+  printf '%s\n' "$content" >"$tmp"
+  "${SUDO[@]}" install -m 0644 "$tmp" "$path.tmp.$$"
+  rm -f "$tmp"
+  "${SUDO[@]}" mv -f "$path.tmp.$$" "$path"
+  log "wrote $path"
+}
+
+# Why each setting:
+# - runtime runc: crun fails on this kind of host ("cgroups in hybrid mode not supported").
+# - default_ulimits: podman otherwise asks for 1,048,576 open files, above the hard limit here.
+# - cgroup_manager cgroupfs / events_logger file / log_driver k8s-file: there may be no systemd
+#   or journald to talk to, and `podman logs` must work regardless.
+write_file "$CONTAINERS_CONF_PATH" "# Managed by Berth's scripts/setup-containers.sh; rerunning it overwrites this file.
+[containers]
+default_ulimits = [\"nofile=4096:4096\", \"nproc=4096:4096\"]
+log_driver = \"k8s-file\"
+
+[engine]
+runtime = \"runc\"
+cgroup_manager = \"cgroupfs\"
+events_logger = \"file\""
+
+write_file "$REGISTRIES_CONF_PATH" "# Managed by Berth's scripts/setup-containers.sh; rerunning it overwrites this file.
+# Short names (\"berth-test-agent:v1\") resolve to locally built images first, never to a public registry.
+unqualified-search-registries = []
+short-name-mode = \"permissive\"
+
+[[registry]]
+location = \"127.0.0.1:5000\"
+insecure = true
+
+[[registry]]
+location = \"localhost:5000\"
+insecure = true"
+
+# Start a real container from a throwaway rootfs holding only the static busybox: `podman info`
+# succeeds even when no container can start (wrong OCI runtime, ulimits), so it proves little.
+export CONTAINERS_CONF="$CONTAINERS_CONF_PATH" CONTAINERS_REGISTRIES_CONF="$REGISTRIES_CONF_PATH"
+ROOTFS=$(mktemp -d)
+trap 'rm -rf "$ROOTFS"' EXIT
+mkdir -p "$ROOTFS/bin"
+cp /bin/busybox "$ROOTFS/bin/busybox"
+if ! out=$("${SUDO[@]}" env CONTAINERS_CONF="$CONTAINERS_CONF" CONTAINERS_REGISTRIES_CONF="$CONTAINERS_REGISTRIES_CONF" \
+  podman run --rm --network host --rootfs "$ROOTFS" /bin/busybox echo berth-container-ok 2>&1) \
+  || [[ "$out" != *berth-container-ok* ]]; then
+  log "a test container did not start with $CONTAINERS_CONF_PATH:"
+  printf '%s\n' "$out" >&2
+  exit 1
+fi
+log "a test container started with $CONTAINERS_CONF_PATH"
+
+log "done; to use the local container runtime, export:"
+printf 'export CONTAINERS_CONF=%s\n' "$CONTAINERS_CONF_PATH"
+printf 'export CONTAINERS_REGISTRIES_CONF=%s\n' "$REGISTRIES_CONF_PATH"

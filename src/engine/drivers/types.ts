@@ -1,0 +1,73 @@
+/**
+ * What the engine asks of the outside world. Each step of a revision calls one driver;
+ * drivers know nothing of the database, statuses or leases.
+ */
+
+export type LogLevel = 'DEBUG' | 'INFO' | 'WARNING' | 'ERROR';
+
+export interface StepContext {
+  /** Aborted when the step's timeout passes, the lease is lost or the engine stops. */
+  signal: AbortSignal;
+  /** Writes a build or deploy log line of the revision (never pass secrets). */
+  log(level: LogLevel, message: string): Promise<void>;
+}
+
+/**
+ * A failure a person can act on: `message` says what failed, why, and what to check.
+ * Drivers throw it for expected failures; anything else is reported as an internal error.
+ */
+export class DriverError extends Error {
+  override name = 'DriverError';
+}
+
+export interface RunRequest {
+  deploymentId: string;
+  revisionId: string;
+  /** Short, readable name for the running instance (derived from the deployment name). */
+  instanceName: string;
+  image: string;
+  /** Secrets and settings, passed as environment; never logged. */
+  env: Record<string, string>;
+  resources: { cpu?: number; memoryMb?: number };
+}
+
+export interface RunningRevision {
+  /** Where the revision serves; `GET {url}/ok` answered 200 before this was returned. */
+  url: string;
+  /** What `retire` needs to stop this instance later. */
+  handle: string;
+}
+
+/** Runs revisions somewhere and removes them again. */
+export interface RuntimeDriver {
+  readonly name: string;
+  /** Null when the driver can run revisions here; else what to install or change. */
+  unavailableReason(): Promise<string | null>;
+  /** Starts the revision and waits until it answers `GET /ok` with 200. */
+  start(request: RunRequest, context: StepContext): Promise<RunningRevision>;
+  /** Stops one instance started by `start`; succeeds if it is already gone. */
+  retire(handle: string, context: StepContext): Promise<void>;
+  /** Removes every instance of the deployment, including ones a crashed process left behind. */
+  teardown(deploymentId: string, context: StepContext): Promise<void>;
+}
+
+export interface BuildRequest {
+  deploymentId: string;
+  revisionId: string;
+  repoUrl: string;
+  repoRef: string;
+  graphConfigPath: string;
+  installCommand: string | null;
+  buildCommand: string | null;
+}
+
+export interface BuiltImage {
+  image: string;
+  commitSha: string;
+}
+
+/** Fetches a revision's source and builds it into an image. */
+export interface BuildDriver {
+  readonly name: string;
+  build(request: BuildRequest, context: StepContext): Promise<BuiltImage>;
+}

@@ -1,0 +1,93 @@
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+
+/**
+ * Wake-ups between the API, the engine and waiting clients. `work` means a deployment has
+ * something for the engine to do; `deployment` means it has new events (status changes or
+ * log lines) to read from the database. Messages carry ids only: the database is the
+ * truth, the bus only says "look now" so nobody waits for a polling tick.
+ */
+export type BusMessage = { topic: 'work' | 'deployment'; deploymentId: string };
+
+export interface EventBus {
+  publish(message: BusMessage): void;
+  subscribe(listener: (message: BusMessage) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** One process: an in-memory emitter. */
+export class LocalEventBus implements EventBus {
+  protected readonly emitter = new EventEmitter().setMaxListeners(0);
+
+  publish(message: BusMessage): void {
+    this.emitter.emit('message', message);
+  }
+
+  subscribe(listener: (message: BusMessage) => void): () => void {
+    this.emitter.on('message', listener);
+    return () => this.emitter.off('message', listener);
+  }
+
+  async close(): Promise<void> {
+    this.emitter.removeAllListeners();
+  }
+}
+
+const CHANNEL = 'berth_events';
+
+/**
+ * Several processes on one PostgreSQL: messages go through LISTEN/NOTIFY, so an engine in
+ * another process starts on a new revision at once and a client waiting on one replica
+ * hears of a status change made by another. Every message, our own included, arrives
+ * through the notification, so each is delivered exactly once per process.
+ */
+export class PostgresEventBus extends LocalEventBus {
+  readonly #pool: pg.Pool;
+  #listener: pg.Client | undefined;
+  #closed = false;
+
+  private constructor(url: string) {
+    super();
+    this.#pool = new pg.Pool({ connectionString: url, max: 2 });
+    this.#pool.on('error', () => {});
+  }
+
+  static async connect(url: string): Promise<PostgresEventBus> {
+    const bus = new PostgresEventBus(url);
+    await bus.#listen(url);
+    return bus;
+  }
+
+  async #listen(url: string): Promise<void> {
+    const client = new pg.Client({ connectionString: url });
+    client.on('notification', (n) => {
+      if (!n.payload) return;
+      try {
+        this.emitter.emit('message', JSON.parse(n.payload) as BusMessage);
+      } catch {
+        // Not ours; ignore.
+      }
+    });
+    client.on('error', () => {
+      // The connection dropped: reconnect. Wake-ups missed meanwhile are covered by the
+      // engine's periodic sweep and by waiters re-reading the database.
+      if (!this.#closed) setTimeout(() => void this.#listen(url).catch(() => {}), 1000);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${CHANNEL}`);
+    this.#listener = client;
+  }
+
+  override publish(message: BusMessage): void {
+    this.#pool.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify(message)]).catch(() => {
+      // Delivery is best effort; see the reconnect note above.
+    });
+  }
+
+  override async close(): Promise<void> {
+    this.#closed = true;
+    await super.close();
+    await this.#listener?.end().catch(() => {});
+    await this.#pool.end().catch(() => {});
+  }
+}

@@ -1,0 +1,47 @@
+import type { Executor } from '../store/database.js';
+import { nowIso } from '../store/database.js';
+import { insertEvent } from '../store/repositories/events.js';
+import type { EventBus } from './bus.js';
+
+export type LogType = 'build' | 'deploy';
+
+/**
+ * Writes a log line of a revision and tells listeners. Call `announce` after the
+ * transaction that wrote events commits (or pass the plain database, then it is at once).
+ */
+export async function recordLog(
+  db: Executor,
+  line: { deploymentId: string; revisionId: string; logType: LogType; level: string; message: string },
+): Promise<number> {
+  return insertEvent(db, {
+    deployment_id: line.deploymentId,
+    revision_id: line.revisionId,
+    kind: 'log',
+    log_type: line.logType,
+    level: line.level,
+    status: null,
+    message: line.message,
+    created_at: nowIso(),
+  });
+}
+
+/** Records a revision's status change in its deployment's event stream (its timeline). */
+export async function recordStatus(
+  db: Executor,
+  change: { deploymentId: string; revisionId: string; status: string; message: string | null; at: string },
+): Promise<number> {
+  return insertEvent(db, {
+    deployment_id: change.deploymentId,
+    revision_id: change.revisionId,
+    kind: 'status',
+    log_type: null,
+    level: null,
+    status: change.status,
+    message: change.message,
+    created_at: change.at,
+  });
+}
+
+export function announce(bus: EventBus, deploymentId: string): void {
+  bus.publish({ topic: 'deployment', deploymentId });
+}

@@ -1,0 +1,69 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { Executor } from '../database.js';
+import type { Database } from '../schema.js';
+
+export type EventRow = Selectable<Database['deployment_events']>;
+export type NewEvent = Insertable<Database['deployment_events']>;
+
+export async function insertEvent(db: Executor, event: NewEvent): Promise<number> {
+  const row = await db.insertInto('deployment_events').values(event).returning('id').executeTakeFirstOrThrow();
+  return Number(row.id);
+}
+
+export interface LogQuery {
+  deploymentId: string;
+  /** Absent: every revision of the deployment. */
+  revisionId?: string;
+  logType: 'build' | 'deploy';
+  order: 'asc' | 'desc';
+  limit: number;
+  /** Exclusive cursor: the id of the last line of the previous page. */
+  afterId?: number;
+  levels?: string[];
+  /** Case-insensitive substring of the message. */
+  query?: string;
+  startTime?: string;
+  endTime?: string;
+}
+
+export async function listLogs(db: Executor, q: LogQuery): Promise<EventRow[]> {
+  let query = db
+    .selectFrom('deployment_events')
+    .selectAll()
+    .where('deployment_id', '=', q.deploymentId)
+    .where('kind', '=', 'log')
+    .where('log_type', '=', q.logType);
+  if (q.revisionId) query = query.where('revision_id', '=', q.revisionId);
+  if (q.afterId !== undefined) query = query.where('id', q.order === 'asc' ? '>' : '<', q.afterId);
+  if (q.levels && q.levels.length > 0) query = query.where('level', 'in', q.levels);
+  if (q.query) {
+    const pattern = `%${q.query.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    query = query.where((eb) => eb(eb.fn('lower', ['message']), 'like', eb.val(pattern)));
+  }
+  if (q.startTime) query = query.where('created_at', '>=', q.startTime);
+  if (q.endTime) query = query.where('created_at', '<=', q.endTime);
+  return query.orderBy('id', q.order).limit(q.limit).execute();
+}
+
+/** Events of a deployment after an id, oldest first: what an SSE stream sends next. */
+export async function eventsAfter(db: Executor, deploymentId: string, afterId: number, limit: number): Promise<EventRow[]> {
+  return db
+    .selectFrom('deployment_events')
+    .selectAll()
+    .where('deployment_id', '=', deploymentId)
+    .where('id', '>', afterId)
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute();
+}
+
+/** Status changes of one revision, oldest first: its timeline. */
+export async function revisionTimeline(db: Executor, revisionId: string): Promise<EventRow[]> {
+  return db
+    .selectFrom('deployment_events')
+    .selectAll()
+    .where('revision_id', '=', revisionId)
+    .where('kind', '=', 'status')
+    .orderBy('id', 'asc')
+    .execute();
+}

@@ -1,0 +1,20 @@
+import type { Executor } from '../database.js';
+
+/** Records that a worker started a step, so overlapping executions can be found later. */
+export async function startStepRun(db: Executor, run: { revisionId: string; step: string; worker: string; at: string }): Promise<number> {
+  const row = await db
+    .insertInto('engine_step_runs')
+    .values({ revision_id: run.revisionId, step: run.step, worker: run.worker, started_at: run.at, finished_at: null, outcome: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return Number(row.id);
+}
+
+export async function finishStepRun(db: Executor, id: number, outcome: string, at: string): Promise<void> {
+  await db.updateTable('engine_step_runs').set({ finished_at: at, outcome }).where('id', '=', id).execute();
+}
+
+export async function stepRunsOf(db: Executor, revisionIds: string[]) {
+  if (revisionIds.length === 0) return [];
+  return db.selectFrom('engine_step_runs').selectAll().where('revision_id', 'in', revisionIds).orderBy('id').execute();
+}
