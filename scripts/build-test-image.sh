@@ -2,9 +2,10 @@
 # Builds a tiny agent-server image for tests, from scratch and without network: the host's
 # static busybox serving GET /ok (200, {"ok":true}) on $PORT (default 8000) with busybox httpd.
 #
-# Usage: scripts/build-test-image.sh <image-name:tag> [--broken | --unhealthy]
+# Usage: scripts/build-test-image.sh <image-name:tag> [--broken | --unhealthy | --slow]
 #   --broken     the container prints an error and exits with code 3 at once
 #   --unhealthy  the container keeps running but GET /ok answers 404
+#   --slow       like the healthy image, but serves only after 4 s (to act mid-deploy)
 #
 # At start the container prints the names (never the values) of its environment variables to
 # stdout and serves them at GET /env-names, so tests can check that secrets arrive.
@@ -12,7 +13,7 @@
 # Idempotent: an image already built from the same inputs is kept as it is.
 set -euo pipefail
 
-usage() { echo "usage: $0 <image-name:tag> [--broken | --unhealthy]" >&2; exit 2; }
+usage() { echo "usage: $0 <image-name:tag> [--broken | --unhealthy | --slow]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 IMAGE=$1
 shift
@@ -21,6 +22,7 @@ for arg in "$@"; do
   case "$arg" in
     --broken) VARIANT=broken ;;
     --unhealthy) VARIANT=unhealthy ;;
+    --slow) VARIANT=slow ;;
     *) usage ;;
   esac
 done
@@ -45,6 +47,9 @@ NAMES='/bin/awk '"'"'BEGIN { for (k in ENVIRON) print k }'"'"' | /bin/sort > /tm
 case "$VARIANT" in
   healthy)
     SCRIPT="$NAMES; /bin/cp /tmp/env-names /www/env-names; echo \"listening on 0.0.0.0:\${PORT:-8000}\"; exec /bin/httpd -f -p \"0.0.0.0:\${PORT:-8000}\" -h /www"
+    ;;
+  slow)
+    SCRIPT="$NAMES; /bin/cp /tmp/env-names /www/env-names; echo 'starting slowly'; /bin/sleep 4; exec /bin/httpd -f -p \"0.0.0.0:\${PORT:-8000}\" -h /www"
     ;;
   broken)
     SCRIPT="$NAMES; echo 'fatal: test agent built with --broken, exiting' >&2; exit 3"

@@ -1,0 +1,56 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface BerthProcess {
+  url: string;
+  child: ChildProcess;
+  output: string[];
+  /** Resolves when the process has exited. */
+  exited: Promise<number | null>;
+}
+
+/** Starts `berth serve` as a real child process and waits until it answers GET /ok. */
+export async function spawnBerth(env: Record<string, string>): Promise<BerthProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`berth exited during start:\n${output.join('')}`);
+    const ok = await fetch(`${url}/ok`).then((r) => r.status === 200).catch(() => false);
+    if (ok) return { url, child, output, exited };
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`berth did not answer /ok within 30 s:\n${output.join('')}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export async function stopBerth(berth: BerthProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (berth.child.exitCode !== null || berth.child.signalCode !== null) return;
+  berth.child.kill(signal);
+  await berth.exited;
+}
