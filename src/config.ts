@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_LIMITS, type RequestLimits } from './http/limits.js';
 
 /** Runtime configuration, read once from the environment and validated at boot. */
 export interface Config {
@@ -10,6 +11,7 @@ export interface Config {
   bootstrapApiKey: string | undefined;
   encryptionKey: string | undefined;
   logLevel: string;
+  limits: RequestLimits;
   engine: {
     /** Run the revision engine in this process (`BERTH_ENGINE=off` for API-only replicas). */
     enabled: boolean;
@@ -58,11 +60,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`BERTH_ENGINE_CONCURRENCY must be an integer from 1 to 64 (got '${env.BERTH_ENGINE_CONCURRENCY}')`);
   }
 
+  const limits: RequestLimits = {
+    rateLimitPerMinute: integerSetting(env, 'BERTH_RATE_LIMIT_PER_MINUTE', DEFAULT_LIMITS.rateLimitPerMinute, 0, problems),
+    bodyLimitBytes: integerSetting(env, 'BERTH_BODY_LIMIT_BYTES', DEFAULT_LIMITS.bodyLimitBytes, 1024, problems),
+    requestTimeoutMs: integerSetting(env, 'BERTH_REQUEST_TIMEOUT_MS', DEFAULT_LIMITS.requestTimeoutMs, 1000, problems),
+  };
+
   if (problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
   }
   const engine = { enabled: ['on', 'true', '1'].includes(engineSwitch), runtime, concurrency };
-  return { port, host, database, dataDir, bootstrapApiKey, encryptionKey, logLevel, engine };
+  return { port, host, database, dataDir, bootstrapApiKey, encryptionKey, logLevel, limits, engine };
 }
 
 function parsePort(raw: string, problems: string[]): number {
@@ -72,4 +80,15 @@ function parsePort(raw: string, problems: string[]): number {
     return 0;
   }
   return port;
+}
+
+function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, minimum: number, problems: string[]): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < minimum) {
+    problems.push(`${name} must be an integer of at least ${minimum} (got '${raw}')`);
+    return fallback;
+  }
+  return value;
 }

@@ -75,7 +75,7 @@ export async function startBerth(config: Config, logger: Logger, overrides: Bert
   let engine: Engine | undefined;
   try {
     await bootstrap(config, core.services, logger);
-    const app = await buildApp({ services: core.services, logger });
+    const app = await buildApp({ services: core.services, logger, limits: config.limits });
     if (config.engine.enabled) engine = await startEngine(core, config, logger, overrides);
     return {
       ...core,

@@ -9,6 +9,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Services } from '../services/index.js';
 import { installAuthentication } from './auth.js';
 import { JsonBodyError, installErrorHandling } from './errors.js';
+import { DEFAULT_LIMITS, installRateLimit, type RequestLimits } from './limits.js';
 import { adminRoutes } from './routes/admin.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { healthRoutes } from './routes/health.js';
@@ -20,6 +21,7 @@ import { revisionRoutes } from './routes/revisions.js';
 export interface AppOptions {
   services: Services;
   logger: FastifyBaseLogger;
+  limits?: RequestLimits;
 }
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -27,9 +29,14 @@ const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 /** Self-hosted clients put this prefix in their base URL; every API route is served under it too. */
 export const SELF_HOSTED_PREFIX = '/api-host';
 
-export async function buildApp({ services, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ services, logger, limits = DEFAULT_LIMITS }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
+    bodyLimit: limits.bodyLimitBytes,
+    requestTimeout: limits.requestTimeoutMs,
+    // Node arms the request timeout only when the server is constructed with it, and checks
+    // it on an interval (30 s by default): both must be given here for the limit to hold.
+    http: { requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs) },
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && /^[\w.:-]{1,100}$/.test(incoming) ? incoming : randomUUID();
@@ -41,6 +48,7 @@ export async function buildApp({ services, logger }: AppOptions): Promise<Fastif
   installValidation(app);
   installJsonParser(app);
   installErrorHandling(app);
+  await installRateLimit(app, limits.rateLimitPerMinute);
   // Ids are stored in lower case; a path id in upper case names the same resource.
   app.addHook('preHandler', async (request) => {
     const params = request.params as Record<string, unknown> | undefined;

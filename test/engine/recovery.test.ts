@@ -23,7 +23,7 @@ describe('engine recovery with real processes and containers', async () => {
     process.stdout.write(`# SKIP engine recovery: ${unavailable}\n`);
     return;
   }
-  const runtime = process.env.CONTAINERS_CONF ? {} : { CONTAINERS_CONF: '/etc/berth/containers.conf' };
+  const runtime: Record<string, string> = process.env.CONTAINERS_CONF ? {} : { CONTAINERS_CONF: '/etc/berth/containers.conf' };
   const podman = (...args: string[]) => execFileSync('podman', args, { env: { ...process.env, ...runtime } }).toString();
   const running: BerthProcess[] = [];
   const cleanups: (() => Promise<void>)[] = [];

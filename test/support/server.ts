@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { Writable } from 'node:stream';
 import type { Config } from '../../src/config.js';
+import { DEFAULT_LIMITS, type RequestLimits } from '../../src/http/limits.js';
 import { createLogger } from '../../src/logger.js';
 import { FakeBuildDriver } from '../../src/engine/drivers/fake-build.js';
 import { InProcessRuntime } from '../../src/engine/drivers/in-process.js';
@@ -77,6 +78,7 @@ export interface TestServerOptions {
   /** Reuse a database (several servers on one PostgreSQL); the caller drops it. */
   postgresUrl?: string;
   bootstrapApiKey?: string;
+  limits?: Partial<RequestLimits>;
 }
 
 /**
@@ -98,6 +100,7 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     bootstrapApiKey: adminKey,
     encryptionKey: undefined,
     logLevel: process.env.TEST_LOG_LEVEL ?? 'info',
+    limits: { ...DEFAULT_LIMITS, ...options.limits },
     engine: { enabled: options.engine ?? true, runtime: 'none', concurrency: 4 },
   };
   const logs: string[] = [];
