@@ -250,6 +250,11 @@ describeOnEachDatabase('revisions', (ctx) => {
     const emptySecrets = await api('POST', `/v2/deployments/${d.id}/revisions`, { body: { secrets: [] } });
     assert.equal(emptySecrets.status, 201, emptySecrets.text);
     assert.deepEqual((await api('GET', `/v2/deployments/${d.id}`)).body.secrets, d.secrets, 'secrets: [] keeps the secrets');
+
+    // No body and no content type at all, as a bare `curl -X POST` sends it.
+    const bare = await api('POST', `/v2/deployments/${d.id}/revisions`);
+    assert.equal(bare.status, 201, bare.text);
+    assert.equal(bare.body.revision_number, 5);
   });
 
   test('POST …/revisions: resources, tracked packages and validation', async () => {

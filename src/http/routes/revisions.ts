@@ -46,8 +46,12 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         body: CreateRevisionBody,
         response: { 201: Revision, 400: ErrorBody, 404: ErrorBody, ...commonErrors },
       },
+      // Every field is optional, so no body at all means the same as `{}`.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
     },
-    async (request, reply) => reply.code(201).send(await revisions.create(scopeOf(request), request.params.deployment_id, request.body ?? {})),
+    async (request, reply) => reply.code(201).send(await revisions.create(scopeOf(request), request.params.deployment_id, request.body)),
   );
 
   app.get(
