@@ -111,7 +111,7 @@ export async function startEngineOnly(config: Config, logger: Logger): Promise<{
 
 function runtimeFor(choice: ContainerRuntimeChoice): RuntimeDriver {
   // The deploy step's own timeout (per deployment) bounds the health wait, not the driver's.
-  return choice === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: choice, healthTimeoutMs: 24 * 3600_000 });
+  return choice === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: choice, healthTimeoutMs: null });
 }
 
 async function bootstrap(config: Config, services: Services, logger: Logger): Promise<void> {

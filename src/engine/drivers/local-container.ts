@@ -13,8 +13,11 @@ export interface LocalContainerRuntimeOptions {
   runtime?: ContainerRuntimeKind | 'auto';
   /** Containers are published on this address of the host; only loopback is allowed. */
   host?: '127.0.0.1';
-  /** How long a started container has to answer `GET /ok` with 200. */
-  healthTimeoutMs?: number;
+  /**
+   * How long a started container has to answer `GET /ok` with 200; null waits until the
+   * step is aborted (the engine's per-deployment deploy timeout then decides).
+   */
+  healthTimeoutMs?: number | null;
   /** Environment for finding and running the runtime (PATH, CONTAINERS_CONF, DOCKER_HOST…). */
   env?: NodeJS.ProcessEnv;
 }
@@ -76,7 +79,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
   readonly name = 'local-container';
   private readonly preference: ContainerRuntimeKind | 'auto';
   private readonly host: '127.0.0.1';
-  private readonly healthTimeoutMs: number;
+  private readonly healthTimeoutMs: number | null;
   private readonly baseEnv: NodeJS.ProcessEnv;
   private resolved: ResolvedRuntime | null = null;
 
@@ -84,7 +87,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
     this.preference = options.runtime ?? 'auto';
     this.host = options.host ?? '127.0.0.1';
     if (this.host !== '127.0.0.1') throw new Error('LocalContainerRuntime only serves on 127.0.0.1');
-    this.healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
+    this.healthTimeoutMs = options.healthTimeoutMs === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : options.healthTimeoutMs;
     this.baseEnv = options.env ?? process.env;
   }
 
@@ -123,7 +126,8 @@ export class LocalContainerRuntime implements RuntimeDriver {
     try {
       await this.runContainer(runtime, request, name, env, port, context);
       created = true;
-      await context.log('INFO', `Waiting for GET /ok on port ${port} (up to ${formatSeconds(this.healthTimeoutMs)})`);
+      const limit = this.healthTimeoutMs === null ? "until the deploy step's timeout" : `up to ${formatSeconds(this.healthTimeoutMs)}`;
+      await context.log('INFO', `Waiting for GET /ok on port ${port} (${limit})`);
       await this.waitHealthy(runtime, name, url, port, context);
     } catch (error) {
       // The run command may have created the container even when it failed or was aborted.
@@ -319,7 +323,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
   }
 
   private async waitHealthy(runtime: ResolvedRuntime, name: string, url: string, port: number, context: StepContext): Promise<void> {
-    const deadline = Date.now() + this.healthTimeoutMs;
+    const deadline = this.healthTimeoutMs === null ? Number.POSITIVE_INFINITY : Date.now() + this.healthTimeoutMs;
     const startedAt = Date.now();
     let lastProblem = 'no answer yet';
     let nextProgressAt = startedAt + 10_000;
@@ -348,7 +352,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
       const now = Date.now();
       if (now >= deadline) {
         throw new DriverError(
-          `The container kept running but did not answer GET /ok with 200 on port ${port} within ${formatSeconds(this.healthTimeoutMs)} ` +
+          `The container kept running but did not answer GET /ok with 200 on port ${port} within ${formatSeconds(this.healthTimeoutMs ?? 0)} ` +
             `(last attempt: ${lastProblem}); see the deploy logs for its output. ` +
             `Check that the server listens on 0.0.0.0:$PORT (${CONTAINER_PORT}) inside the container and serves GET /ok, or raise the deploy timeout if it starts slowly.`,
         );

@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import { type Insertable, type Selectable, sql } from 'kysely';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
 
@@ -38,7 +38,8 @@ export async function listLogs(db: Executor, q: LogQuery): Promise<EventRow[]> {
   if (q.levels && q.levels.length > 0) query = query.where('level', 'in', q.levels);
   if (q.query) {
     const pattern = `%${q.query.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    query = query.where((eb) => eb(eb.fn('lower', ['message']), 'like', eb.val(pattern)));
+    // Explicit ESCAPE: SQLite has no default escape character for LIKE.
+    query = query.where(sql<boolean>`lower(message) like ${pattern} escape '\\'`);
   }
   if (q.startTime) query = query.where('created_at', '>=', q.startTime);
   if (q.endTime) query = query.where('created_at', '<=', q.endTime);
