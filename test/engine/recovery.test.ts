@@ -89,6 +89,27 @@ describe('engine recovery with real processes and containers', async () => {
     await stopBerth(second);
   });
 
+  test('an image that does not exist ends DEPLOY_FAILED naming the image, and nothing keeps running', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bad-image-'));
+    cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const key = `berth_test_${randomUUID()}`;
+    const berth = await start({ BERTH_DATA_DIR: dataDir, BERTH_BOOTSTRAP_API_KEY: key });
+    const api = client(berth.url, { key });
+    const created = await api('POST', '/v2/deployments', {
+      body: { name: 'no-such-image', source: 'external_docker', source_config: { resource_spec: {} }, source_revision_config: { image_uri: 'localhost/berth-no-such-image:v1' }, secrets: [] },
+    });
+    const failed = await eventually(async () => {
+      const r = await revision(api, created.body.id, created.body.latest_revision_id);
+      return r.status === 'DEPLOY_FAILED' ? r : undefined;
+    }, 'the revision to fail', 60_000);
+    assert.match(failed.status_message, /^Deploy failed: .*localhost\/berth-no-such-image:v1/);
+    assert.equal(podman('ps', '-a', '--filter', `label=berth.deployment=${created.body.id}`, '--format', '{{.Names}}').trim(), '');
+    const deployment = (await api('GET', `/v2/deployments/${created.body.id}`)).body;
+    assert.equal(deployment.active_revision_id, null);
+    await removeDeployment(api, created.body.id);
+    await stopBerth(berth);
+  });
+
   test('two server processes on one PostgreSQL never run a step of a revision twice at once', async () => {
     const skip = await postgresUnavailable();
     if (skip) {
