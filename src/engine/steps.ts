@@ -12,6 +12,8 @@ import { markDeployed, moveRevision, writeLog } from './effects.js';
 /** What the deployment loop does after one advance: go on with this revision, look at the next, or leave. */
 export type Next = 'again' | 'next' | 'leave';
 
+const CLEANUP_GRACE_MS = 10_000;
+
 interface StepSpec {
   name: 'build' | 'deploy';
   failedStatus: RevisionStatus;
@@ -179,12 +181,16 @@ async function runStep<T>(ctx: WorkContext, revision: RevisionRow, spec: StepSpe
     signal: controller.signal,
     log: (level: LogLevel, message: string) => writeLog(ctx, revision, spec.name, level, message),
   };
+  const work = body(step);
   try {
-    const value = await Promise.race([body(step), aborted<T>(controller.signal)]);
+    const value = await Promise.race([work, aborted<T>(controller.signal)]);
     await finishStepRun(ctx.db, runId, 'succeeded', nowIso());
     return { ok: true, value };
   } catch (error) {
     const reason = stopReasonOf(controller.signal);
+    // An aborted driver cleans up after itself (removes a half-started container): let it
+    // finish, within reason, before the revision moves on or the process exits.
+    if (reason) await Promise.race([work.catch(() => {}), new Promise((resolve) => setTimeout(resolve, CLEANUP_GRACE_MS))]);
     await finishStepRun(ctx.db, runId, reason ?? 'failed', nowIso());
     if (reason === 'timeout') {
       const seconds = Math.round(spec.timeoutMs / 1000);
