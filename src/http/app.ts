@@ -6,10 +6,11 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import secureJson from 'secure-json-parse';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { type DomainError, invalidField } from '../domain/errors.js';
 import type { Services } from '../services/index.js';
 import { installAuthentication } from './auth.js';
-import { JsonBodyError, installErrorHandling } from './errors.js';
-import { DEFAULT_LIMITS, installRateLimit, type RequestLimits } from './limits.js';
+import { clientErrorHandler, frameworkErrors, JsonBodyError, installErrorHandling } from './errors.js';
+import { AuthFailureGuard, DEFAULT_LIMITS, installRateLimit, type RequestLimits } from './limits.js';
 import { adminRoutes } from './routes/admin.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { healthRoutes } from './routes/health.js';
@@ -41,12 +42,15 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS }: Ap
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && /^[\w.:-]{1,100}$/.test(incoming) ? incoming : randomUUID();
     },
+    frameworkErrors,
+    clientErrorHandler,
     // Never redirect: clients refuse redirects because following one would leak the key.
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   installValidation(app);
   installJsonParser(app);
+  installNulGuard(app);
   installErrorHandling(app);
   await installRateLimit(app, limits.rateLimitPerMinute);
   // Ids are stored in lower case; a path id in upper case names the same resource.
@@ -86,8 +90,9 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS }: Ap
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes);
+  const guard = limits.rateLimitPerMinute > 0 ? new AuthFailureGuard(limits.rateLimitPerMinute) : undefined;
   const api = async (scope: FastifyInstance) => {
-    installAuthentication(scope, services.tenancy);
+    installAuthentication(scope, services.tenancy, guard);
     await scope.register(deploymentRoutes, { services });
     await scope.register(revisionRoutes, { services });
     await scope.register(logRoutes, { services });
@@ -120,16 +125,63 @@ function installJsonParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
+    let value: unknown;
     try {
       // Rejects `__proto__` and `constructor.prototype` keys (prototype poisoning).
-      done(null, secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' }));
+      value = secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' });
     } catch (error) {
       // The parser's own message may quote part of the body (a secret, say), so only a
       // fixed reason and the position go back.
       const message = error instanceof Error ? error.message : '';
       const position = Number(/position (\d+)/.exec(message)?.[1] ?? 0);
       const reason = /end of JSON input/.test(message) ? 'Unexpected end of JSON input' : 'Invalid JSON';
-      done(new JsonBodyError(position, reason), undefined);
+      return done(new JsonBodyError(position, reason), undefined);
+    }
+    const problem = unstorableJson(value);
+    done(problem, problem ? undefined : value);
+  });
+}
+
+/** Deeper than any request of this API; recursion over deeper values would exhaust the stack. */
+const MAX_JSON_DEPTH = 64;
+
+/**
+ * What no route can accept, found without recursion: nesting beyond MAX_JSON_DEPTH, and
+ * NUL characters, which PostgreSQL cannot store in text (SQLite could, so both reject).
+ */
+function unstorableJson(root: unknown): DomainError | null {
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop() as { value: unknown; path: (string | number)[] };
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return invalidField({ type: 'string_nul', loc: ['body', ...path], msg: 'Text must not contain NUL characters', input: '[redacted]' });
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (path.length >= MAX_JSON_DEPTH) {
+      return invalidField({ type: 'json_invalid', loc: ['body', ...path.slice(0, 3)], msg: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`, input: '{…}' });
+    }
+    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value);
+    for (const [key, inner] of entries) {
+      if (typeof key === 'string' && key.includes('\u0000')) return invalidField({ type: 'string_nul', loc: ['body', ...path], msg: 'Keys must not contain NUL characters', input: '[redacted]' });
+      stack.push({ value: inner, path: [...path, key] });
+    }
+  }
+  return null;
+}
+
+/** Query and path values with a NUL character: rejected for the same reason as in bodies. */
+function installNulGuard(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    for (const [part, values] of [
+      ['query', request.query],
+      ['path', request.params],
+    ] as const) {
+      for (const [name, value] of Object.entries((values ?? {}) as Record<string, unknown>)) {
+        if (typeof value === 'string' && value.includes('\u0000')) {
+          throw invalidField({ type: 'string_nul', loc: [part, name], msg: 'Text must not contain NUL characters', input: '[redacted]' });
+        }
+      }
     }
   });
 }

@@ -161,22 +161,28 @@ function valueAt(data: unknown, path: (string | number)[]): unknown {
 const SENSITIVE_FIELD = /^(value|client_secret|secret|password|token|api_key|key)$/i;
 
 /**
- * A 422 echoes the offending input, as FastAPI does, but never a secret: a secret value
- * itself becomes "[redacted]", and so does every secret inside an echoed object or list.
+ * A 422 echoes the offending input, as FastAPI does, but never a secret and never without
+ * bound: a secret value itself becomes "[redacted]", so does every secret inside an echoed
+ * object or list, a body that is not JSON is opaque (it may hold secrets), and structures
+ * deeper than a few levels are cut.
  */
 export function redact(loc: (string | number)[], input: unknown): unknown {
+  if (loc.length === 1 && typeof input === 'string') return '[redacted]';
   const field = [...loc].reverse().find((item): item is string => typeof item === 'string');
   if (field !== undefined && SENSITIVE_FIELD.test(field) && input !== undefined && input !== null) return '[redacted]';
-  return redactDeep(input);
+  return redactDeep(input, ECHO_DEPTH);
 }
 
-function redactDeep(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(redactDeep);
+const ECHO_DEPTH = 4;
+
+function redactDeep(value: unknown, depth: number): unknown {
   if (value === null || typeof value !== 'object') return value;
+  if (depth === 0) return Array.isArray(value) ? '[…]' : '{…}';
+  if (Array.isArray(value)) return value.map((item) => redactDeep(item, depth - 1));
   return Object.fromEntries(
     Object.entries(value as Record<string, unknown>).map(([key, inner]) => [
       key,
-      SENSITIVE_FIELD.test(key) && inner !== null && inner !== undefined ? '[redacted]' : redactDeep(inner),
+      SENSITIVE_FIELD.test(key) && inner !== null && inner !== undefined ? '[redacted]' : redactDeep(inner, depth - 1),
     ]),
   );
 }

@@ -44,9 +44,12 @@ export const commonErrors = {
   422: ValidationErrorBody,
 };
 
+/** Far beyond any real list; keeps the value a 32-bit integer for both databases. */
+export const MAX_OFFSET = 2_147_483_647;
+
 export const PaginationQuery = {
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of resources returned.' }),
-  offset: Type.Integer({ minimum: 0, default: 0, description: 'Pagination offset.' }),
+  offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0, description: 'Pagination offset.' }),
 };
 
 /** `offset` in the answer is where the next page starts. */

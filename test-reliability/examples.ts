@@ -1,0 +1,67 @@
+/**
+ * A valid request body for each operation that takes one, so hostile variations start from
+ * something that passes validation, and isolation requests reach the resource lookup.
+ * Operations without an entry get a body generated from their schema (see hostile.test.ts).
+ */
+import { randomUUID } from 'node:crypto';
+
+let counter = 0;
+const unique = () => `${Date.now().toString(36)}${(counter += 1)}`;
+
+/** Secret values carry this marker, so logs, answers and tables can be searched for them. */
+export const SECRET_MARKER = 'SECRETVALUE';
+export const secretValue = () => `${SECRET_MARKER}-${randomUUID()}`;
+
+const logQuery = () => ({
+  limit: 10,
+  order: 'asc',
+  offset: null,
+  level: 'INFO',
+  query: 'started',
+  start_time: '2020-01-01T00:00:00Z',
+  end_time: '2100-01-01T00:00:00Z',
+});
+
+export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
+  'POST /v2/deployments': () => ({
+    name: `ex-${unique()}`,
+    source: 'external_docker',
+    source_config: { resource_spec: { cpu: 1, memory_mb: 256, labels: { team: 'a' } }, custom_url: 'https://x.example.com', install_command: 'npm ci' },
+    source_revision_config: { image_uri: 'localhost/example:1' },
+    secrets: [{ name: 'API_TOKEN', value: secretValue() }],
+    image_version: '1.0.0',
+  }),
+  'PATCH /v2/deployments/{deployment_id}': () => ({
+    display_name: `Example ${unique()}`,
+    image_version: '2.0.0',
+    source_config: { custom_url: 'https://y.example.com', build_command: 'make', resource_spec: { cpu: 2, annotations: { a: 'b' } } },
+    source_revision_config: { image_uri: `localhost/example:${unique()}` },
+    secrets: [{ name: 'API_TOKEN', value: secretValue() }],
+    tracked_packages: ['langgraph'],
+  }),
+  'POST /v2/deployments/{deployment_id}/revisions': () => ({
+    source_revision_config: { image_uri: `localhost/example:${unique()}` },
+    source_config: { resource_spec: { memory_mb: 512 }, install_command: 'pip install .' },
+    secrets: [{ name: 'API_TOKEN', value: secretValue() }],
+    tracked_packages: ['langgraph'],
+  }),
+  'POST /v2/listeners': () => ({ compute_type: 'k8s', compute_id: `cluster-${unique()}`, compute_config: { k8s_namespaces: ['ns-a'] }, version: '1.0' }),
+  'PATCH /v2/listeners/{listener_id}': () => ({ version: `v-${unique()}`, compute_config: { k8s_namespaces: ['ns-a', 'ns-b'] } }),
+  'POST /v2/auth/providers': () => ({
+    provider_id: `prov-${unique()}`,
+    name: 'Example provider',
+    client_id: 'client-id',
+    client_secret: secretValue(),
+    auth_url: 'https://auth.example.com/authorize',
+    token_url: 'https://auth.example.com/token',
+    uses_pkce: true,
+    code_challenge_method: 'S256',
+    provider_type: 'oauth2',
+  }),
+  'PATCH /v2/auth/providers/{provider_id}': () => ({ name: `Renamed ${unique()}`, client_secret: secretValue(), auth_url: 'https://auth2.example.com/a' }),
+  'POST /v1/workspaces': () => ({ name: `ws-${unique()}` }),
+  'POST /v1/api-keys': () => ({ name: `key-${unique()}`, role: 'member', workspace_id: null }),
+  'POST /v1/projects/{deployment_id}/revisions/{revision_id}/build_logs': logQuery,
+  'POST /v1/projects/{deployment_id}/revisions/{revision_id}/deploy_logs': logQuery,
+  'POST /v1/projects/{deployment_id}/deploy_logs': logQuery,
+};

@@ -1,0 +1,315 @@
+/**
+ * Isolation: for every operation of /openapi.json (new routes are covered without editing
+ * this file), requests with another workspace's key or another organization's key, aimed
+ * at this workspace's resources, answer 404 or 403 — exactly as for resources that do not
+ * exist — and change nothing of this workspace. Secrets and API keys never reach the logs
+ * of the whole run, nor any table in plain text.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { type Client, client } from '../test/support/http.js';
+import { eventually } from '../test/support/runtimes.js';
+import { postgresUnavailable, startTestServer, type TestServer } from '../test/support/server.js';
+import { EXAMPLE_BODIES, SECRET_MARKER, secretValue } from './examples.js';
+import { valueFor } from './arbitraries.js';
+import { allRows, databasesToTest, type Operation, operationsOf, type RawResponse, sendRaw, tableNames, textCells } from './support.js';
+
+/** Routes of organization-wide resources: any key of the organization may use them by design. */
+const ORGANIZATION_ROUTES = ['/v2/auth/providers', '/v1/workspaces', '/v1/api-keys'];
+
+interface Attacker {
+  name: string;
+  headers: Record<string, string>;
+  /** Same organization as the victim workspace (organization routes are then legitimately open to it). */
+  sameOrganization: boolean;
+  role: 'admin' | 'member';
+  /** Names the victim workspace in X-Tenant-Id. */
+  namesVictimWorkspace: boolean;
+}
+
+for (const kind of databasesToTest()) {
+  describe(`isolation between workspaces and organizations [${kind}]`, async () => {
+    const skip = kind === 'postgres' ? await postgresUnavailable() : null;
+    if (skip) {
+      test('skipped', { skip }, () => {});
+      return;
+    }
+    let server: TestServer;
+    let api: Client;
+    let operations: Operation[];
+    const ids = { workspace: '', organization: '', deployments: [] as string[], revisions: [] as string[], listener: '', provider: '', providerRowId: '', victimKey: '' };
+    /** Every secret value and plain API key of the run: none may reach logs or tables. */
+    const secrets = new Set<string>();
+    /** The victim's own secrets (the attackers' requests carry theirs, which they may see). */
+    const victimSecrets = new Set<string>();
+    const attackers: Attacker[] = [];
+
+    const body = (name: string) => {
+      const make = EXAMPLE_BODIES[name];
+      if (!make) throw new Error(`no example body for ${name}: add one to test-reliability/examples.ts`);
+      return make();
+    };
+    const collectSecrets = (text: string | undefined) => {
+      for (const match of text?.match(new RegExp(`${SECRET_MARKER}-[0-9a-f-]{36}`, 'g')) ?? []) secrets.add(match);
+    };
+
+    before(async () => {
+      // Everything the server logs, at the most verbose level, is kept for the log check.
+      const previousLevel = process.env.TEST_LOG_LEVEL;
+      process.env.TEST_LOG_LEVEL = 'trace';
+      server = await startTestServer(kind, { limits: { rateLimitPerMinute: 0 } });
+      if (previousLevel === undefined) delete process.env.TEST_LOG_LEVEL;
+      else process.env.TEST_LOG_LEVEL = previousLevel;
+      api = client(server.url, { key: server.adminKey });
+      secrets.add(server.adminKey);
+      ids.workspace = server.workspaceId;
+      ids.organization = server.organizationId;
+      operations = await operationsOf(server.url);
+
+      // The victim workspace: deployments that really run (with secrets in their environment),
+      // one waiting on a listener, a code-host one that builds, a provider and a spare key.
+      const image = body('POST /v2/deployments');
+      collectSecrets(JSON.stringify(image));
+      const d1 = await api('POST', '/v2/deployments', { body: image });
+      assert.equal(d1.status, 201, d1.text);
+      const patch = { secrets: [{ name: 'API_TOKEN', value: secretValue() }, { name: 'OTHER', value: secretValue() }] };
+      collectSecrets(JSON.stringify(patch));
+      assert.equal((await api('PATCH', `/v2/deployments/${d1.body.id}`, { body: patch })).status, 200);
+      const code = {
+        name: `iso-code-${Date.now()}`,
+        source: 'github',
+        source_config: { integration_id: randomUUID(), repo_url: 'https://example.com/org/repo' },
+        source_revision_config: { repo_ref: 'main' },
+        secrets: [{ name: 'BUILD_TOKEN', value: secretValue() }],
+      };
+      collectSecrets(JSON.stringify(code));
+      const d3 = await api('POST', '/v2/deployments', { body: code });
+      assert.equal(d3.status, 201, d3.text);
+      const listener = await api('POST', '/v2/listeners', { body: body('POST /v2/listeners') });
+      assert.equal(listener.status, 201, listener.text);
+      const placed = { ...body('POST /v2/deployments'), source_config: { listener_id: listener.body.id } };
+      collectSecrets(JSON.stringify(placed));
+      const d2 = await api('POST', '/v2/deployments', { body: placed });
+      assert.equal(d2.status, 201, d2.text);
+      const provider = body('POST /v2/auth/providers');
+      collectSecrets(JSON.stringify(provider));
+      const p = await api('POST', '/v2/auth/providers', { body: provider });
+      assert.equal(p.status, 200, p.text);
+      const victimKey = await api('POST', '/v1/api-keys', { body: { name: 'victim', workspace_id: ids.workspace } });
+      assert.equal(victimKey.status, 201);
+      secrets.add(victimKey.body.key);
+      Object.assign(ids, { listener: listener.body.id, provider: p.body.provider_id, providerRowId: p.body.id, victimKey: victimKey.body.id });
+      ids.deployments = [d1.body.id, d2.body.id, d3.body.id];
+
+      // Let the engine finish: the first and third deploy, the second waits for its listener.
+      await eventually(
+        async () => {
+          const states = await Promise.all(ids.deployments.map(async (id) => (await api('GET', `/v2/deployments/${id}/revisions?limit=100`)).body.resources as { status: string }[]));
+          const done = (rs: { status: string }[]) => rs.every((r) => ['DEPLOYED', 'SKIPPED', 'DEPLOY_FAILED', 'BUILD_FAILED'].includes(r.status));
+          const leased = await server.berth.db.selectFrom('deployments').select('id').where('lease_owner', 'is not', null).execute();
+          return done(states[0] as never) && done(states[2] as never) && (states[1] as { status: string }[])[0]?.status === 'AWAITING_DEPLOY' && leased.length === 0;
+        },
+        'the victim workspace to settle',
+        30_000,
+      );
+      const d1Revisions = (await api('GET', `/v2/deployments/${d1.body.id}/revisions`)).body.resources as { id: string; status: string }[];
+      assert.equal(d1Revisions[0]?.status, 'DEPLOYED', 'the image deployment runs its latest revision');
+      ids.revisions = (await server.berth.db.selectFrom('revisions').select('id').where('deployment_id', 'in', ids.deployments).execute()).map((r) => r.id);
+
+      for (const secret of secrets) victimSecrets.add(secret);
+
+      // The attackers: keys of another workspace of the same organization, and of another organization.
+      const workspaceB = await api('POST', '/v1/workspaces', { body: { name: `other-${Date.now()}` } });
+      const memberB = await api('POST', '/v1/api-keys', { body: { name: 'member-b', workspace_id: workspaceB.body.id, role: 'member' } });
+      const adminB = await api('POST', '/v1/api-keys', { body: { name: 'admin-b', workspace_id: workspaceB.body.id, role: 'admin' } });
+      const orgC = await server.berth.services.tenancy.createOrganization(`other-org-${Date.now()}`);
+      assert.ok(orgC);
+      const unboundC = await client(server.url, { key: orgC.apiKey })('POST', '/v1/api-keys', { body: { name: 'unbound-c', workspace_id: null, role: 'admin' } });
+      assert.equal(unboundC.status, 201);
+      for (const key of [memberB.body.key, adminB.body.key, orgC.apiKey, unboundC.body.key]) secrets.add(key);
+      const victim = { 'x-tenant-id': ids.workspace };
+      attackers.push(
+        { name: 'member key of another workspace', headers: { 'x-api-key': memberB.body.key }, sameOrganization: true, role: 'member', namesVictimWorkspace: false },
+        { name: 'admin key of another workspace', headers: { 'x-api-key': adminB.body.key }, sameOrganization: true, role: 'admin', namesVictimWorkspace: false },
+        { name: 'member key of another workspace + X-Tenant-Id', headers: { 'x-api-key': memberB.body.key, ...victim }, sameOrganization: true, role: 'member', namesVictimWorkspace: true },
+        { name: 'admin key of another workspace + X-Tenant-Id', headers: { authorization: `Bearer ${adminB.body.key}`, ...victim }, sameOrganization: true, role: 'admin', namesVictimWorkspace: true },
+        { name: 'admin key of another organization', headers: { 'x-api-key': orgC.apiKey }, sameOrganization: false, role: 'admin', namesVictimWorkspace: false },
+        { name: 'admin key of another organization as bearer', headers: { authorization: `Bearer ${orgC.apiKey}` }, sameOrganization: false, role: 'admin', namesVictimWorkspace: false },
+        { name: 'admin key of another organization + X-Tenant-Id', headers: { 'x-api-key': orgC.apiKey, ...victim }, sameOrganization: false, role: 'admin', namesVictimWorkspace: true },
+        { name: 'unbound key of another organization + X-Tenant-Id', headers: { 'x-api-key': unboundC.body.key, ...victim }, sameOrganization: false, role: 'admin', namesVictimWorkspace: true },
+        { name: 'unbound key of another organization', headers: { 'x-api-key': unboundC.body.key }, sameOrganization: false, role: 'admin', namesVictimWorkspace: false },
+      );
+    });
+    let closed = false;
+    const close = async () => {
+      if (closed) return;
+      closed = true;
+      await server?.close();
+    };
+    after(close);
+
+    /** The victim's rows of every table (rows of other tenants may change: attackers act in their own). */
+    async function victimState(): Promise<Record<string, string[]>> {
+      const deployments = new Set(ids.deployments);
+      const revisions = new Set(ids.revisions);
+      const ours: Record<string, (row: Record<string, unknown>) => boolean> = {
+        organizations: (r) => r.id === ids.organization,
+        workspaces: (r) => r.organization_id === ids.organization,
+        api_keys: (r) => r.organization_id === ids.organization,
+        oauth_providers: (r) => r.organization_id === ids.organization,
+        listeners: (r) => r.workspace_id === ids.workspace,
+        deployments: (r) => r.workspace_id === ids.workspace,
+        revisions: (r) => deployments.has(r.deployment_id as string),
+        revision_secrets: (r) => revisions.has(r.revision_id as string),
+        deployment_events: (r) => deployments.has(r.deployment_id as string),
+        engine_step_runs: (r) => revisions.has(r.revision_id as string),
+      };
+      const state: Record<string, string[]> = {};
+      for (const table of await tableNames(server.berth.db)) {
+        if (table.startsWith('kysely_migration')) continue;
+        // A table this suite does not know yet is compared whole.
+        const mine = ours[table] ?? (() => true);
+        state[table] = (await allRows(server.berth.db, table))
+          .filter(mine)
+          .map((row) => JSON.stringify(Object.entries(row).sort(([a], [b]) => a.localeCompare(b))))
+          .sort();
+      }
+      return state;
+    }
+
+    function difference(before: Record<string, string[]>, after: Record<string, string[]>): string | undefined {
+      for (const table of Object.keys({ ...before, ...after })) {
+        const was = new Set(before[table] ?? []);
+        const now = new Set(after[table] ?? []);
+        const added = [...now].filter((row) => !was.has(row));
+        const removed = [...was].filter((row) => !now.has(row));
+        if (added.length || removed.length) return `${table}: +${added.length} -${removed.length} rows, e.g. ${(added[0] ?? removed[0] ?? '').slice(0, 300)}`;
+      }
+      return undefined;
+    }
+
+    /** Path, query and body that are valid for the operation, so a request gets past validation. */
+    function requestFor(op: Operation, values: Record<string, string>): { path: string; body?: string } {
+      const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+        const value = values[name];
+        if (value === undefined) throw new Error(`${op.method} ${op.path}: no victim resource for path parameter '${name}'; add one to isolation.test.ts`);
+        return value;
+      });
+      const query = op.query
+        .filter((q) => q.required)
+        .map((q) => `${q.name}=${encodeURIComponent(String(q.schema.enum?.[0] ?? q.schema.default ?? fc.sample(valueFor(q.schema), 1)[0]))}`);
+      let payload: string | undefined;
+      if (op.body) {
+        const example = EXAMPLE_BODIES[`${op.method} ${op.path}`];
+        if (!example) throw new Error(`${op.method} ${op.path}: no example body; add one to test-reliability/examples.ts`);
+        payload = JSON.stringify(example());
+        collectSecrets(payload);
+      }
+      return { path: `${path}${query.length ? `?${query.join('&')}` : ''}`, body: payload };
+    }
+
+    test('every route: other workspaces and organizations get 404 or 403, as for absent resources, and change nothing', async () => {
+      // The victim's ids, in answers to others, would be a leak.
+      const victimIds = [ids.workspace, ...ids.deployments, ...ids.revisions, ids.listener, ids.providerRowId, ids.victimKey];
+      // Revision ids must belong to the deployment in the path.
+      const d1Revision = (await server.berth.db.selectFrom('revisions').select('id').where('deployment_id', '=', ids.deployments[0] as string).execute())[0]?.id as string;
+      const values = { deployment_id: ids.deployments[0] as string, revision_id: d1Revision, listener_id: ids.listener, provider_id: ids.provider, key_id: ids.victimKey };
+      const problems: string[] = [];
+      let baseline = await victimState();
+      let requests = 0;
+      const routes = operations.filter((op) => !(op.security && op.security.length === 0));
+      assert.ok(routes.length >= 25, `the OpenAPI document lists the API's routes (${routes.length})`);
+
+      for (const op of routes) {
+        const organizationRoute = ORGANIZATION_ROUTES.some((prefix) => op.path.startsWith(prefix));
+        const adminRoute = op.tags.includes('admin');
+        for (const [i, attacker] of attackers.entries()) {
+          // Organization resources are open to every key of the organization (admin ones to admin keys).
+          if (organizationRoute && attacker.sameOrganization && !(adminRoute && attacker.role === 'member')) continue;
+          const prefix = i % 2 === 0 ? '' : '/api-host';
+          const request = requestFor(op, values);
+          const headers = { ...attacker.headers, ...(request.body ? { 'content-type': 'application/json' } : {}) };
+          const res = await sendRaw(server.url, { method: op.method, path: prefix + request.path, headers, body: request.body });
+          requests += 1;
+          const what = `${op.method} ${op.path} with ${attacker.name}`;
+          const targetsVictim = op.pathParams.length > 0 || (attacker.namesVictimWorkspace && !organizationRoute) || (adminRoute && attacker.sameOrganization);
+          if (targetsVictim && res.status !== 403 && res.status !== 404) {
+            problems.push(`${what}: answered ${res.status}, not 404/403: ${res.text.slice(0, 300)}`);
+          } else if (res.status >= 500) {
+            problems.push(`${what}: answered ${res.status}: ${res.text.slice(0, 300)}`);
+          }
+          // The answer may repeat what the caller sent (an id in the path, the tenant header); nothing else of the victim's.
+          const sent = `${request.path} ${JSON.stringify(headers)} ${request.body ?? ''}`;
+          const leaked = [...victimIds, ...victimSecrets].find((value) => value && res.text.includes(value) && !sent.includes(value));
+          if (leaked) problems.push(`${what}: the answer (${res.status}) contains the victim's ${leaked}: ${res.text.slice(0, 200)}`);
+          if (res.status === 404 && op.pathParams.length > 0) {
+            const absent = await absentAnswer(op, prefix, headers);
+            const normalise = (r: RawResponse, path: string) =>
+              `${r.status} ${path.split('?')[0]?.split('/').reduce((text, segment) => (segment ? text.split(segment).join('<seg>') : text), r.text)}`;
+            if (normalise(res, request.path) !== normalise(absent.res, absent.path)) {
+              problems.push(`${what}: answers unlike an absent resource: ${res.status} ${res.text.slice(0, 200)} vs ${absent.res.status} ${absent.res.text.slice(0, 200)}`);
+            }
+          }
+          const now = await victimState();
+          const changed = difference(baseline, now);
+          if (changed) {
+            problems.push(`${what} (answered ${res.status}) changed the victim's data: ${changed}`);
+            baseline = now;
+          }
+        }
+      }
+
+      // Control: the same requests with the victim's own key reach the resources (so the 404s above mean something).
+      for (const op of routes.filter((o) => o.method === 'GET' && o.pathParams.length > 0)) {
+        const request = requestFor(op, values);
+        const res = await sendRaw(server.url, { method: 'GET', path: request.path, headers: { 'x-api-key': server.adminKey } });
+        if (res.status !== 200) problems.push(`control: ${op.method} ${op.path} with the workspace's own key answered ${res.status}: ${res.text.slice(0, 200)}`);
+      }
+      assert.deepEqual(problems, [], `${problems.length} isolation problems in ${requests} requests`);
+
+      async function absentAnswer(op: Operation, prefix: string, headers: Record<string, string>) {
+        const absent = { deployment_id: randomUUID(), revision_id: randomUUID(), listener_id: randomUUID(), provider_id: `absent-${Date.now()}`, key_id: randomUUID() };
+        const request = requestFor(op, absent);
+        return { res: await sendRaw(server.url, { method: op.method, path: prefix + request.path, headers, body: request.body }), path: request.path };
+      }
+    });
+
+    test('no secret value or API key appears in the database in plain text', async () => {
+      const cells = await textCells(server.berth.db);
+      assert.ok(cells.length > 50, 'the tables hold data');
+      const found: string[] = [];
+      for (const secret of secrets) {
+        for (const cell of cells) if (cell.value.includes(secret)) found.push(`${cell.table}.${cell.column} holds ${secret.slice(0, 12)}…`);
+      }
+      assert.deepEqual(found, []);
+      // Stored secrets are ciphertexts, keys are digests.
+      const stored = await server.berth.db.selectFrom('revision_secrets').select('value_encrypted').execute();
+      assert.ok(stored.length > 0 && stored.every((r) => r.value_encrypted.startsWith('v1:')));
+      const keys = await server.berth.db.selectFrom('api_keys').select('key_hash').execute();
+      assert.ok(keys.every((k) => /^[0-9a-f]{64}$/.test(k.key_hash)));
+    });
+
+    test('no secret value or API key appears in the logs of the whole run', async () => {
+      // Secrets through every path the logs could see: a 422 that quotes a body, a bad tenant
+      // header, a wrong key, a bearer key, a key in a query string the client should not send.
+      const probe = secretValue();
+      secrets.add(probe);
+      await api('PATCH', `/v2/deployments/${ids.deployments[0]}`, { body: { secrets: [{ name: 'bad name!', value: probe }] } });
+      await api('POST', '/v2/deployments', { rawBody: `{"name":"x","secrets":[{"name":"A","value":"${probe}"}]` });
+      await api('POST', '/v2/auth/providers', { body: { ...body('POST /v2/auth/providers'), auth_url: 'not a url', client_secret: probe } });
+      await client(server.url)('GET', '/v2/deployments', { headers: { authorization: `Bearer ${server.adminKey}x` } });
+      await client(server.url)('GET', '/v2/deployments', { key: `${server.adminKey}-wrong` });
+      await client(server.url)('GET', '/v2/deployments', { headers: { authorization: `Bearer ${server.adminKey}` } });
+      await close();
+      const logs = server.logs.join('');
+      assert.ok(logs.length > 10_000, `the run was logged (${logs.length} characters)`);
+      assert.equal(server.berth.app.log.level, 'trace', 'the server logged at its most verbose level');
+      const leaked = [...secrets].filter((secret) => logs.includes(secret));
+      assert.deepEqual(leaked.map((s) => `${s.slice(0, 14)}…`), [], `${leaked.length} of ${secrets.size} secrets and keys appear in the logs`);
+      // Keys that were wrong by a suffix still must not be logged whole.
+      assert.ok(!logs.includes(`${server.adminKey}-wrong`) && !logs.includes(`${server.adminKey}x`));
+    });
+  });
+}
