@@ -26,7 +26,30 @@ export type BootstrapResult =
   | { created: false }
   | { created: true; organizationId: string; workspaceId: string; apiKey: string; generated: boolean };
 
-export function createTenancyService(db: Db) {
+/**
+ * How long a process reuses a successful API key lookup instead of asking the database.
+ * A revoked key therefore stops working at once on the process that revoked it and
+ * within this time on every other server process sharing the database.
+ */
+export const API_KEY_CACHE_TTL_MS = 5_000;
+/** Keys remembered at most (the least recently looked up go first). */
+const API_KEY_CACHE_SIZE = 10_000;
+
+export interface TenancyOptions {
+  /** Overrides API_KEY_CACHE_TTL_MS; 0 turns the cache off. */
+  keyCacheTtlMs?: number;
+  /** Clock in milliseconds, for tests. */
+  now?: () => number;
+}
+
+export function createTenancyService(db: Db, options: TenancyOptions = {}) {
+  const ttlMs = options.keyCacheTtlMs ?? API_KEY_CACHE_TTL_MS;
+  const now = options.now ?? Date.now;
+  /** By key digest (never the key itself): the principal and when the entry expires. */
+  const keyCache = new Map<string, { principal: Principal; expiresAt: number }>();
+  /** Counts revocations here, so a lookup that raced one is not cached. */
+  let revocations = 0;
+
   return {
     /**
      * First start: an organization and workspace named `default`, and an admin key bound
@@ -67,11 +90,35 @@ export function createTenancyService(db: Db) {
       });
     },
 
+    /**
+     * The principal of a key, or null for an unknown or revoked key. Successful lookups
+     * are reused for API_KEY_CACHE_TTL_MS (see there); unknown keys are always looked up,
+     * so a new key works at once.
+     */
     async authenticate(presentedKey: string): Promise<Principal | null> {
       const digest = hashApiKey(presentedKey);
+      const cached = keyCache.get(digest);
+      if (cached) {
+        keyCache.delete(digest);
+        if (cached.expiresAt > now()) {
+          keyCache.set(digest, cached);
+          return { ...cached.principal };
+        }
+      }
+      const revocationsBefore = revocations;
       const row = await repo.findApiKeyByHash(db, digest);
       if (!row || !digestsEqual(row.key_hash, digest)) return null;
-      return { keyId: row.id, organizationId: row.organization_id, boundWorkspaceId: row.workspace_id, role: row.role as ApiKeyRole };
+      const principal: Principal = {
+        keyId: row.id,
+        organizationId: row.organization_id,
+        boundWorkspaceId: row.workspace_id,
+        role: row.role as ApiKeyRole,
+      };
+      if (ttlMs > 0 && revocations === revocationsBefore) {
+        keyCache.set(digest, { principal, expiresAt: now() + ttlMs });
+        if (keyCache.size > API_KEY_CACHE_SIZE) keyCache.delete(keyCache.keys().next().value as string);
+      }
+      return { ...principal };
     },
 
     /**
@@ -139,7 +186,10 @@ export function createTenancyService(db: Db) {
 
     async revokeApiKey(principal: Principal, keyId: string): Promise<void> {
       if (keyId === principal.keyId) throw conflict('An API key cannot revoke itself; revoke it with another admin key.');
+      revocations += 1;
       if (!(await repo.deleteApiKey(db, principal.organizationId, keyId))) throw notFound(`API key ID ${keyId} not found.`);
+      // Other processes forget it when their entry expires (API_KEY_CACHE_TTL_MS).
+      for (const [digest, entry] of keyCache) if (entry.principal.keyId === keyId) keyCache.delete(digest);
     },
   };
 }

@@ -76,7 +76,13 @@ export async function listDeployments(
     // Explicit ESCAPE: SQLite has no default escape character for LIKE.
     query = query.where(sql<boolean>`lower(name) like ${pattern} escape '\\'`);
   }
-  if (filters.name !== undefined) query = query.where('name', '=', filters.name);
+  if (filters.name !== undefined) {
+    // Names are unique without regard to case, and only `lower(name)` is indexed (with the
+    // workspace): the implied condition on it finds the one row by index instead of reading
+    // the workspace's every deployment; `name =` keeps the match exact.
+    // (The database's own lower() on both sides: it may fold case differently from JS.)
+    query = query.where(sql<boolean>`lower(name) = lower(${filters.name})`).where('name', '=', filters.name);
+  }
   if (filters.statuses && filters.statuses.length > 0) query = query.where('status', 'in', filters.statuses);
   if (filters.remoteReconciled !== undefined) query = query.where('remote_reconciled', '=', filters.remoteReconciled ? 1 : 0);
   if (filters.imageVersion !== undefined) query = query.where('image_version', '=', filters.imageVersion);

@@ -1,0 +1,180 @@
+/**
+ * The engine scenario: Berth in this process (startBerth with the in-process runtime and
+ * the fake builder, as the tests run it, so every step is instant but `DEPLOYED` still
+ * means a real `GET /ok` answered), with the product's engine settings. Two parts:
+ *
+ * - burst: N deployments created at once (each with its first revision and secrets),
+ *   then the time until every revision is terminal: revisions per second;
+ * - paced: revisions created one at a time at a rate well under that capacity: the
+ *   delay from creation to pick-up (the revision's first QUEUED event minus its
+ *   created_at), which is what a client waits when the engine is not saturated.
+ *
+ * Run by bench/run.ts; prints one JSON line. DATABASE_URL = postgres://… for PostgreSQL,
+ * else SQLite in a temporary directory.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Config } from '../src/config.js';
+import { TERMINAL_STATUSES } from '../src/domain/revision-status.js';
+import { FakeBuildDriver } from '../src/engine/drivers/fake-build.js';
+import { InProcessRuntime } from '../src/engine/drivers/in-process.js';
+import { DEFAULT_LIMITS } from '../src/http/limits.js';
+import { createLogger } from '../src/logger.js';
+import { startBerth } from '../src/server.js';
+import type { Db } from '../src/store/database.js';
+import { percentile } from './stats.js';
+
+const { values } = parseArgs({
+  options: {
+    revisions: { type: 'string', default: '1000' },
+    paced: { type: 'string', default: '200' },
+    /** 'auto': half the capacity the burst measured (but at least 20 ms apart). */
+    'paced-interval-ms': { type: 'string', default: 'auto' },
+    concurrency: { type: 'string', default: '50' },
+  },
+});
+const burstCount = Number(values.revisions);
+const pacedCount = Number(values.paced);
+const createConcurrency = Number(values.concurrency);
+
+const TERMINAL = [...TERMINAL_STATUSES];
+
+async function main(): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-engine-'));
+  const url = process.env.DATABASE_URL?.trim();
+  const postgres = url && /^postgres(ql)?:\/\//.test(url) ? url : undefined;
+  const adminKey = `berth_bench_${randomUUID()}`;
+  const config: Config = {
+    port: 0,
+    host: '127.0.0.1',
+    database: postgres ? { kind: 'postgres', url: postgres } : { kind: 'sqlite', file: path.join(dataDir, 'berth.sqlite') },
+    dataDir,
+    bootstrapApiKey: adminKey,
+    encryptionKey: process.env.BERTH_ENCRYPTION_KEY,
+    logLevel: 'warn',
+    limits: { ...DEFAULT_LIMITS, rateLimitPerMinute: 0 },
+    engine: { enabled: true, runtime: 'none', concurrency: Number(process.env.BERTH_ENGINE_CONCURRENCY ?? 4) },
+  };
+  const runtime = new InProcessRuntime();
+  const berth = await startBerth(config, createLogger('warn'), { runtime, builder: new FakeBuildDriver() });
+  try {
+    const principal = await berth.services.tenancy.authenticate(adminKey);
+    if (!principal?.boundWorkspaceId) throw new Error('bootstrap did not create a bound key');
+    const scope = { ...principal, workspaceId: principal.boundWorkspaceId };
+    let counter = 0;
+    const create = async (prefix: string) => {
+      const n = counter++;
+      const view = await berth.services.deployments.create(scope, {
+        name: `${prefix}-${n}`,
+        source: 'external_docker',
+        source_config: { resource_spec: { cpu: 0.5, memory_mb: 256 } },
+        source_revision_config: { image_uri: `localhost/bench-agent:v${n}` },
+        secrets: [{ name: 'OPENAI_API_KEY', value: `sk-${randomUUID()}` }],
+      });
+      return view.latest_revision_id as string;
+    };
+
+    // Burst: everything created as fast as 50 concurrent callers can, the engine running.
+    const burstIds: string[] = [];
+    const burstStart = performance.now();
+    const burstStartIso = new Date().toISOString();
+    await Promise.all(
+      Array.from({ length: createConcurrency }, async () => {
+        // `create` takes its number synchronously, so the callers share the count.
+        while (counter < burstCount) burstIds.push(await create('burst'));
+      }),
+    );
+    const createdMs = performance.now() - burstStart;
+    await waitTerminal(berth.db, burstIds, 300_000);
+    const burstMs = performance.now() - burstStart;
+    const burstDelays = await pickupDelays(berth.db, burstIds);
+
+    // Paced: one revision every interval, so the engine is never behind.
+    const burstRate = burstIds.length / (burstMs / 1000);
+    const pacedIntervalMs =
+      values['paced-interval-ms'] === 'auto' ? Math.max(20, Math.ceil(2000 / burstRate)) : Number(values['paced-interval-ms']);
+    const pacedIds: string[] = [];
+    for (let i = 0; i < pacedCount; i++) {
+      const tick = performance.now();
+      pacedIds.push(await create('paced'));
+      const wait = pacedIntervalMs - (performance.now() - tick);
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+    await waitTerminal(berth.db, pacedIds, 120_000);
+    const pacedDelays = await pickupDelays(berth.db, pacedIds);
+
+    const statuses = await berth.db
+      .selectFrom('revisions')
+      .select(['status', (eb) => eb.fn.countAll<string | number>().as('n')])
+      .where('created_at', '>=', burstStartIso)
+      .groupBy('status')
+      .execute();
+    process.stdout.write(
+      `${JSON.stringify({
+        database: config.database.kind,
+        engineConcurrency: berth.engine?.settings.concurrency,
+        revisions: burstIds.length,
+        createSeconds: createdMs / 1000,
+        totalSeconds: burstMs / 1000,
+        revisionsPerSecond: burstRate,
+        burstPickup: { p50: percentile(burstDelays, 50), p99: percentile(burstDelays, 99), max: Math.max(...burstDelays) },
+        paced: { revisions: pacedIds.length, intervalMs: pacedIntervalMs },
+        pacedPickup: { p50: percentile(pacedDelays, 50), p99: percentile(pacedDelays, 99), max: Math.max(...pacedDelays) },
+        statuses: Object.fromEntries(statuses.map((s) => [s.status, Number(s.n)])),
+      })}\n`,
+    );
+  } finally {
+    await berth.close();
+    await runtime.closeAll();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function waitTerminal(db: Db, ids: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let done = 0;
+    for (let at = 0; at < ids.length; at += 500) {
+      const row = await db
+        .selectFrom('revisions')
+        .select((eb) => eb.fn.countAll<string | number>().as('n'))
+        .where('id', 'in', ids.slice(at, at + 500))
+        .where('status', 'in', TERMINAL)
+        .executeTakeFirstOrThrow();
+      done += Number(row.n);
+    }
+    if (done === ids.length) return;
+    if (Date.now() > deadline) throw new Error(`only ${done} of ${ids.length} revisions reached a terminal status in time`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Milliseconds from each revision's creation to its first QUEUED event. */
+async function pickupDelays(db: Db, ids: string[]): Promise<number[]> {
+  const delays: number[] = [];
+  for (let at = 0; at < ids.length; at += 500) {
+    const rows = await db
+      .selectFrom('revisions as r')
+      .innerJoin('deployment_events as e', (join) =>
+        join.onRef('e.revision_id', '=', 'r.id').on('e.kind', '=', 'status').on('e.status', '=', 'QUEUED'),
+      )
+      .select(['r.id', 'r.created_at', (eb) => eb.fn.min('e.created_at').as('queued_at')])
+      .where('r.id', 'in', ids.slice(at, at + 500))
+      .groupBy(['r.id', 'r.created_at'])
+      .execute();
+    for (const row of rows) delays.push(Date.parse(String(row.queued_at)) - Date.parse(row.created_at));
+  }
+  if (delays.length !== ids.length) throw new Error(`${ids.length - delays.length} revisions have no QUEUED event`);
+  return delays;
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`engine bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

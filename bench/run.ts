@@ -1,0 +1,795 @@
+/**
+ * `npm run bench`: Berth under load against the ceiling of this machine.
+ *
+ * Starts Berth as a child process (`node --import tsx src/main.ts serve`) on the embedded
+ * default and, when DATABASE_URL is a postgres URL or with `--postgres`, on a throwaway
+ * PostgreSQL database; fills a workspace with 100,000 deployments (bench/seed.ts); drives
+ * each scenario with autocannon, and the same load against a bare node:http server
+ * (bench/ceiling.ts); runs the engine scenario (bench/engine.ts); appends the results to
+ * bench/results.md. Flags: see `usage` below.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon, { type AutocannonRequest } from 'autocannon';
+import pg from 'pg';
+import { IN_PROGRESS_STATUSES } from '../src/domain/revision-status.js';
+import { openDatabase } from '../src/store/database.js';
+import { causeOf } from './causes.js';
+import { TEAMS } from './seed.js';
+import { percentile, Samples } from './stats.js';
+
+const usage = `npm run bench -- [flags]
+  --connections N        concurrent connections (default 50)
+  --duration S           seconds measured per scenario (default 10)
+  --warmup S             seconds of unmeasured load before each (default 2)
+  --deployments N        deployments in the listing workspace (default 100000)
+  --engine-revisions N   revisions in the engine burst (default 1000)
+  --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
+                         implied when DATABASE_URL is a postgres URL (its server is used the same way)
+  --only-postgres        skip the embedded default
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,create,patch,engine
+  --api-only             run the servers with BERTH_ENGINE=off (what the API alone costs; the default keeps the engine in)
+  --cpu-prof             write a CPU profile of each Berth server to bench/profiles/ and summarise it
+  --label TEXT           a line saying what this run measures (e.g. which change), written with the results
+  --no-write             print the results without appending them to bench/results.md`;
+
+const { values: flags } = parseArgs({
+  options: {
+    connections: { type: 'string', default: '50' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    deployments: { type: 'string', default: '100000' },
+    'engine-revisions': { type: 'string', default: '1000' },
+    postgres: { type: 'boolean', default: false },
+    'only-postgres': { type: 'boolean', default: false },
+    scenarios: { type: 'string' },
+    'cpu-prof': { type: 'boolean', default: false },
+    'no-write': { type: 'boolean', default: false },
+    'api-only': { type: 'boolean', default: false },
+    label: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (flags.help) {
+  process.stdout.write(`${usage}\n`);
+  process.exit(0);
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BENCH = path.join(ROOT, 'bench');
+const RESULTS = path.join(BENCH, 'results.md');
+const PROFILES = path.join(BENCH, 'profiles');
+const CONNECTIONS = Number(flags.connections);
+const DURATION = Number(flags.duration);
+const WARMUP = Number(flags.warmup);
+const DEPLOYMENTS = Number(flags.deployments);
+const ENGINE_REVISIONS = Number(flags['engine-revisions']);
+const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'create', 'patch', 'engine'] as const;
+type ScenarioName = (typeof ALL_SCENARIOS)[number];
+const SELECTED = new Set<string>(flags.scenarios ? flags.scenarios.split(',').map((s) => s.trim()) : ALL_SCENARIOS);
+for (const name of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(name)) throw new Error(`unknown scenario '${name}'\n${usage}`);
+
+const envUrl = process.env.DATABASE_URL?.trim();
+const POSTGRES_ADMIN_URL = envUrl && /^postgres(ql)?:\/\//.test(envUrl) ? envUrl : flags.postgres ? 'postgres://postgres@127.0.0.1:5432/postgres' : undefined;
+const DATABASES: ('sqlite' | 'postgres')[] = [
+  ...(flags['only-postgres'] ? [] : (['sqlite'] as const)),
+  ...(POSTGRES_ADMIN_URL ? (['postgres'] as const) : []),
+];
+if (DATABASES.length === 0) throw new Error('--only-postgres needs --postgres or a postgres DATABASE_URL');
+
+// ---------------------------------------------------------------------------- processes
+
+const cleanups: (() => Promise<void> | void)[] = [];
+let interrupted = false;
+process.on('SIGINT', () => {
+  if (interrupted) process.exit(130);
+  interrupted = true;
+  process.stderr.write('\ninterrupted: cleaning up\n');
+  void runCleanups().finally(() => process.exit(130));
+});
+async function runCleanups(): Promise<void> {
+  for (const cleanup of cleanups.splice(0).reverse()) await Promise.resolve(cleanup()).catch(() => {});
+}
+
+function log(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Child {
+  process: ChildProcess;
+  pid: number;
+  output: string[];
+  stop(): Promise<void>;
+}
+
+function spawnNode(args: string[], env: NodeJS.ProcessEnv): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    if (output.length > 200) output.shift();
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const handle: Child = {
+    process: child,
+    pid: child.pid as number,
+    output,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+        await exited;
+        clearTimeout(timer);
+      }
+    },
+  };
+  cleanups.push(() => handle.stop());
+  return handle;
+}
+
+/** Runs a node script to its end and parses the last JSON line it printed. */
+async function runJson<T>(args: string[], env: NodeJS.ProcessEnv): Promise<T> {
+  const child = spawnNode(args, env);
+  const code = await new Promise<number | null>((resolve) => child.process.once('exit', (c) => resolve(c)));
+  const text = child.output.join('');
+  if (code !== 0) throw new Error(`${args.join(' ')} exited with ${code}:\n${text.slice(-4000)}`);
+  const line = text.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  if (!line) throw new Error(`${args.join(' ')} printed no result:\n${text.slice(-4000)}`);
+  return JSON.parse(line) as T;
+}
+
+/** utime + stime of a process, in seconds. */
+function processCpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the command name: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** Busy CPU of the whole machine so far, in seconds (every core, from /proc/stat). */
+function machineBusySeconds(): number {
+  const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+  const busy = cpu.slice(0, 8).reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + v), 0);
+  return busy / CLOCK_TICKS;
+}
+
+/** CPU seconds so far of each PostgreSQL server process on this machine, by pid. */
+function postgresCpuSeconds(): Map<string, number> {
+  const byPid = new Map<string, number>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byPid.set(entry, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return byPid;
+}
+
+/** PostgreSQL's CPU between two samples (processes that ended in between are not counted). */
+function postgresCpuSince(before: Map<string, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of postgresCpuSeconds()) total += seconds - (before.get(pid) ?? 0);
+  return total;
+}
+
+/**
+ * Waits (at most `patienceS`) until the rest of the machine is nearly idle, so a run does
+ * not start while other work holds a core; answers the busy cores it saw last.
+ */
+async function waitForQuiet(ownPids: number[], patienceS = 45): Promise<number> {
+  const deadline = performance.now() + patienceS * 1000;
+  for (;;) {
+    const own = () => ownPids.reduce((sum, pid) => sum + processCpuSeconds(pid), 0) + process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6;
+    const machine0 = machineBusySeconds();
+    const own0 = own();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const other = machineBusySeconds() - machine0 - (own() - own0);
+    if (other < 0.25 || performance.now() > deadline) {
+      if (other >= 0.25) log(`  the machine stayed busy (${other.toFixed(2)} cores of other work); measuring anyway`);
+      return other;
+    }
+  }
+}
+
+function memoryOf(pid: number): { hwmMb: number; rssMb: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+  return { hwmMb: kb('VmHWM') / 1024, rssMb: kb('VmRSS') / 1024 };
+}
+
+// ---------------------------------------------------------------------------- Berth
+
+interface BerthProcess extends Child {
+  url: string;
+  /** Milliseconds from spawn to the first 200 on /ok. */
+  startupMs: number;
+}
+
+async function startBerthProcess(env: NodeJS.ProcessEnv, profileName?: string): Promise<BerthProcess> {
+  const port = await freePort();
+  // tsx's loader hooks run in a worker thread, which writes a profile of its own: each
+  // server gets a directory, and the main thread's profile is picked from it afterwards.
+  const profile = profileName ? ['--cpu-prof', `--cpu-prof-dir=${path.join(PROFILES, profileName)}`] : [];
+  if (profileName) {
+    fs.mkdirSync(PROFILES, { recursive: true });
+    // Profiles are large and belong to one machine: never committed.
+    fs.writeFileSync(path.join(PROFILES, '.gitignore'), '*\n');
+  }
+  const started = performance.now();
+  const child = spawnNode([...profile, 'src/main.ts', 'serve'], { ...env, PORT: String(port) });
+  const url = `http://127.0.0.1:${port}`;
+  for (;;) {
+    if (child.process.exitCode !== null) throw new Error(`Berth exited during start:\n${child.output.join('').slice(-4000)}`);
+    const ok = await fetch(`${url}/ok`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) break;
+    if (performance.now() - started > 60_000) throw new Error(`Berth did not answer /ok within 60 s:\n${child.output.join('')}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return { ...child, url, startupMs: performance.now() - started };
+}
+
+/** The profile of the main thread: the one whose file name says thread 0 (CPU.<date>.<time>.<pid>.<thread>.<seq>). */
+function mainThreadProfile(dir: string): string {
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  const main = files.find((f) => f.split('.').at(-3) === '0') ?? files[0];
+  if (!main) throw new Error(`no CPU profile in ${dir}`);
+  return path.join(dir, main);
+}
+
+// ---------------------------------------------------------------------------- load
+
+interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  /** Load generator CPU, in cores (1.0 = one core busy). */
+  loadCpu: number;
+  /** The server's CPU over the same window, in cores. */
+  serverCpu: number;
+  /** PostgreSQL's server processes over the window, in cores. */
+  databaseCpu: number;
+  /** Everything else on the machine over the window, in cores (other work skews results). */
+  otherCpu: number;
+}
+
+interface Scenario {
+  name: ScenarioName;
+  title: string;
+  /** Overrides --connections. */
+  connections?: number;
+  /** Builds the requests; called once per run so counters start afresh. */
+  requests(): AutocannonRequest[];
+}
+
+async function load(url: string, serverPid: number, scenario: Scenario, headers: Record<string, string>, seconds: number): Promise<LoadResult> {
+  const latencies = new Samples();
+  const cpuBefore = process.cpuUsage();
+  const serverBefore = processCpuSeconds(serverPid);
+  const machineBefore = machineBusySeconds();
+  const postgresBefore = postgresCpuSeconds();
+  const started = performance.now();
+  const result = await new Promise<import('autocannon').AutocannonResult>((resolve, reject) => {
+    const instance = autocannon(
+      { url, connections: scenario.connections ?? CONNECTIONS, duration: seconds, headers, requests: scenario.requests(), timeout: 30 },
+      (error, res) => (error ? reject(error) : resolve(res)),
+    );
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => latencies.push(responseTime));
+  });
+  const wall = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const ok = result['2xx'];
+  const loadCpu = (cpu.user + cpu.system) / 1e6 / wall;
+  const serverCpu = (processCpuSeconds(serverPid) - serverBefore) / wall;
+  const databaseCpu = postgresCpuSince(postgresBefore) / wall;
+  return {
+    rps: ok / result.duration,
+    p50: percentile(latencies.values(), 50),
+    p99: percentile(latencies.values(), 99),
+    requests: latencies.length,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    loadCpu,
+    serverCpu,
+    databaseCpu,
+    otherCpu: Math.max(0, (machineBusySeconds() - machineBefore) / wall - loadCpu - serverCpu - databaseCpu),
+  };
+}
+
+async function measure(url: string, pid: number, scenario: Scenario, headers: Record<string, string>): Promise<LoadResult> {
+  await waitForQuiet([pid]);
+  if (WARMUP > 0) await load(url, pid, scenario, headers, WARMUP);
+  const result = await load(url, pid, scenario, headers, DURATION);
+  const bad = result.non2xx + result.errors;
+  log(
+    `  ${scenario.name.padEnd(11)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms` +
+      `  (load gen ${result.loadCpu.toFixed(2)} cores, server ${result.serverCpu.toFixed(2)}, ` +
+      `${result.databaseCpu >= 0.01 ? `postgres ${result.databaseCpu.toFixed(2)}, ` : ''}other ${result.otherCpu.toFixed(2)} cores${bad ? `, ${bad} failed` : ''})`,
+  );
+  return result;
+}
+
+function scenarios(ids: string[], runId: string): Scenario[] {
+  const json = { 'content-type': 'application/json' };
+  const rotate = <T>(items: T[]) => {
+    let i = 0;
+    return () => items[i++ % items.length] as T;
+  };
+  let created = 0;
+  let patched = 0;
+  return [
+    {
+      name: 'get',
+      title: 'get one deployment',
+      requests: () => {
+        const next = rotate(ids);
+        return [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/v2/deployments/${next()}` }) }];
+      },
+    },
+    {
+      name: 'list',
+      title: `list 20 of ${DEPLOYMENTS.toLocaleString('en')} (name_contains + status)`,
+      requests: () => {
+        const team = rotate(TEAMS);
+        return [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/v2/deployments?name_contains=${team()}&status=READY&limit=20` }) }];
+      },
+    },
+    {
+      name: 'list-1',
+      title: `list 20 of ${DEPLOYMENTS.toLocaleString('en')}, 1 connection (latency without queueing)`,
+      connections: 1,
+      requests: () => {
+        const team = rotate(TEAMS);
+        return [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/v2/deployments?name_contains=${team()}&status=READY&limit=20` }) }];
+      },
+    },
+    {
+      name: 'list-sparse',
+      title: `list 20 of ${DEPLOYMENTS.toLocaleString('en')}, rare name (1 in 1,000 matches: the search reads deep)`,
+      requests: () => {
+        // '-0424' matches the 100 names numbered 042400–042499, of which 80 are READY.
+        const prefix = rotate(Array.from({ length: 97 }, (_, k) => `-${String((k * 37) % Math.max(1, Math.floor(DEPLOYMENTS / 100))).padStart(4, '0')}`));
+        return [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/v2/deployments?name_contains=${prefix()}&status=READY&limit=20` }) }];
+      },
+    },
+    {
+      name: 'create',
+      title: 'create (deployment + revision + 2 encrypted secrets)',
+      requests: () => [
+        {
+          method: 'POST',
+          path: '/v2/deployments',
+          headers: json,
+          setupRequest: (req) => ({
+            ...req,
+            body: JSON.stringify({
+              name: `bench-${runId}-${created++}`,
+              source: 'external_docker',
+              source_config: { resource_spec: { cpu: 0.5, memory_mb: 512 } },
+              source_revision_config: { image_uri: `registry.example.com/bench/agent:v${created}` },
+              secrets: [
+                { name: 'OPENAI_API_KEY', value: `sk-${randomBytes(18).toString('base64url')}` },
+                { name: 'DATABASE_URL', value: 'postgres://app:secret@db.internal/app' },
+              ],
+            }),
+          }),
+        },
+      ],
+    },
+    {
+      name: 'patch',
+      title: 'PATCH creating a revision',
+      requests: () => {
+        const next = rotate(ids);
+        return [
+          {
+            method: 'PATCH',
+            headers: json,
+            setupRequest: (req) => ({
+              ...req,
+              path: `/v2/deployments/${next()}`,
+              body: JSON.stringify({ source_revision_config: { image_uri: `registry.example.com/bench/agent:p${patched++}` } }),
+            }),
+          },
+        ];
+      },
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------- databases
+
+async function createPostgresDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `berth_bench_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const drop = async () => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.end();
+  };
+  cleanups.push(drop);
+  return { url: url.toString(), drop };
+}
+
+/** Waits until the engine has no revision in progress; answers how long that took. */
+async function drainEngine(database: { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string }, timeoutMs = 180_000): Promise<number> {
+  const db = openDatabase(database);
+  const started = performance.now();
+  try {
+    for (;;) {
+      const row = await db
+        .selectFrom('revisions')
+        .select((eb) => eb.fn.countAll<string | number>().as('n'))
+        .where('status', 'in', [...IN_PROGRESS_STATUSES])
+        .executeTakeFirstOrThrow();
+      if (Number(row.n) === 0) return (performance.now() - started) / 1000;
+      if (performance.now() - started > timeoutMs) throw new Error(`${row.n} revisions still in progress after ${timeoutMs / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await db.destroy();
+  }
+}
+
+interface EngineResult {
+  revisions: number;
+  engineConcurrency: number;
+  createSeconds: number;
+  totalSeconds: number;
+  revisionsPerSecond: number;
+  burstPickup: { p50: number; p99: number; max: number };
+  paced: { revisions: number; intervalMs: number };
+  pacedPickup: { p50: number; p99: number; max: number };
+  statuses: Record<string, number>;
+}
+
+interface DatabaseRun {
+  kind: 'sqlite' | 'postgres';
+  startupEmptyMs: number;
+  startupSeededMs?: number;
+  seedSeconds?: number;
+  results: Partial<Record<ScenarioName, LoadResult>>;
+  drains: Partial<Record<ScenarioName, number>>;
+  memory?: { hwmMb: number; rssMb: number };
+  engine?: EngineResult;
+  profile?: string;
+}
+
+async function runDatabase(kind: 'sqlite' | 'postgres', ceilings: Partial<Record<ScenarioName, LoadResult>>, encryptionKey: string): Promise<DatabaseRun> {
+  log(`${kind}: preparing`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `berth-bench-${kind}-`));
+  cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const postgres = kind === 'postgres' ? await createPostgresDatabase(POSTGRES_ADMIN_URL as string) : undefined;
+  const database = postgres ? { kind: 'postgres' as const, url: postgres.url } : { kind: 'sqlite' as const, file: path.join(dataDir, 'berth.sqlite') };
+  const apiKey = `berth_bench_${randomBytes(16).toString('hex')}`;
+  const { DATABASE_URL: _ignored, ...baseEnv } = process.env;
+  const env: NodeJS.ProcessEnv = {
+    ...baseEnv,
+    HOST: '127.0.0.1',
+    BERTH_DATA_DIR: dataDir,
+    BERTH_BOOTSTRAP_API_KEY: apiKey,
+    BERTH_ENCRYPTION_KEY: encryptionKey,
+    BERTH_RATE_LIMIT_PER_MINUTE: '0',
+    BERTH_CONTAINER_RUNTIME: 'none',
+    LOG_LEVEL: 'warn',
+    ...(flags['api-only'] ? { BERTH_ENGINE: 'off' } : {}),
+    ...(postgres ? { DATABASE_URL: postgres.url } : {}),
+  };
+  const run: DatabaseRun = { kind, startupEmptyMs: 0, results: {}, drains: {} };
+
+  // First start on an empty database: migrations and bootstrap included.
+  const first = await startBerthProcess(env);
+  run.startupEmptyMs = first.startupMs;
+  await first.stop();
+  log(`${kind}: start to first /ok on an empty database ${run.startupEmptyMs.toFixed(0)} ms`);
+
+  const httpScenarios = ALL_SCENARIOS.filter((s) => s !== 'engine' && SELECTED.has(s));
+  if (httpScenarios.length > 0) {
+    log(`${kind}: seeding ${DEPLOYMENTS.toLocaleString('en')} deployments`);
+    const seeded = await runJson<{ ms: number; sampleIds: string[] }>(['bench/seed.ts', '--deployments', String(DEPLOYMENTS)], {
+      ...env,
+      BERTH_DATA_DIR: dataDir,
+    });
+    run.seedSeconds = seeded.ms / 1000;
+    log(`${kind}: seeded in ${run.seedSeconds.toFixed(1)} s`);
+
+    const profileName = flags['cpu-prof'] ? `berth-${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
+    const berth = await startBerthProcess(env, profileName);
+    run.startupSeededMs = berth.startupMs;
+    log(`${kind}: start to first /ok at ${DEPLOYMENTS.toLocaleString('en')} deployments ${berth.startupMs.toFixed(0)} ms`);
+    const headers = { 'x-api-key': apiKey };
+    // Shuffled, so consecutive requests touch unrelated rows.
+    const ids = [...seeded.sampleIds].sort(() => Math.random() - 0.5);
+    const runId = randomBytes(3).toString('hex');
+    for (const scenario of scenarios(ids, runId)) {
+      if (!SELECTED.has(scenario.name)) continue;
+      run.results[scenario.name] = await measure(berth.url, berth.pid, scenario, headers);
+      if (!ceilings[scenario.name]) throw new Error(`no ceiling for ${scenario.name}`);
+      if ((scenario.name === 'create' || scenario.name === 'patch') && !flags['api-only']) {
+        // The engine in the server works through the revisions just made (they fail at
+        // deploy: BERTH_CONTAINER_RUNTIME=none); let it finish before the next scenario.
+        run.drains[scenario.name] = await drainEngine(database);
+        log(`${kind}: engine backlog after ${scenario.name} drained in ${run.drains[scenario.name]?.toFixed(1)} s`);
+      }
+    }
+    run.memory = memoryOf(berth.pid);
+    log(`${kind}: server peak RSS ${run.memory.hwmMb.toFixed(0)} MB (now ${run.memory.rssMb.toFixed(0)} MB)`);
+    await berth.stop();
+    if (profileName) {
+      run.profile = mainThreadProfile(path.join(PROFILES, profileName));
+      const { summarise } = await import('./profile-summary.js');
+      const summary = summarise(JSON.parse(fs.readFileSync(run.profile, 'utf8')), 25);
+      fs.writeFileSync(`${run.profile}.txt`, `${summary}\n`);
+      log(`${kind}: CPU profile ${path.relative(ROOT, run.profile)} (summary in .txt beside it)\n${summary}`);
+    }
+  }
+  if (postgres) await postgres.drop();
+
+  if (SELECTED.has('engine')) {
+    log(`${kind}: engine, ${ENGINE_REVISIONS} revisions`);
+    await waitForQuiet([]);
+    const engineDb = postgres ? await createPostgresDatabase(POSTGRES_ADMIN_URL as string) : undefined;
+    run.engine = await runJson<EngineResult>(['bench/engine.ts', '--revisions', String(ENGINE_REVISIONS)], {
+      ...env,
+      ...(engineDb ? { DATABASE_URL: engineDb.url } : {}),
+    });
+    await engineDb?.drop();
+    const e = run.engine;
+    log(
+      `${kind}: engine ${e.revisions} revisions in ${e.totalSeconds.toFixed(2)} s = ${e.revisionsPerSecond.toFixed(0)} rev/s; ` +
+        `pick-up paced p50 ${e.pacedPickup.p50} ms p99 ${e.pacedPickup.p99} ms; burst p50 ${e.burstPickup.p50} ms p99 ${e.burstPickup.p99} ms`,
+    );
+  }
+  return run;
+}
+
+// ---------------------------------------------------------------------------- report
+
+interface Target {
+  id: string;
+  text: string;
+  /** Null when the run did not measure it. */
+  check(run: DatabaseRun, ceilings: Partial<Record<ScenarioName, LoadResult>>): { met: boolean; measured: string } | null;
+}
+
+const ratioOf = (run: DatabaseRun, ceilings: Partial<Record<ScenarioName, LoadResult>>, name: ScenarioName) => {
+  const berth = run.results[name];
+  const ceiling = ceilings[name];
+  return berth && ceiling ? berth.rps / ceiling.rps : undefined;
+};
+
+const TARGETS: Target[] = [
+  {
+    id: 'get',
+    text: `get ≥ 0.5 of ceiling with p99 < 10 ms at ${CONNECTIONS} connections`,
+    check: (run, ceilings) => {
+      const ratio = ratioOf(run, ceilings, 'get');
+      const r = run.results.get;
+      if (ratio === undefined || !r) return null;
+      return { met: ratio >= 0.5 && r.p99 < 10, measured: `${ratio.toFixed(2)} of ceiling, p99 ${r.p99.toFixed(1)} ms` };
+    },
+  },
+  {
+    id: 'create',
+    text: 'create ≥ 0.25 of ceiling',
+    check: (run, ceilings) => {
+      const ratio = ratioOf(run, ceilings, 'create');
+      return ratio === undefined ? null : { met: ratio >= 0.25, measured: `${ratio.toFixed(2)} of ceiling` };
+    },
+  },
+  {
+    id: 'list',
+    text: `listing 20 of ${DEPLOYMENTS.toLocaleString('en')} under 20 ms p99`,
+    check: (run) => {
+      const r = run.results.list;
+      const single = run.results['list-1'];
+      const alone = single ? `; with 1 connection p99 ${single.p99.toFixed(1)} ms` : '';
+      return r ? { met: r.p99 < 20, measured: `p99 ${r.p99.toFixed(1)} ms at ${CONNECTIONS} connections${alone}` } : null;
+    },
+  },
+  {
+    id: 'pickup',
+    text: 'engine pick-up under 50 ms (p99, engine not saturated)',
+    check: (run) => {
+      const e = run.engine;
+      return e ? { met: e.pacedPickup.p99 < 50, measured: `p99 ${e.pacedPickup.p99} ms (p50 ${e.pacedPickup.p50} ms)` } : null;
+    },
+  },
+  {
+    id: 'rss',
+    text: `RSS under 200 MB at ${DEPLOYMENTS.toLocaleString('en')} deployments`,
+    check: (run) => (run.memory ? { met: run.memory.hwmMb < 200, measured: `peak ${run.memory.hwmMb.toFixed(0)} MB` } : null),
+  },
+];
+
+function machine(): string {
+  const cpus = os.cpus();
+  const git = (...args: string[]) => {
+    try {
+      return execFileSync('git', ['--no-optional-locks', ...args], { cwd: ROOT, encoding: 'utf8' }).trim();
+    } catch {
+      return '';
+    }
+  };
+  const commit = git('rev-parse', '--short=12', 'HEAD') || 'unknown';
+  const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
+  return (
+    `${cpus[0]?.model ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, ` +
+    `Node ${process.version} (${process.platform} ${process.arch}); commit ${commit}${dirty ? ' with uncommitted changes' : ''}`
+  );
+}
+
+const ms = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(1));
+
+function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, LoadResult>>, startedAt: Date, elapsedS: number): string {
+  const autocannonVersion = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')).version as string;
+  const lines: string[] = [];
+  lines.push(`## ${startedAt.toISOString().slice(0, 10)} ${startedAt.toISOString().slice(11, 16)} UTC`, '');
+  if (flags.label) lines.push(`- Run: ${flags.label}`);
+  lines.push(`- Machine: ${machine()}`);
+  lines.push(
+    `- Load: autocannon ${autocannonVersion} in the runner process on the same machine, ${CONNECTIONS} connections, ` +
+      `${DURATION} s measured per scenario after ${WARMUP} s of warm-up; rate limiter off, LOG_LEVEL=warn, ` +
+      (flags['api-only']
+        ? 'BERTH_ENGINE=off (API alone: nothing works on the revisions created). '
+        : 'BERTH_CONTAINER_RUNTIME=none (the engine runs in the server and fails the new revisions at deploy). ') +
+      `"load gen CPU", "server CPU", "postgres CPU" (its server processes; parallel workers that live for one query ` +
+      `land in "other") and "other CPU" (every other process on the ` +
+      `machine: when it is high, the run shared the machine and its numbers are low) are cores busy (1.00 = one of the ` +
+      `${os.cpus().length} cores); each scenario first waits up to 45 s for the rest of the machine to be idle.`,
+  );
+  lines.push(
+    `- Ceiling: bare \`node:http\` server (bench/ceiling.ts) answering the same paths with fixed bodies of the same shape. ` +
+      `Whole run: ${(elapsedS / 60).toFixed(1)} min.${flags['cpu-prof'] ? ' Servers ran with --cpu-prof (slower).' : ''}`,
+    '',
+  );
+  const ceilingRows = ALL_SCENARIOS.filter((s) => ceilings[s]);
+  for (const run of runs) {
+    lines.push(`### ${run.kind === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL'}`, '');
+    if (ceilingRows.length > 0) {
+      lines.push(
+        `| scenario | Berth req/s | p50 ms | p99 ms | ceiling req/s | ceiling p50 | ceiling p99 | ratio | load gen CPU | server CPU |${run.kind === 'postgres' ? ' postgres CPU |' : ''} other CPU | failed |`,
+      );
+      lines.push(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${run.kind === 'postgres' ? '---:|' : ''}---:|---:|`);
+      for (const name of ceilingRows) {
+        const b = run.results[name];
+        const c = ceilings[name] as LoadResult;
+        if (!b) continue;
+        const title = scenarios([], '').find((s) => s.name === name)?.title ?? name;
+        lines.push(
+          `| ${title} | ${b.rps.toFixed(0)} | ${ms(b.p50)} | ${ms(b.p99)} | ${c.rps.toFixed(0)} | ${ms(c.p50)} | ${ms(c.p99)} | ` +
+            `${(b.rps / c.rps).toFixed(2)} | ${b.loadCpu.toFixed(2)} | ${b.serverCpu.toFixed(2)} | ${run.kind === 'postgres' ? `${b.databaseCpu.toFixed(2)} | ` : ''}${b.otherCpu.toFixed(2)} | ${b.non2xx + b.errors} |`,
+        );
+      }
+      lines.push('');
+    }
+    const facts: string[] = [];
+    facts.push(`start to first 200 on /ok: ${run.startupEmptyMs.toFixed(0)} ms on an empty database (migrations included)` +
+      (run.startupSeededMs !== undefined ? `, ${run.startupSeededMs.toFixed(0)} ms at ${DEPLOYMENTS.toLocaleString('en')} deployments` : ''));
+    if (run.memory) facts.push(`server peak RSS (VmHWM) over the scenarios at ${DEPLOYMENTS.toLocaleString('en')} deployments: ${run.memory.hwmMb.toFixed(0)} MB`);
+    if (run.seedSeconds !== undefined) facts.push(`seeding ${DEPLOYMENTS.toLocaleString('en')} deployments (revision, 1–2 encrypted secrets, status event each) through the store layer: ${run.seedSeconds.toFixed(1)} s`);
+    for (const [name, seconds] of Object.entries(run.drains)) facts.push(`engine backlog left by ${name} drained in ${seconds.toFixed(1)} s`);
+    if (run.engine) {
+      const e = run.engine;
+      facts.push(
+        `engine (in-process runtime and fake builder, ${e.engineConcurrency} slots): ${e.revisions} revisions CREATING → terminal in ` +
+          `${e.totalSeconds.toFixed(2)} s (created in ${e.createSeconds.toFixed(2)} s) = **${e.revisionsPerSecond.toFixed(0)} revisions/s**; ` +
+          `final statuses of all ${e.revisions + e.paced.revisions} revisions (burst and paced): ` +
+          `${Object.entries(e.statuses).map(([s, n]) => `${s} ${n}`).join(', ')}`,
+      );
+      facts.push(
+        `pick-up delay (first QUEUED event − created_at): **p50 ${e.pacedPickup.p50} ms, p99 ${e.pacedPickup.p99} ms** ` +
+          `(max ${e.pacedPickup.max} ms) for ${e.paced.revisions} revisions created every ${e.paced.intervalMs} ms; ` +
+          `within the burst of ${e.revisions}: p50 ${e.burstPickup.p50} ms, p99 ${e.burstPickup.p99} ms (queueing behind the burst)`,
+      );
+    }
+    if (run.profile) facts.push(`CPU profile: ${path.relative(ROOT, run.profile)}`);
+    lines.push(...facts.map((f) => `- ${f}`), '');
+    lines.push('Targets (issue 4):', '');
+    for (const target of TARGETS) {
+      const outcome = target.check(run, ceilings);
+      if (!outcome) {
+        lines.push(`- not measured in this run: ${target.text}`);
+        continue;
+      }
+      lines.push(`- **${outcome.met ? 'met' : 'not met'}**: ${target.text}: ${outcome.measured}`);
+      if (!outcome.met) lines.push(`  - cause: ${causeOf(target.id, run.kind)}`);
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  log(`databases: ${DATABASES.join(', ')}; scenarios: ${[...SELECTED].join(', ')}; ${CONNECTIONS} connections, ${DURATION} s each`);
+
+  const ceilings: Partial<Record<ScenarioName, LoadResult>> = {};
+  const httpScenarios = scenarios([randomUUID()], 'ceiling').filter((s) => SELECTED.has(s.name));
+  if (httpScenarios.length > 0) {
+    const ceiling = spawnNode(['bench/ceiling.ts'], process.env);
+    const port = await new Promise<number>((resolve, reject) => {
+      ceiling.process.stdout?.on('data', (chunk: Buffer) => {
+        const match = /"port":(\d+)/.exec(chunk.toString());
+        if (match) resolve(Number(match[1]));
+      });
+      ceiling.process.once('exit', () => reject(new Error(`ceiling server exited: ${ceiling.output.join('')}`)));
+    });
+    log('ceiling (bare node:http):');
+    for (const scenario of httpScenarios) {
+      ceilings[scenario.name] = await measure(`http://127.0.0.1:${port}`, ceiling.pid, scenario, { 'x-api-key': 'ceiling' });
+    }
+    await ceiling.stop();
+  }
+
+  const encryptionKey = randomBytes(32).toString('hex');
+  const runs: DatabaseRun[] = [];
+  for (const kind of DATABASES) runs.push(await runDatabase(kind, ceilings, encryptionKey));
+
+  const section = report(runs, ceilings, startedAt, (performance.now() - t0) / 1000);
+  process.stdout.write(`\n${section}\n`);
+  if (!flags['no-write']) {
+    const header =
+      '# Benchmark results\n\n' +
+      'Appended by `npm run bench` (bench/run.ts), newest last; earlier runs are kept as history. ' +
+      'Compare ratios within one run: absolute numbers depend on the machine and on what else runs on it.\n\n';
+    if (!fs.existsSync(RESULTS)) fs.writeFileSync(RESULTS, header);
+    fs.appendFileSync(RESULTS, `${section}\n`);
+    log(`appended to ${path.relative(ROOT, RESULTS)}`);
+  }
+}
+
+main()
+  .catch(async (error) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    await runCleanups();
+  });

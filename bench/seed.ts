@@ -1,0 +1,172 @@
+/**
+ * Fills the bootstrap workspace with deployments straight through the store layer, in
+ * bulk: each deployment with its first revision (finished: DEPLOYED or DEPLOY_FAILED, so
+ * the engine has nothing to do), its secrets encrypted exactly as the API encrypts them,
+ * and the revision's final status event. Run with the server stopped, with the same
+ * environment as the server (DATABASE_URL or BERTH_DATA_DIR, BERTH_ENCRYPTION_KEY,
+ * BERTH_BOOTSTRAP_API_KEY):
+ *
+ *   node --import tsx bench/seed.ts --deployments 100000
+ *
+ * Prints one JSON line: the workspace, how many were inserted, how long it took and a
+ * sample of deployment ids spread over the whole set.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { sql } from 'kysely';
+import { loadConfig } from '../src/config.js';
+import { completeResourceSpec, completeRevisionConfig, newSourceConfig } from '../src/domain/deployment-config.js';
+import { loadEncryptionKey, Encryptor } from '../src/security/encryption.js';
+import { encryptSecrets } from '../src/services/deployment-records.js';
+import { createTenancyService } from '../src/services/tenancy.js';
+import { openDatabase, type Db } from '../src/store/database.js';
+import type { DeploymentRow } from '../src/store/repositories/deployments.js';
+import type { RevisionRow, RevisionSecretRow } from '../src/store/repositories/revisions.js';
+import type { Database } from '../src/store/schema.js';
+
+export const TEAMS = [
+  'billing', 'search', 'support', 'growth', 'payments', 'infra', 'ml', 'data', 'mobile', 'web',
+  'security', 'ops', 'sales', 'marketing', 'finance', 'legal', 'people', 'platform', 'identity', 'catalog',
+];
+const WORDS = ['agent', 'assistant', 'router', 'planner', 'summarizer', 'classifier', 'retriever', 'triage', 'copilot', 'reviewer'];
+
+/** Rows per INSERT statement (below both databases' bound-parameter limits) and per transaction. */
+const ROWS_PER_STATEMENT = 500;
+const ROWS_PER_TRANSACTION = 5000;
+
+export interface SeedResult {
+  workspaceId: string;
+  seeded: number;
+  ms: number;
+  sampleIds: string[];
+}
+
+export function seededName(i: number): string {
+  return `${TEAMS[i % TEAMS.length]}-${WORDS[Math.floor(i / TEAMS.length) % WORDS.length]}-${String(i).padStart(6, '0')}`;
+}
+
+export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, count: number, samples = 5000): Promise<SeedResult> {
+  const started = performance.now();
+  const sourceConfig = JSON.stringify(newSourceConfig('external_docker', {}));
+  const yearMs = 365 * 24 * 3600_000;
+  const firstAt = Date.now() - yearMs;
+  const step = yearMs / count;
+  const sampleEvery = Math.max(1, Math.floor(count / samples));
+  const sampleIds: string[] = [];
+
+  for (let from = 0; from < count; from += ROWS_PER_TRANSACTION) {
+    const to = Math.min(count, from + ROWS_PER_TRANSACTION);
+    const deployments: DeploymentRow[] = [];
+    const revisions: RevisionRow[] = [];
+    const secrets: RevisionSecretRow[] = [];
+    const events: Database['deployment_events'][] = [];
+    for (let i = from; i < to; i++) {
+      const name = seededName(i);
+      const team = TEAMS[i % TEAMS.length] as string;
+      const createdAt = new Date(firstAt + i * step).toISOString();
+      const finishedAt = new Date(firstAt + i * step + 40_000).toISOString();
+      const deploymentId = randomUUID();
+      const revisionId = randomUUID();
+      // One in five ended without deploying, spread evenly over every team and word (a
+      // status that followed the team would make some team searches match nothing).
+      const failed = Math.floor(i / TEAMS.length) % 5 === 4;
+      const image = `registry.example.com/${team}/${name}:v${(i % 50) + 1}`;
+      const url = failed ? null : `http://127.0.0.1:${20000 + (i % 40000)}`;
+      if (i % sampleEvery === 0) sampleIds.push(deploymentId);
+      deployments.push({
+        id: deploymentId,
+        workspace_id: workspaceId,
+        name,
+        display_name: i % 3 === 0 ? `${team} ${name.split('-')[1]} (${i})` : null,
+        source: 'external_docker',
+        source_config: sourceConfig,
+        deployment_type: 'prod',
+        listener_id: null,
+        image_version: null,
+        status: failed ? 'UNUSED' : 'READY',
+        remote_reconciled: 0,
+        latest_revision_id: revisionId,
+        active_revision_id: failed ? null : revisionId,
+        revision_count: 1,
+        lease_owner: null,
+        lease_expires_at: null,
+        url,
+        created_at: createdAt,
+        updated_at: finishedAt,
+      });
+      revisions.push({
+        id: revisionId,
+        deployment_id: deploymentId,
+        seq: 1,
+        source: 'external_docker',
+        source_revision_config: JSON.stringify(completeRevisionConfig('external_docker', { image_uri: image })),
+        resource_spec: JSON.stringify(completeResourceSpec({ cpu: 0.5, memory_mb: 512 })),
+        status: failed ? 'DEPLOY_FAILED' : 'DEPLOYED',
+        status_message: failed ? 'GET /ok answered 503 instead of 200.' : null,
+        remote_reconciled: 0,
+        image_ref: image,
+        runtime_handle: failed ? null : `berth-${name}-${revisionId.slice(0, 8)}`,
+        url,
+        created_at: createdAt,
+        updated_at: finishedAt,
+      });
+      const given = [{ name: 'OPENAI_API_KEY', value: `sk-${randomBytes(24).toString('base64url')}` }];
+      if (i % 2 === 0) given.push({ name: 'DATABASE_URL', value: `postgres://app:${randomBytes(12).toString('hex')}@db.internal/${team}` });
+      secrets.push(...encryptSecrets(encryptor, revisionId, given));
+      events.push({
+        deployment_id: deploymentId,
+        revision_id: revisionId,
+        kind: 'status',
+        log_type: null,
+        level: null,
+        status: failed ? 'DEPLOY_FAILED' : 'DEPLOYED',
+        message: failed ? 'GET /ok answered 503 instead of 200.' : null,
+        created_at: finishedAt,
+      } as Database['deployment_events']);
+    }
+    await db.transaction().execute(async (trx) => {
+      for (const [table, rows] of [
+        ['deployments', deployments],
+        ['revisions', revisions],
+        ['revision_secrets', secrets],
+        ['deployment_events', events],
+      ] as const) {
+        for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) {
+          await trx
+            .insertInto(table)
+            .values(rows.slice(at, at + ROWS_PER_STATEMENT) as never)
+            .execute();
+        }
+      }
+    });
+  }
+  return { workspaceId, seeded: count, ms: Math.round(performance.now() - started), sampleIds };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { deployments: { type: 'string', default: '100000' }, analyze: { type: 'boolean', default: false } } });
+  const count = Number(values.deployments);
+  const config = loadConfig();
+  if (!config.bootstrapApiKey) throw new Error('BERTH_BOOTSTRAP_API_KEY must name the key of the workspace to fill');
+  const db = openDatabase(config.database);
+  try {
+    const principal = await createTenancyService(db).authenticate(config.bootstrapApiKey);
+    if (!principal?.boundWorkspaceId) throw new Error('start Berth once with BERTH_BOOTSTRAP_API_KEY before seeding');
+    const { key } = loadEncryptionKey(config.encryptionKey, config.dataDir);
+    const result = await seed(db, new Encryptor(key), principal.boundWorkspaceId, count);
+    // PostgreSQL's autovacuum would analyze the new rows within a minute or so; do it now
+    // so the first scenarios do not run on empty statistics. SQLite gathers no statistics
+    // unless asked, and Berth never asks, so it is left as a real embedded database is.
+    if (config.database.kind === 'postgres' || values.analyze) await sql`analyze`.execute(db);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await db.destroy();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((error) => {
+    process.stderr.write(`seeding failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  });
+}
