@@ -11,7 +11,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +22,7 @@ import { openDatabase } from '../src/store/database.js';
 import { causeOf } from './causes.js';
 import { TEAMS } from './seed.js';
 import { percentile, Samples } from './stats.js';
+import { freePort } from '../test/support/process.js';
 
 const usage = `npm run bench -- [flags]
   --connections N        concurrent connections (default 50)
@@ -99,17 +99,6 @@ async function runCleanups(): Promise<void> {
 
 function log(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 interface Child {
