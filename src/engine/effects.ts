@@ -1,5 +1,5 @@
 import { announce, type LogType, recordLog, recordStatus } from '../events/recorder.js';
-import type { RevisionStatus } from '../domain/revision-status.js';
+import { canTransition, type RevisionStatus } from '../domain/revision-status.js';
 import { nowIso } from '../store/database.js';
 import type { DeploymentRow } from '../store/repositories/deployments.js';
 import { type RevisionRow, type Transition, transitionRevision } from '../store/repositories/revisions.js';
@@ -16,6 +16,10 @@ export async function moveRevision(
   message: string | null,
   set?: Transition['set'],
 ): Promise<boolean> {
+  // The same status again only updates the message (a revision handed to a listener).
+  if (to !== revision.status && !canTransition(revision.status, to)) {
+    throw new Error(`revision ${revision.id}: ${revision.status} → ${to} is not an allowed transition`);
+  }
   const now = nowIso();
   const moved = await ctx.db.transaction().execute(async (trx) => {
     const ok = await transitionRevision(trx, {

@@ -1,7 +1,7 @@
 import { badRequest, deploymentNotFound, revisionNotFound } from '../domain/errors.js';
 import { planExplicitRevision } from '../domain/patch.js';
 import type { ResourceSpec, RevisionConfig, RevisionConfigInput } from '../domain/deployment-config.js';
-import { isInProgress, isTerminal } from '../domain/revision-status.js';
+import { canTransition, isInProgress } from '../domain/revision-status.js';
 import type { Secret } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { announce, recordStatus } from '../events/recorder.js';
@@ -129,7 +129,7 @@ export function createRevisionService({ db, encryptor, bus }: ServiceDeps) {
         const row = await revisions.findRevision(db, deploymentId, revisionId);
         if (!row) throw revisionNotFound(revisionId);
         if (row.status === 'INTERRUPTED') return revisionView(row);
-        if (isTerminal(row.status)) {
+        if (!canTransition(row.status, 'INTERRUPTED')) {
           throw badRequest(`Revision ID ${revisionId} is not in progress (${row.status}); only in-progress revisions can be interrupted.`);
         }
         const message = 'Interrupted by request.';

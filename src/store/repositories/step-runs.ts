@@ -13,8 +13,3 @@ export async function startStepRun(db: Executor, run: { revisionId: string; step
 export async function finishStepRun(db: Executor, id: number, outcome: string, at: string): Promise<void> {
   await db.updateTable('engine_step_runs').set({ finished_at: at, outcome }).where('id', '=', id).execute();
 }
-
-export async function stepRunsOf(db: Executor, revisionIds: string[]) {
-  if (revisionIds.length === 0) return [];
-  return db.selectFrom('engine_step_runs').selectAll().where('revision_id', 'in', revisionIds).orderBy('id').execute();
-}
