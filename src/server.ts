@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config, ContainerRuntimeChoice } from './config.js';
 import type { EngineSettings } from './engine/context.js';
-import { LocalContainerRuntime } from './engine/drivers/local-container.js';
+import { LocalContainerRuntime } from './engine/drivers/local-container/index.js';
 import type { BuildDriver, RuntimeDriver } from './engine/drivers/types.js';
 import { NoRuntime, UnavailableBuildDriver } from './engine/drivers/unavailable.js';
 import { Engine } from './engine/engine.js';

@@ -1,0 +1,98 @@
+import { DriverError, type RunRequest, type StepContext } from '../types.js';
+import { COMMAND_TIMEOUT_MS, lastLine, runCommand, type ResolvedRuntime } from './cli.js';
+import { BERTH_CONTAINERS_CONF } from './detect.js';
+import { withEnvFile } from './env-file.js';
+import { redact, secretValues } from './logs.js';
+import { formatSeconds, safeLog, throwIfAborted } from './step.js';
+
+export const DEPLOYMENT_LABEL = 'berth.deployment';
+export const REVISION_LABEL = 'berth.revision';
+/** Where the agent server listens inside its container (the agent-server images' default); set as PORT. */
+export const CONTAINER_PORT = 8000;
+
+export interface ContainerSpec {
+  name: string;
+  host: string;
+  port: number;
+  env: Record<string, string>;
+}
+
+export async function runContainer(runtime: ResolvedRuntime, request: RunRequest, container: ContainerSpec, context: StepContext): Promise<void> {
+  const { name, host, port, env } = container;
+  await withEnvFile(env, runtime.env, async (envFile, byName) => {
+    const args = [
+      'run',
+      '-d',
+      '--name',
+      name,
+      '--label',
+      `${DEPLOYMENT_LABEL}=${request.deploymentId}`,
+      '--label',
+      `${REVISION_LABEL}=${request.revisionId}`,
+      // Published on loopback only: whatever address the server binds inside its own
+      // network namespace, nothing outside this machine can reach it.
+      '--network',
+      'bridge',
+      '--publish',
+      `${host}:${port}:${CONTAINER_PORT}`,
+      '--pull',
+      'never',
+      '--env-file',
+      envFile,
+      ...Object.keys(byName).flatMap((key) => ['--env', key]),
+    ];
+    if (request.resources.cpu !== undefined) args.push('--cpus', String(request.resources.cpu));
+    if (request.resources.memoryMb !== undefined) args.push('--memory', `${request.resources.memoryMb}m`);
+    args.push(request.image);
+
+    const result = await runCommand(runtime, args, {
+      signal: context.signal,
+      timeoutMs: COMMAND_TIMEOUT_MS,
+      extraEnv: byName,
+    });
+    throwIfAborted(context.signal, `starting container ${name}`);
+    if (result.code !== 0) {
+      const why = redact(result.failure === 'timeout' ? `it did not return within ${formatSeconds(COMMAND_TIMEOUT_MS)}` : lastLine(result), secretValues(env));
+      await safeLog(context, 'ERROR', `\`${runtime.kind} run\` failed: ${why}`);
+      throw new DriverError(
+        `Could not start a container from image '${request.image}': \`${runtime.kind} run\` failed: ${why}. ` +
+          (runtime.kind === 'podman'
+            ? `Check that podman is configured for this machine (run scripts/setup-containers.sh and set CONTAINERS_CONF=${BERTH_CONTAINERS_CONF}).`
+            : 'Check the Docker daemon and the image.'),
+      );
+    }
+  });
+}
+
+export async function containerExists(runtime: ResolvedRuntime, name: string): Promise<boolean> {
+  const result = await runCommand(runtime, ['container', 'inspect', '--format', '{{.Name}}', name]);
+  return result.code === 0;
+}
+
+export async function containerState(runtime: ResolvedRuntime, name: string): Promise<{ status: string; exitCode: number } | null> {
+  const result = await runCommand(runtime, ['container', 'inspect', '--format', '{{.State.Status}} {{.State.ExitCode}}', name]);
+  if (result.code !== 0) return null;
+  const [status = 'unknown', exitCode = '0'] = result.stdout.trim().split(/\s+/);
+  return { status, exitCode: Number(exitCode) };
+}
+
+/** Names of every container (running or not) labelled with the deployment. */
+export async function containersOf(runtime: ResolvedRuntime, deploymentId: string): Promise<string[]> {
+  const result = await runCommand(runtime, ['ps', '-a', '--filter', `label=${DEPLOYMENT_LABEL}=${deploymentId}`, '--format', '{{.Names}}']);
+  if (result.code !== 0) {
+    throw new DriverError(`Could not list the containers of deployment ${deploymentId}: \`${runtime.kind} ps\` failed: ${lastLine(result)}`);
+  }
+  return result.stdout.split('\n').map((line) => line.trim()).filter(Boolean);
+}
+
+export async function removeContainers(runtime: ResolvedRuntime, names: string[]): Promise<void> {
+  const args = runtime.kind === 'podman' ? ['rm', '-f', '-t', '0', '--', ...names] : ['rm', '-f', '--', ...names];
+  const result = await runCommand(runtime, args, { timeoutMs: COMMAND_TIMEOUT_MS });
+  if (result.code === 0) return;
+  // docker (unlike podman) fails on names that are already gone; only what still exists matters.
+  const left: string[] = [];
+  for (const name of names) if (await containerExists(runtime, name)) left.push(name);
+  if (left.length > 0) {
+    throw new DriverError(`Could not remove container(s) ${left.join(', ')}: \`${runtime.kind} rm\` failed: ${lastLine(result)}`);
+  }
+}

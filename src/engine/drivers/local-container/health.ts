@@ -1,0 +1,85 @@
+import { DriverError, type StepContext } from '../types.js';
+import type { ResolvedRuntime } from './cli.js';
+import { CONTAINER_PORT, containerState } from './containers.js';
+import { errorMessage, formatSeconds, throwIfAborted } from './step.js';
+
+const PROBE_TIMEOUT_MS = 2_000;
+/** States (podman's and docker's) in which a container may still come to answer. */
+const STARTING_STATES = new Set(['created', 'configured', 'initialized', 'running']);
+
+export async function waitHealthy(
+  runtime: ResolvedRuntime,
+  name: string,
+  url: string,
+  port: number,
+  timeoutMs: number | null,
+  context: StepContext,
+): Promise<void> {
+  const deadline = timeoutMs === null ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
+  const startedAt = Date.now();
+  let lastProblem = 'no answer yet';
+  let nextProgressAt = startedAt + 10_000;
+  let delayMs = 100;
+  for (;;) {
+    throwIfAborted(context.signal, `waiting for GET /ok on port ${port}`);
+    const probe = await probeOk(`${url}/ok`, context.signal);
+    // Another process could have taken the port between allocation and the container's bind;
+    // a 200 only counts while our container is the one still running.
+    if (probe === 200 && (await containerState(runtime, name))?.status === 'running') return;
+    lastProblem = typeof probe === 'number' ? `HTTP ${probe}` : probe;
+    throwIfAborted(context.signal, `waiting for GET /ok on port ${port}`);
+
+    const state = await containerState(runtime, name);
+    if (state && !STARTING_STATES.has(state.status)) {
+      const exit = state.status === 'exited' || state.status === 'stopped' ? `exited with code ${state.exitCode}` : `is ${state.status}`;
+      throw new DriverError(
+        `The container ${exit} before answering GET /ok on port ${port}; see the deploy logs for its output. ` +
+          `Check that the image starts an agent server listening on $PORT (${CONTAINER_PORT}).`,
+      );
+    }
+    if (!state) {
+      throw new DriverError(`The container ${name} disappeared before answering GET /ok on port ${port}; something else removed it.`);
+    }
+
+    const now = Date.now();
+    if (now >= deadline) {
+      throw new DriverError(
+        `The container kept running but did not answer GET /ok with 200 on port ${port} within ${formatSeconds(timeoutMs ?? 0)} ` +
+          `(last attempt: ${lastProblem}); see the deploy logs for its output. ` +
+          `Check that the server listens on 0.0.0.0:$PORT (${CONTAINER_PORT}) inside the container and serves GET /ok, or raise the deploy timeout if it starts slowly.`,
+      );
+    }
+    if (now >= nextProgressAt) {
+      await context.log('INFO', `Still waiting for GET /ok after ${formatSeconds(now - startedAt)} (last attempt: ${lastProblem})`);
+      nextProgressAt = now + 10_000;
+    }
+    await sleep(Math.min(delayMs, Math.max(0, deadline - now)), context.signal);
+    delayMs = Math.min(delayMs * 2, 1_000);
+  }
+}
+
+async function probeOk(url: string, signal: AbortSignal): Promise<number | string> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]), redirect: 'manual' });
+    await response.body?.cancel();
+    return response.status;
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause;
+    if (cause?.code === 'ECONNREFUSED') return 'connection refused';
+    if ((error as Error).name === 'TimeoutError') return `no answer within ${formatSeconds(PROBE_TIMEOUT_MS)}`;
+    return errorMessage(error);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

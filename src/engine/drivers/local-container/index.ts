@@ -1,0 +1,145 @@
+import { DriverError, type RunningRevision, type RunRequest, type RuntimeDriver, type StepContext } from '../types.js';
+import type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
+import { CONTAINER_PORT, containerExists, containersOf, removeContainers, runContainer } from './containers.js';
+import { detectRuntime } from './detect.js';
+import { waitHealthy } from './health.js';
+import { ensureImage } from './image.js';
+import { captureLogs, secretValues } from './logs.js';
+import { freePort } from './ports.js';
+import { containerName, describeLimits, isContainerName, validateRequest } from './request.js';
+import { errorMessage, formatSeconds, safeLog } from './step.js';
+
+export type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
+export { CONTAINER_PORT, DEPLOYMENT_LABEL, REVISION_LABEL } from './containers.js';
+export { BERTH_CONTAINERS_CONF, BERTH_REGISTRIES_CONF } from './detect.js';
+
+export interface LocalContainerRuntimeOptions {
+  /** Which runtime to use; `auto` (the default) prefers podman, then docker. */
+  runtime?: ContainerRuntimeKind | 'auto';
+  /** Containers are published on this address of the host; only loopback is allowed. */
+  host?: '127.0.0.1';
+  /**
+   * How long a started container has to answer `GET /ok` with 200; null waits until the
+   * step is aborted (the engine's per-deployment deploy timeout then decides).
+   */
+  healthTimeoutMs?: number | null;
+  /** Environment for finding and running the runtime (PATH, CONTAINERS_CONF, DOCKER_HOST…). */
+  env?: NodeJS.ProcessEnv;
+}
+
+const DEFAULT_HEALTH_TIMEOUT_MS = 60_000;
+
+/**
+ * Runs image revisions as containers on this machine with podman or docker, on a port of
+ * 127.0.0.1, and checks `GET /ok` before reporting them running.
+ *
+ * Secrets reach the container through a 0600 env file (or, for multi-line values, through the
+ * runtime process's own environment by name); they never appear in argv, logs or errors.
+ */
+export class LocalContainerRuntime implements RuntimeDriver {
+  readonly name = 'local-container';
+  private readonly preference: ContainerRuntimeKind | 'auto';
+  private readonly host: '127.0.0.1';
+  private readonly healthTimeoutMs: number | null;
+  private readonly baseEnv: NodeJS.ProcessEnv;
+  private resolved: ResolvedRuntime | null = null;
+
+  constructor(options: LocalContainerRuntimeOptions = {}) {
+    this.preference = options.runtime ?? 'auto';
+    this.host = options.host ?? '127.0.0.1';
+    if (this.host !== '127.0.0.1') throw new Error('LocalContainerRuntime only serves on 127.0.0.1');
+    this.healthTimeoutMs = options.healthTimeoutMs === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : options.healthTimeoutMs;
+    this.baseEnv = options.env ?? process.env;
+  }
+
+  async unavailableReason(): Promise<string | null> {
+    const outcome = await this.resolve();
+    return typeof outcome === 'string' ? outcome : null;
+  }
+
+  async start(request: RunRequest, context: StepContext): Promise<RunningRevision> {
+    const runtime = await this.requireRuntime();
+    validateRequest(request);
+    const secrets = secretValues(request.env);
+    const name = containerName(request.instanceName, request.revisionId);
+
+    // A process that died mid-start (and whose lease was taken over) may have left this very container.
+    if (await containerExists(runtime, name)) {
+      await context.log('WARNING', `Removing container ${name} left over from an earlier attempt at this revision`);
+      await removeContainers(runtime, [name]);
+    }
+
+    await ensureImage(runtime, request.image, context);
+
+    const port = await freePort(this.host);
+    const url = `http://${this.host}:${port}`;
+    const env = { ...request.env };
+    if ('PORT' in env) {
+      await context.log('WARNING', `PORT is set by the runtime (${CONTAINER_PORT}); the deployment's own PORT value is ignored`);
+      delete env.PORT;
+    }
+    env.PORT = String(CONTAINER_PORT);
+
+    const limits = describeLimits(request.resources);
+    await context.log('INFO', `Starting container ${name} from ${request.image} on ${this.host}:${port}${limits ? ` (${limits})` : ''}`);
+    const startedAt = Date.now();
+    let created = false;
+    try {
+      await runContainer(runtime, request, { name, host: this.host, port, env }, context);
+      created = true;
+      const limit = this.healthTimeoutMs === null ? "until the deploy step's timeout" : `up to ${formatSeconds(this.healthTimeoutMs)}`;
+      await context.log('INFO', `Waiting for GET /ok on port ${port} (${limit})`);
+      await waitHealthy(runtime, name, url, port, this.healthTimeoutMs, context);
+    } catch (error) {
+      // The run command may have created the container even when it failed or was aborted.
+      await captureLogs(runtime, name, secrets, context, created);
+      await removeContainers(runtime, [name]).catch(async (removeError: unknown) => {
+        await safeLog(context, 'ERROR', `Could not remove container ${name}: ${errorMessage(removeError)}`);
+      });
+      throw error;
+    }
+    await context.log('INFO', `Healthy after ${formatSeconds(Date.now() - startedAt)}: ${url}/ok answered 200`);
+    return { url, handle: name };
+  }
+
+  async retire(handle: string, context: StepContext): Promise<void> {
+    const runtime = await this.requireRuntime();
+    if (!isContainerName(handle)) throw new DriverError(`Cannot retire '${handle}': it is not a container name this runtime created`);
+    await context.log('INFO', `Removing container ${handle}`);
+    await removeContainers(runtime, [handle]);
+  }
+
+  async teardown(deploymentId: string, context: StepContext): Promise<void> {
+    const runtime = await this.requireRuntime();
+    const names = await containersOf(runtime, deploymentId);
+    if (names.length === 0) {
+      await context.log('INFO', `No containers to remove for deployment ${deploymentId}`);
+      return;
+    }
+    await context.log('INFO', `Removing ${names.length} container(s) of deployment ${deploymentId}: ${names.join(', ')}`);
+    await removeContainers(runtime, names);
+  }
+
+  /** The runtime in use, for tests and diagnostics; null when none answers. */
+  async resolvedRuntime(): Promise<ResolvedRuntime | null> {
+    const outcome = await this.resolve();
+    return typeof outcome === 'string' ? null : outcome;
+  }
+
+  private async requireRuntime(): Promise<ResolvedRuntime> {
+    const outcome = await this.resolve();
+    if (typeof outcome === 'string') throw new DriverError(outcome);
+    return outcome;
+  }
+
+  /**
+   * Only success is cached, so installing a runtime later needs no restart; a runtime that
+   * breaks later reports its own errors on the next command.
+   */
+  private async resolve(): Promise<ResolvedRuntime | string> {
+    if (this.resolved) return this.resolved;
+    const outcome = await detectRuntime(this.preference, this.baseEnv);
+    if (typeof outcome !== 'string') this.resolved = outcome;
+    return outcome;
+  }
+}
