@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Berth under load against the ceiling of this machine.
  *
- * Starts Berth as a child process (`node --import tsx src/main.ts serve`) on the embedded
+ * Builds Berth and starts it as a child process (`node dist/main.js serve`, as `npm start`) on the embedded
  * default and, when DATABASE_URL is a postgres URL or with `--postgres`, on a throwaway
  * PostgreSQL database; fills a workspace with 100,000 deployments (bench/seed.ts); drives
  * each scenario with autocannon, and the same load against a bare node:http server
@@ -108,8 +108,10 @@ interface Child {
   stop(): Promise<void>;
 }
 
-function spawnNode(args: string[], env: NodeJS.ProcessEnv): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs TypeScript through tsx, or with `compiled`, plain node (the server as `npm start` runs it). */
+function spawnNode(args: string[], env: NodeJS.ProcessEnv, compiled = false): Child {
+  const loader = compiled ? [] : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...loader, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     output.push(chunk.toString());
@@ -220,6 +222,14 @@ function memoryOf(pid: number): { hwmMb: number; rssMb: number } {
 
 // ---------------------------------------------------------------------------- Berth
 
+/** The node flags of `npm start` (package.json), so the bench measures the server users run. */
+const SERVER_NODE_FLAGS = (() => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const command = /\bnode (.*?)dist\/main\.js/.exec(pkg.scripts.start);
+  if (!command) throw new Error(`package.json start script does not run node on dist/main.js: ${pkg.scripts.start}`);
+  return command[1]!.split(/\s+/).filter(Boolean);
+})();
+
 interface BerthProcess extends Child {
   url: string;
   /** Milliseconds from spawn to the first 200 on /ok. */
@@ -228,8 +238,8 @@ interface BerthProcess extends Child {
 
 async function startBerthProcess(env: NodeJS.ProcessEnv, profileName?: string): Promise<BerthProcess> {
   const port = await freePort();
-  // tsx's loader hooks run in a worker thread, which writes a profile of its own: each
-  // server gets a directory, and the main thread's profile is picked from it afterwards.
+  // Each server gets a directory of profiles (one per thread that runs JavaScript), and
+  // the main thread's profile is picked from it afterwards.
   const profile = profileName ? ['--cpu-prof', `--cpu-prof-dir=${path.join(PROFILES, profileName)}`] : [];
   if (profileName) {
     fs.mkdirSync(PROFILES, { recursive: true });
@@ -237,7 +247,7 @@ async function startBerthProcess(env: NodeJS.ProcessEnv, profileName?: string): 
     fs.writeFileSync(path.join(PROFILES, '.gitignore'), '*\n');
   }
   const started = performance.now();
-  const child = spawnNode([...profile, 'src/main.ts', 'serve'], { ...env, PORT: String(port) });
+  const child = spawnNode([...profile, ...SERVER_NODE_FLAGS, 'dist/main.js', 'serve'], { ...env, PORT: String(port) }, true);
   const url = `http://127.0.0.1:${port}`;
   for (;;) {
     if (child.process.exitCode !== null) throw new Error(`Berth exited during start:\n${child.output.join('').slice(-4000)}`);
@@ -737,6 +747,8 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
 async function main(): Promise<void> {
   const startedAt = new Date();
   const t0 = performance.now();
+  log('building the server (npm run build)');
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log(`databases: ${DATABASES.join(', ')}; scenarios: ${[...SELECTED].join(', ')}; ${CONNECTIONS} connections, ${DURATION} s each`);
 
   const ceilings: Partial<Record<ScenarioName, LoadResult>> = {};

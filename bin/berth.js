@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// Loads the TypeScript sources through tsx in this same process, so a checkout needs no
-// build step and signals reach the server directly.
-import { register } from 'tsx/esm/api';
+// The compiled server: `npm install` and `npm start` build it (`npm run build`).
+import fs from 'node:fs';
 
-register();
-await import('../src/main.ts');
+const compiled = new URL('../dist/main.js', import.meta.url);
+if (!fs.existsSync(compiled)) {
+  process.stderr.write('berth: dist/main.js is missing; run `npm run build` in the Berth checkout first\n');
+  process.exit(1);
+}
+await import(compiled.href);

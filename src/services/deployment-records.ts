@@ -5,8 +5,9 @@ import { canonicalSource } from '../domain/deployment-config.js';
 import type { DeploymentState } from '../domain/patch.js';
 import type { Secret } from '../domain/secrets.js';
 import type { Encryptor } from '../security/encryption.js';
+import { LRUCache } from 'lru-cache';
 import type { Executor } from '../store/database.js';
-import type { DeploymentRow } from '../store/repositories/deployments.js';
+import type { DeploymentRow, DeploymentWithLatest } from '../store/repositories/deployments.js';
 import * as revisions from '../store/repositories/revisions.js';
 import type { RevisionRow, RevisionSecretRow } from '../store/repositories/revisions.js';
 
@@ -62,6 +63,7 @@ function decryptSecrets(encryptor: Encryptor, rows: RevisionSecretRow[]): Secret
   return rows.map((row) => ({ name: row.name, value: encryptor.decrypt(row.value_encrypted, secretContext(row.revision_id, row.name)) }));
 }
 
+/** A revision's secrets straight from the database (the engine, which needs them once per step). */
 export async function revisionSecrets(db: Executor, encryptor: Encryptor, revisionId: string): Promise<Secret[]> {
   return decryptSecrets(encryptor, await revisions.secretsOfRevisions(db, [revisionId]));
 }
@@ -88,23 +90,84 @@ export function revisionView(row: RevisionRow): RevisionView {
 }
 
 /**
- * Deployment views for rows, with their latest revisions and secrets read in two batched
- * queries whatever the number of rows (list pages stay at three queries).
+ * Revisions whose decrypted secrets are kept in memory. A revision's secrets never change
+ * once written (a change of secrets is a new revision), so an entry cannot go stale, on
+ * this server or on another; without it every read of a deployment decrypted its secrets
+ * and read them in a query of their own (bench/results.md).
  */
-export async function deploymentViews(db: Executor, encryptor: Encryptor, rows: DeploymentRow[]): Promise<DeploymentView[]> {
-  const latestIds = rows.map((r) => r.latest_revision_id).filter((id): id is string => id !== null);
-  const [latest, secretRows] = await Promise.all([revisions.findRevisionsByIds(db, latestIds), revisions.secretsOfRevisions(db, latestIds)]);
-  const revisionById = new Map(latest.map((r) => [r.id, r]));
-  const secretsByRevision = new Map<string, RevisionSecretRow[]>();
-  for (const row of secretRows) secretsByRevision.set(row.revision_id, [...(secretsByRevision.get(row.revision_id) ?? []), row]);
-  return rows.map((row) => {
-    const revision = row.latest_revision_id ? revisionById.get(row.latest_revision_id) : undefined;
-    const secrets = row.latest_revision_id ? (secretsByRevision.get(row.latest_revision_id) ?? []) : [];
-    return deploymentView(row, revision, decryptSecrets(encryptor, secrets));
-  });
+const CACHED_REVISION_SECRETS = 10_000;
+
+/** Shared by every answer that shows them: a change by mistake throws instead of leaking into the next. */
+function frozen(secrets: Secret[]): Secret[] {
+  return Object.freeze(secrets.map((secret) => Object.freeze({ ...secret }))) as Secret[];
 }
 
-function deploymentView(row: DeploymentRow, revision: RevisionRow | undefined, secrets: Secret[]): DeploymentView {
+/** Deployments as the API shows them and the domain rules see them, with their secrets. */
+export class DeploymentRecords {
+  readonly #encryptor: Encryptor;
+  readonly #secrets = new LRUCache<string, Secret[]>({ max: CACHED_REVISION_SECRETS });
+
+  constructor(encryptor: Encryptor) {
+    this.#encryptor = encryptor;
+  }
+
+  /** The rows to store for a new revision's secrets. */
+  encryptSecrets(revisionId: string, secrets: Secret[]): RevisionSecretRow[] {
+    this.#secrets.set(revisionId, frozen(secrets));
+    return encryptSecrets(this.#encryptor, revisionId, secrets);
+  }
+
+  async secretsOf(db: Executor, revisionIds: string[]): Promise<Map<string, Secret[]>> {
+    const found = new Map<string, Secret[]>();
+    const missing: string[] = [];
+    for (const id of revisionIds) {
+      const cached = this.#secrets.get(id);
+      if (cached) found.set(id, cached);
+      else missing.push(id);
+    }
+    if (missing.length === 0) return found;
+    const rows = await revisions.secretsOfRevisions(db, missing);
+    for (const id of missing) {
+      const secrets = frozen(decryptSecrets(this.#encryptor, rows.filter((row) => row.revision_id === id)));
+      this.#secrets.set(id, secrets);
+      found.set(id, secrets);
+    }
+    return found;
+  }
+
+  async views(db: Executor, entries: DeploymentWithLatest[]): Promise<DeploymentView[]> {
+    const secrets = await this.secretsOf(db, entries.flatMap((entry) => (entry.latest ? [entry.latest.id] : [])));
+    return entries.map(({ deployment, latest }) => deploymentView(deployment, latest, (latest && secrets.get(latest.id)) ?? []));
+  }
+
+  async view(db: Executor, entry: DeploymentWithLatest): Promise<DeploymentView> {
+    const [view] = await this.views(db, [entry]);
+    return view as DeploymentView;
+  }
+
+  /** For a deployment row read without its latest revision (a locked row, say). */
+  async withLatest(db: Executor, deployment: DeploymentRow): Promise<DeploymentWithLatest> {
+    const [latest] = deployment.latest_revision_id ? await revisions.findRevisionsByIds(db, [deployment.latest_revision_id]) : [];
+    return { deployment, latest };
+  }
+
+  /** The deployment as the domain rules see it: settings plus its latest revision. */
+  async state(db: Executor, entry: DeploymentWithLatest): Promise<DeploymentState> {
+    const view = await this.view(db, entry);
+    const { resource_spec, ...sourceConfig } = view.source_config;
+    const { langgraph_config_path: _alias, ...revisionConfig } = view.source_revision_config;
+    return {
+      name: entry.deployment.name,
+      source: canonicalSource(entry.deployment.source),
+      sourceConfig,
+      revisionConfig,
+      resourceSpec: resource_spec ?? {},
+      secrets: view.secrets,
+    };
+  }
+}
+
+export function deploymentView(row: DeploymentRow, revision: RevisionRow | undefined, secrets: Secret[]): DeploymentView {
   const revisionConfig: RevisionConfig = revision
     ? (JSON.parse(revision.source_revision_config) as RevisionConfig)
     : { repo_ref: null, graph_config_path: null, image_uri: null, repo_commit_sha: null, tracked_packages: null };
@@ -128,21 +191,5 @@ function deploymentView(row: DeploymentRow, revision: RevisionRow | undefined, s
     remote_reconciled: row.remote_reconciled === 1,
     created_at: row.created_at,
     updated_at: row.updated_at,
-  };
-}
-
-/** The deployment as the domain rules see it: settings plus its latest revision. */
-export async function deploymentState(db: Executor, encryptor: Encryptor, row: DeploymentRow): Promise<DeploymentState> {
-  const [view] = await deploymentViews(db, encryptor, [row]);
-  if (!view) throw new Error('deployment view missing');
-  const { resource_spec, ...sourceConfig } = view.source_config;
-  const { langgraph_config_path: _alias, ...revisionConfig } = view.source_revision_config;
-  return {
-    name: row.name,
-    source: canonicalSource(row.source),
-    sourceConfig,
-    revisionConfig,
-    resourceSpec: resource_spec ?? {},
-    secrets: view.secrets,
   };
 }

@@ -15,10 +15,10 @@ import { type PatchInput, planPatch } from '../domain/patch.js';
 import { resolvePlacement } from '../domain/placement.js';
 import { type Secret, validateSecrets } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
-import { type Executor, isUniqueViolation, nowIso } from '../store/database.js';
+import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/deployments.js';
-import { deploymentState, deploymentViews, type DeploymentView } from './deployment-records.js';
-import type { ServiceDeps } from './index.js';
+import { deploymentView, type DeploymentView } from './deployment-records.js';
+import type { DeploymentServiceDeps } from './index.js';
 import { findListenerForPlacement, listListenerIds } from './listeners.js';
 import { appendRevision } from './revision-writer.js';
 
@@ -31,13 +31,8 @@ export interface CreateDeploymentInput {
   image_version?: string | null;
 }
 
-export function createDeploymentService({ db, encryptor, bus }: ServiceDeps) {
+export function createDeploymentService({ db, records, bus }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
-
-  const view = async (executor: Executor, row: repo.DeploymentRow): Promise<DeploymentView> => {
-    const [result] = await deploymentViews(executor, encryptor, [row]);
-    return result as DeploymentView;
-  };
 
   return {
     /** The deployment, its first revision and its encrypted secrets, in one transaction. */
@@ -84,8 +79,8 @@ export function createDeploymentService({ db, encryptor, bus }: ServiceDeps) {
             updated_at: now,
           };
           await repo.insertDeployment(trx, row);
-          await appendRevision(trx, encryptor, row, { config: revisionConfig, resourceSpec, secrets: input.secrets }, now);
-          return view(trx, row);
+          const revision = await appendRevision(trx, records, row, { config: revisionConfig, resourceSpec, secrets: input.secrets }, now);
+          return deploymentView(row, revision, input.secrets);
         });
       } catch (error) {
         if (isUniqueViolation(error)) throw conflict(`Deployment with name '${input.name}' already exists in this workspace.`);
@@ -96,9 +91,9 @@ export function createDeploymentService({ db, encryptor, bus }: ServiceDeps) {
     },
 
     async get(scope: WorkspaceScope, id: string): Promise<DeploymentView> {
-      const row = await repo.findDeployment(db, scope.workspaceId, id);
-      if (!row) throw deploymentNotFound(id);
-      return view(db, row);
+      const found = await repo.findDeploymentWithLatest(db, scope.workspaceId, id);
+      if (!found) throw deploymentNotFound(id);
+      return records.view(db, found);
     },
 
     async list(
@@ -106,8 +101,8 @@ export function createDeploymentService({ db, encryptor, bus }: ServiceDeps) {
       filters: repo.DeploymentFilters,
       page: { limit: number; offset: number },
     ): Promise<{ resources: DeploymentView[]; offset: number }> {
-      const rows = await repo.listDeployments(db, scope.workspaceId, filters, page);
-      return { resources: await deploymentViews(db, encryptor, rows), offset: page.offset + rows.length };
+      const found = await repo.listDeployments(db, scope.workspaceId, filters, page);
+      return { resources: await records.views(db, found), offset: page.offset + found.length };
     },
 
     /** In-place changes and, when the body calls for one, a new revision; one transaction. */
@@ -117,7 +112,9 @@ export function createDeploymentService({ db, encryptor, bus }: ServiceDeps) {
         const row = await repo.lockDeployment(trx, scope.workspaceId, id, now);
         if (!row) throw deploymentNotFound(id);
         if (row.status === 'AWAITING_DELETE') throw conflict(`Deployment ID ${id} is being deleted and cannot be changed.`);
-        const plan = planPatch(await deploymentState(trx, encryptor, row), input);
+        const current = await records.withLatest(trx, row);
+        const state = await records.state(trx, current);
+        const plan = planPatch(state, input);
         row.source_config = JSON.stringify(plan.sourceConfig);
         if (plan.displayName !== undefined) row.display_name = plan.displayName;
         if (plan.imageVersion !== undefined) row.image_version = plan.imageVersion;
@@ -126,8 +123,9 @@ export function createDeploymentService({ db, encryptor, bus }: ServiceDeps) {
           display_name: row.display_name,
           image_version: row.image_version,
         });
-        if (plan.revision) await appendRevision(trx, encryptor, row, plan.revision, now);
-        return view(trx, row);
+        if (!plan.revision) return deploymentView(row, current.latest, state.secrets);
+        const revision = await appendRevision(trx, records, row, plan.revision, now);
+        return deploymentView(row, revision, plan.revision.secrets);
       });
       wakeEngine(id);
       return patched;

@@ -1,6 +1,7 @@
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { Db } from '../store/database.js';
+import { DeploymentRecords } from './deployment-records.js';
 import { createDeploymentService } from './deployments.js';
 import { createListenerService } from './listeners.js';
 import { createLogService } from './logs.js';
@@ -15,11 +16,17 @@ export interface ServiceDeps {
   bus: EventBus;
 }
 
+/** What the deployment and revision services share: one view of deployments and their secrets. */
+export interface DeploymentServiceDeps extends ServiceDeps {
+  records: DeploymentRecords;
+}
+
 export function createServices(deps: ServiceDeps) {
+  const deploymentDeps = { ...deps, records: new DeploymentRecords(deps.encryptor) };
   return {
     tenancy: createTenancyService(deps.db),
-    deployments: createDeploymentService(deps),
-    revisions: createRevisionService(deps),
+    deployments: createDeploymentService(deploymentDeps),
+    revisions: createRevisionService(deploymentDeps),
     logs: createLogService(deps),
     listeners: createListenerService(deps),
     oauthProviders: createOAuthProviderService(deps),

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { RevisionPlan } from '../domain/patch.js';
-import type { Encryptor } from '../security/encryption.js';
 import type { Executor } from '../store/database.js';
 import { type DeploymentRow, updateDeployment } from '../store/repositories/deployments.js';
 import { insertRevision, type RevisionRow } from '../store/repositories/revisions.js';
-import { encryptSecrets } from './deployment-records.js';
+import type { DeploymentRecords } from './deployment-records.js';
 
 /**
  * Adds the next revision of a deployment, with its encrypted secrets, and makes it the
@@ -13,7 +12,7 @@ import { encryptSecrets } from './deployment-records.js';
  */
 export async function appendRevision(
   trx: Executor,
-  encryptor: Encryptor,
+  records: DeploymentRecords,
   deployment: DeploymentRow,
   plan: RevisionPlan,
   now: string,
@@ -34,7 +33,7 @@ export async function appendRevision(
     created_at: now,
     updated_at: now,
   };
-  await insertRevision(trx, row, encryptSecrets(encryptor, row.id, plan.secrets));
+  await insertRevision(trx, row, records.encryptSecrets(row.id, plan.secrets));
   await updateDeployment(trx, deployment.id, { revision_count: row.seq, latest_revision_id: row.id, updated_at: now });
   deployment.revision_count = row.seq;
   deployment.latest_revision_id = row.id;

@@ -8,15 +8,8 @@ import { announce, recordStatus } from '../events/recorder.js';
 import { type Executor, nowIso } from '../store/database.js';
 import * as deployments from '../store/repositories/deployments.js';
 import * as revisions from '../store/repositories/revisions.js';
-import {
-  deploymentState,
-  deploymentViews,
-  type DeploymentView,
-  revisionSecrets,
-  revisionView,
-  type RevisionView,
-} from './deployment-records.js';
-import type { ServiceDeps } from './index.js';
+import { deploymentView, type DeploymentView, revisionView, type RevisionView } from './deployment-records.js';
+import type { DeploymentServiceDeps } from './index.js';
 import { appendRevision } from './revision-writer.js';
 
 export interface CreateRevisionInput {
@@ -26,7 +19,7 @@ export interface CreateRevisionInput {
   tracked_packages?: string[] | null;
 }
 
-export function createRevisionService({ db, encryptor, bus }: ServiceDeps) {
+export function createRevisionService({ db, records, bus }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
 
   async function deploymentOrFail(executor: Executor, scope: WorkspaceScope, deploymentId: string) {
@@ -66,7 +59,7 @@ export function createRevisionService({ db, encryptor, bus }: ServiceDeps) {
       const created = await db.transaction().execute(async (trx) => {
         const now = nowIso();
         const row = await lockedDeploymentOrFail(trx, scope, deploymentId, now);
-        const state = await deploymentState(trx, encryptor, row);
+        const state = await records.state(trx, await records.withLatest(trx, row));
         const plan = planExplicitRevision(state, {
           source_revision_config: input.source_revision_config,
           resource_spec: input.source_config?.resource_spec,
@@ -82,7 +75,7 @@ export function createRevisionService({ db, encryptor, bus }: ServiceDeps) {
           };
           await deployments.updateDeployment(trx, deploymentId, { source_config: JSON.stringify(sourceConfig) });
         }
-        return revisionView(await appendRevision(trx, encryptor, row, plan, now));
+        return revisionView(await appendRevision(trx, records, row, plan, now));
       });
       wakeEngine(deploymentId);
       return created;
@@ -103,20 +96,14 @@ export function createRevisionService({ db, encryptor, bus }: ServiceDeps) {
             `Revision ID ${revisionId} is still in progress (${source.status}); wait for it to finish or interrupt it before redeploying it.`,
           );
         }
-        await appendRevision(
-          trx,
-          encryptor,
-          row,
-          {
-            config: JSON.parse(source.source_revision_config) as RevisionConfig,
-            resourceSpec: source.resource_spec ? (JSON.parse(source.resource_spec) as ResourceSpec) : {},
-            secrets: await revisionSecrets(trx, encryptor, source.id),
-            imageRef: source.image_ref,
-          },
-          now,
-        );
-        const [result] = await deploymentViews(trx, encryptor, [row]);
-        return result as DeploymentView;
+        const secrets = (await records.secretsOf(trx, [source.id])).get(source.id) ?? [];
+        const plan = {
+          config: JSON.parse(source.source_revision_config) as RevisionConfig,
+          resourceSpec: source.resource_spec ? (JSON.parse(source.resource_spec) as ResourceSpec) : {},
+          secrets,
+          imageRef: source.image_ref,
+        };
+        return deploymentView(row, await appendRevision(trx, records, row, plan, now), secrets);
       });
       wakeEngine(deploymentId);
       return redeployed;

@@ -78,6 +78,8 @@ export interface TestServerOptions {
   /** Reuse a database (several servers on one PostgreSQL); the caller drops it. */
   postgresUrl?: string;
   bootstrapApiKey?: string;
+  /** BERTH_ENCRYPTION_KEY; servers sharing a database must share it (default: one per data directory). */
+  encryptionKey?: string;
   limits?: Partial<RequestLimits>;
 }
 
@@ -98,7 +100,7 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     database: postgres ? { kind: 'postgres', url: postgres.url } : { kind: 'sqlite', file: path.join(dataDir, 'berth.sqlite') },
     dataDir,
     bootstrapApiKey: adminKey,
-    encryptionKey: undefined,
+    encryptionKey: options.encryptionKey,
     logLevel: process.env.TEST_LOG_LEVEL ?? 'info',
     limits: { ...DEFAULT_LIMITS, ...options.limits },
     engine: { enabled: options.engine ?? true, runtime: 'none', concurrency: 4 },

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { type Db, migrateToLatest, openDatabase } from '../../src/store/database.js';
+import { preparedQuery } from '../../src/store/prepared.js';
+import { createPostgresDatabase, type DatabaseKind, postgresUnavailable } from '../support/server.js';
+
+for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
+  describe(`prepared queries [${kind}]`, async () => {
+    const skip = kind === 'postgres' ? await postgresUnavailable() : null;
+    if (skip) {
+      process.stdout.write(`# SKIP prepared queries [postgres]: ${skip}\n`);
+      describe('skipped', { skip }, () => {});
+      return;
+    }
+    let db: Db;
+    let cleanup: () => Promise<void>;
+
+    before(async () => {
+      if (kind === 'postgres') {
+        const postgres = await createPostgresDatabase();
+        db = openDatabase({ kind: 'postgres', url: postgres.url });
+        cleanup = async () => {
+          await db.destroy();
+          await postgres.drop();
+        };
+      } else {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-prepared-'));
+        db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') });
+        cleanup = async () => {
+          await db.destroy();
+          fs.rmSync(dir, { recursive: true, force: true });
+        };
+      }
+      await migrateToLatest(db);
+      const at = new Date().toISOString();
+      await db.insertInto('organizations').values([
+        { id: 'org-a', name: 'alpha', created_at: at },
+        { id: 'org-b', name: 'beta', created_at: at },
+      ]).execute();
+      await db.insertInto('workspaces').values([
+        { id: 'ws-a1', organization_id: 'org-a', name: 'one', created_at: at },
+        { id: 'ws-a2', organization_id: 'org-a', name: 'two', created_at: at },
+        { id: 'ws-b1', organization_id: 'org-b', name: 'one', created_at: at },
+      ]).execute();
+    });
+    after(async () => cleanup());
+
+    const workspaceNamed = preparedQuery((executor, organizationId: string, name: string) =>
+      executor.selectFrom('workspaces').select(['id', 'name']).where('organization_id', '=', organizationId).where('name', '=', name).where('id', '!=', 'never'),
+    );
+
+    test('each run binds its own values, in the order the SQL needs them', async () => {
+      assert.deepEqual(await workspaceNamed(db, 'org-a', 'one'), [{ id: 'ws-a1', name: 'one' }]);
+      assert.deepEqual(await workspaceNamed(db, 'org-a', 'two'), [{ id: 'ws-a2', name: 'two' }]);
+      assert.deepEqual(await workspaceNamed(db, 'org-b', 'one'), [{ id: 'ws-b1', name: 'one' }]);
+      assert.deepEqual(await workspaceNamed(db, 'org-b', 'two'), []);
+    });
+
+    test('a parameter used twice is bound in both places', async () => {
+      const sameIdTwice = preparedQuery((executor, id: string) =>
+        executor.selectFrom('workspaces').select('id').where('id', '=', id).where('organization_id', 'in', executor.selectFrom('workspaces').select('organization_id').where('id', '=', id)),
+      );
+      assert.deepEqual(await sameIdTwice(db, 'ws-a2'), [{ id: 'ws-a2' }]);
+      assert.deepEqual(await sameIdTwice(db, 'ws-b1'), [{ id: 'ws-b1' }]);
+    });
+
+    test('inside a transaction it sees the transaction’s own writes', async () => {
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('workspaces').values({ id: 'ws-a3', organization_id: 'org-a', name: 'three', created_at: new Date().toISOString() }).execute();
+        assert.deepEqual(await workspaceNamed(trx, 'org-a', 'three'), [{ id: 'ws-a3', name: 'three' }]);
+      });
+      assert.deepEqual(await workspaceNamed(db, 'org-a', 'three'), [{ id: 'ws-a3', name: 'three' }]);
+    });
+
+    test('a parameter transformed before binding is refused rather than bound wrong', async () => {
+      const pattern = preparedQuery((executor, fragment: string) =>
+        executor.selectFrom('workspaces').select('id').where(sql<boolean>`name like ${`%${fragment}%`}`),
+      );
+      await assert.rejects(pattern(db, 'on'), /transformed before binding/);
+      const unused = preparedQuery((executor, _ignored: string) => executor.selectFrom('workspaces').select('id'));
+      await assert.rejects(unused(db, 'x'), /parameter 0 is not bound/);
+    });
+  });
+}
