@@ -3,8 +3,8 @@ import type { Db, Executor } from './database.js';
 
 /**
  * A query of fixed shape whose SQL is compiled once per database instead of on every run:
- * building and compiling a join with Kysely cost about as much CPU as SQLite spent running
- * it (bench/results.md). The builder runs once with placeholder values; where each lands
+ * building and compiling the deployment-with-latest-revision join cost Kysely ~40 µs, more
+ * than SQLite spent running it (bench/results.md). The builder runs once with placeholder values; where each lands
  * in the compiled parameters is recorded, and later runs bind the real values there
  * (string parameters only, each used as a value as it is).
  * Inside a transaction the query is built as usual (a transaction is a new executor each
