@@ -18,5 +18,11 @@ for (const root of roots) {
   else files.push(root);
 }
 files.sort();
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
+// A test that hangs fails by name after 5 minutes instead of holding CI until its limit.
+// (A failing `assert.ok(value)` without a message can spin for minutes: node parses the
+// TypeScript source of the call site to write the message.)
+const perTestTimeoutMs = 5 * 60 * 1000;
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', `--test-timeout=${perTestTimeoutMs}`, ...files], {
+  stdio: 'inherit',
+});
 process.exit(result.status ?? 1);

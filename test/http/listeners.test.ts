@@ -283,11 +283,18 @@ describeOnEachDatabase('listeners', (ctx) => {
     const listener = await createListener(api);
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
+    let placementHoldsListener!: (held: boolean) => void;
+    const holding = new Promise<boolean>((resolve) => (placementHoldsListener = resolve));
     const placing = server.berth.db.transaction().execute(async (trx) => {
-      assert.ok(await findListenerForPlacement(trx, server.workspaceId, listener.id));
+      const found = await findListenerForPlacement(trx, server.workspaceId, listener.id);
+      placementHoldsListener(found !== undefined);
+      if (!found) return;
       await gate;
       await trx.insertInto('deployments').values(deploymentRow(server.workspaceId, listener.id)).execute();
     });
+    // The delete goes out only once the placement holds the listener: on a busy machine it
+    // could otherwise reach the row first and (rightly) delete it.
+    assert.equal(await holding, true, 'the placement found the listener');
     const deleting = api('DELETE', `/v2/listeners/${listener.id}`);
     // Give the delete time to reach the listener row while the placement still holds it.
     await new Promise((resolve) => setTimeout(resolve, 150));
