@@ -44,11 +44,12 @@ const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', strin
   rss: {
     any:
       'an idle server is ~125 MB (node itself 41 MB, modules ~45 MB, the compiled validators, serializers and OpenAPI ' +
-      'document the rest); under 50 connections V8 lets the old generation grow to ~100 MB between full collections ' +
-      'although ~30 MB of it is live (`--trace-gc`), so the peak lands near 200 MB and varies by ±15 MB from run to ' +
-      'run. On PostgreSQL the engine drains thousands of revisions after the create scenario, which adds the pg pool ' +
-      'and its buffers. A smaller old generation (`--max-old-space-size`) would cap it, at the price of a crash ' +
-      'under a larger working set, so it is not set.',
+      'document the rest). Under 50 connections V8 lets the old generation grow to ~100 MB between full collections ' +
+      'although ~30 MB of it is live (`--trace-gc`): objects of requests in flight outlive two young-generation ' +
+      'collections and are promoted. The peak therefore lands between 190 and 230 MB depending on when the full ' +
+      'collections fall (196 and 228 MB in two full runs of the same code). `node --optimize-for-size` keeps it at ' +
+      '~120 MB but costs ~20 % of GET throughput and its p99 target, so `npm start` does not use it (README, memory); ' +
+      'a hard `--max-old-space-size` would cap it at the price of crashing under a larger working set.',
   },
 };
 
