@@ -37,14 +37,14 @@ export async function moveRevision(
   });
   if (moved) {
     Object.assign(revision, set ?? {}, { status: to, status_message: message, updated_at: now });
-    announce(ctx.bus, revision.deployment_id);
+    announce(ctx.bus, revision.deployment_id, ctx.settings.workerId);
   }
   return moved;
 }
 
 export async function writeLog(ctx: WorkContext, revision: RevisionRow, logType: LogType, level: string, message: string): Promise<void> {
   await recordLog(ctx.db, { deploymentId: revision.deployment_id, revisionId: revision.id, logType, level, message });
-  announce(ctx.bus, revision.deployment_id);
+  announce(ctx.bus, revision.deployment_id, ctx.settings.workerId);
 }
 
 /**
@@ -82,6 +82,6 @@ export async function markDeployed(
     await recordStatus(trx, { deploymentId: deployment.id, revisionId: revision.id, status: 'DEPLOYED', message, at: now });
     return true;
   });
-  if (moved) announce(ctx.bus, deployment.id);
+  if (moved) announce(ctx.bus, deployment.id, ctx.settings.workerId);
   return moved;
 }

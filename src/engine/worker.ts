@@ -114,7 +114,9 @@ function watch(ctx: WorkContext): () => void {
     }
   };
   const unsubscribe = ctx.bus.subscribe((message) => {
-    if (message.deploymentId === ctx.deploymentId) void check().catch(() => {});
+    // Our own status changes and log lines are announced too; only others' news can
+    // interrupt, delete or queue behind the running step.
+    if (message.deploymentId === ctx.deploymentId && message.origin !== ctx.settings.workerId) void check().catch(() => {});
   });
   const heartbeat = setInterval(() => {
     const expires = new Date(Date.now() + ctx.settings.leaseMs).toISOString();

@@ -7,7 +7,12 @@ import pg from 'pg';
  * log lines) to read from the database. Messages carry ids only: the database is the
  * truth, the bus only says "look now" so nobody waits for a polling tick.
  */
-export type BusMessage = { topic: 'work' | 'deployment'; deploymentId: string };
+export type BusMessage = {
+  topic: 'work' | 'deployment';
+  deploymentId: string;
+  /** The engine worker whose change this announces: it need not react to its own news. */
+  origin?: string;
+};
 
 export interface EventBus {
   publish(message: BusMessage): void;

@@ -42,6 +42,6 @@ export async function recordStatus(
   });
 }
 
-export function announce(bus: EventBus, deploymentId: string): void {
-  bus.publish({ topic: 'deployment', deploymentId });
+export function announce(bus: EventBus, deploymentId: string, origin?: string): void {
+  bus.publish(origin === undefined ? { topic: 'deployment', deploymentId } : { topic: 'deployment', deploymentId, origin });
 }
