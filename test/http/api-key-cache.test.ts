@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { API_KEY_CACHE_TTL_MS, createTenancyService } from '../../src/services/tenancy.js';
-import { type Db, migrateToLatest, openDatabase } from '../../src/store/database.js';
-import { createPostgresDatabase, type DatabaseKind, postgresUnavailable } from '../support/server.js';
+import type { Db } from '../../src/store/database.js';
+import { openTestDatabase } from '../support/database.js';
+import { type DatabaseKind, postgresUnavailable } from '../support/server.js';
 
 /**
  * Key lookups are cached per process for API_KEY_CACHE_TTL_MS. Two services on one
@@ -26,22 +24,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     const now = () => clock;
 
     before(async () => {
-      if (kind === 'postgres') {
-        const postgres = await createPostgresDatabase();
-        db = openDatabase({ kind: 'postgres', url: postgres.url });
-        cleanup = async () => {
-          await db.destroy();
-          await postgres.drop();
-        };
-      } else {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-key-cache-'));
-        db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') });
-        cleanup = async () => {
-          await db.destroy();
-          fs.rmSync(dir, { recursive: true, force: true });
-        };
-      }
-      await migrateToLatest(db);
+      ({ db, close: cleanup } = await openTestDatabase(kind));
     });
     after(async () => cleanup());
 

@@ -37,18 +37,17 @@ describe('two servers on one database [postgres]', async () => {
   });
 
   const secret = (name: string) => ({ name, value: `value-${randomUUID()}` });
+  const imageDeployment = (secrets: { name: string; value: string }[]) => ({
+    name: `replica-${randomUUID().slice(0, 8)}`,
+    source: 'external_docker',
+    source_config: { resource_spec: {} },
+    source_revision_config: { image_uri: 'registry.example.com/agent:v1' },
+    secrets,
+  });
 
   test('secrets changed through one server are what the other answers next', async () => {
     const original = [secret('OPENAI_API_KEY'), secret('DB_PASSWORD')];
-    const created = await viaFirst('POST', '/v2/deployments', {
-      body: {
-        name: `replica-${randomUUID().slice(0, 8)}`,
-        source: 'external_docker',
-        source_config: { resource_spec: {} },
-        source_revision_config: { image_uri: 'registry.example.com/agent:v1' },
-        secrets: original,
-      },
-    });
+    const created = await viaFirst('POST', '/v2/deployments', { body: imageDeployment(original) });
     assert.equal(created.status, 201, created.text);
     const id = created.body.id as string;
     const firstRevision = created.body.latest_revision_id as string;
@@ -75,15 +74,7 @@ describe('two servers on one database [postgres]', async () => {
   });
 
   test('a deployment deleted through one server is being deleted on the other at once', async () => {
-    const created = await viaSecond('POST', '/v2/deployments', {
-      body: {
-        name: `replica-${randomUUID().slice(0, 8)}`,
-        source: 'external_docker',
-        source_config: { resource_spec: {} },
-        source_revision_config: { image_uri: 'registry.example.com/agent:v1' },
-        secrets: [secret('TOKEN')],
-      },
-    });
+    const created = await viaSecond('POST', '/v2/deployments', { body: imageDeployment([secret('TOKEN')]) });
     assert.equal(created.status, 201, created.text);
     assert.equal((await viaFirst('GET', `/v2/deployments/${created.body.id}`)).status, 200);
     assert.equal((await viaSecond('DELETE', `/v2/deployments/${created.body.id}`)).status, 204);

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { type Db, migrateToLatest, openDatabase } from '../../src/store/database.js';
+import type { Db } from '../../src/store/database.js';
 import { preparedQuery } from '../../src/store/prepared.js';
-import { createPostgresDatabase, type DatabaseKind, postgresUnavailable } from '../support/server.js';
+import { openTestDatabase } from '../support/database.js';
+import { type DatabaseKind, postgresUnavailable } from '../support/server.js';
 
 for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
   describe(`prepared queries [${kind}]`, async () => {
@@ -20,22 +18,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     let cleanup: () => Promise<void>;
 
     before(async () => {
-      if (kind === 'postgres') {
-        const postgres = await createPostgresDatabase();
-        db = openDatabase({ kind: 'postgres', url: postgres.url });
-        cleanup = async () => {
-          await db.destroy();
-          await postgres.drop();
-        };
-      } else {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-prepared-'));
-        db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') });
-        cleanup = async () => {
-          await db.destroy();
-          fs.rmSync(dir, { recursive: true, force: true });
-        };
-      }
-      await migrateToLatest(db);
+      ({ db, close: cleanup } = await openTestDatabase(kind));
       const at = new Date().toISOString();
       await db.insertInto('organizations').values([
         { id: 'org-a', name: 'alpha', created_at: at },
