@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { invalidField } from '../../domain/errors.js';
 import type { Services } from '../../services/index.js';
-import { LOG_LEVELS, type StreamEvent } from '../../services/logs.js';
+import { LOG_LEVELS, type LogRequest, type StreamEvent } from '../../services/logs.js';
 import { scopeOf } from '../auth.js';
 import { ErrorBody, Nullable, OptionalNullable, StringEnum, commonErrors } from '../schemas/common.js';
 import { DeploymentParams, RevisionParams } from '../schemas/deployment.js';
@@ -69,23 +69,7 @@ export const logRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
         response: { 200: LogPage, 404: ErrorBody, ...commonErrors },
       },
     },
-    async (request) => {
-      const { type, order, limit, offset, start_time, end_time, query, level } = request.query;
-      const { deployment_id, revision_id } = request.params;
-      return logs.list(scopeOf(request), {
-        deploymentId: deployment_id,
-        revisionId: revision_id,
-        logType: type,
-        order,
-        limit,
-        offset,
-        level,
-        query,
-        startTime: start_time,
-        endTime: end_time,
-        part: 'query',
-      });
-    },
+    async (request) => logs.list(scopeOf(request), logRequest(request.params, request.query.type, request.query, 'query')),
   );
 
   const postForms = [
@@ -112,20 +96,7 @@ export const logRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
       },
       async (request) => {
         const params = request.params as { deployment_id: string; revision_id?: string };
-        const { limit, order, offset, level, query, start_time, end_time } = request.body;
-        return logs.list(scopeOf(request), {
-          deploymentId: params.deployment_id,
-          revisionId: params.revision_id,
-          logType: form.logType,
-          order,
-          limit,
-          offset,
-          level,
-          query,
-          startTime: start_time,
-          endTime: end_time,
-          part: 'body',
-        });
+        return logs.list(scopeOf(request), logRequest(params, form.logType, request.body, 'body'));
       },
     );
   }
@@ -217,4 +188,36 @@ function lastEventId(request: FastifyRequest, fromQuery: string | undefined): nu
     throw invalidField({ type: 'int_parsing', loc, msg: 'Input should be a valid integer, unable to parse string as an integer', input: value });
   }
   return Number(value);
+}
+
+interface LogFilters {
+  order: 'asc' | 'desc';
+  limit: number;
+  offset?: string | null;
+  level?: string | null;
+  query?: string | null;
+  start_time?: string | null;
+  end_time?: string | null;
+}
+
+/** The same filters arrive in the query string (GET) or the body (the POST forms). */
+function logRequest(
+  ids: { deployment_id: string; revision_id?: string },
+  logType: LogRequest['logType'],
+  filters: LogFilters,
+  part: LogRequest['part'],
+): LogRequest {
+  return {
+    deploymentId: ids.deployment_id,
+    revisionId: ids.revision_id,
+    logType,
+    order: filters.order,
+    limit: filters.limit,
+    offset: filters.offset,
+    level: filters.level,
+    query: filters.query,
+    startTime: filters.start_time,
+    endTime: filters.end_time,
+    part,
+  };
 }
