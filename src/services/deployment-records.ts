@@ -97,6 +97,17 @@ export function revisionView(row: RevisionRow): RevisionView {
  */
 const CACHED_REVISION_SECRETS = 10_000;
 
+/**
+ * And at most this many characters of secret names and values in all: a client may store
+ * secrets of up to a request body each, and the count alone would not bound the memory.
+ */
+export const CACHED_SECRET_CHARACTERS = 8 * 1024 * 1024;
+
+/** Characters held for a revision's secrets, plus a little for each entry so that empty ones count. */
+export function cachedSize(secrets: Secret[]): number {
+  return secrets.reduce((size, secret) => size + secret.name.length + secret.value.length, 64);
+}
+
 /** Shared by every answer that shows them: a change by mistake throws instead of leaking into the next. */
 function frozen(secrets: Secret[]): Secret[] {
   return Object.freeze(secrets.map((secret) => Object.freeze({ ...secret }))) as Secret[];
@@ -105,10 +116,17 @@ function frozen(secrets: Secret[]): Secret[] {
 /** Deployments as the API shows them and the domain rules see them, with their secrets. */
 export class DeploymentRecords {
   readonly #encryptor: Encryptor;
-  readonly #secrets = new LRUCache<string, Secret[]>({ max: CACHED_REVISION_SECRETS });
+  readonly #secrets: LRUCache<string, Secret[]>;
 
-  constructor(encryptor: Encryptor) {
+  constructor(encryptor: Encryptor, cacheCharacters = CACHED_SECRET_CHARACTERS) {
     this.#encryptor = encryptor;
+    // An entry larger than the whole cache is simply not kept (lru-cache skips it).
+    this.#secrets = new LRUCache({ max: CACHED_REVISION_SECRETS, maxSize: cacheCharacters, sizeCalculation: cachedSize });
+  }
+
+  /** What the cache holds, for tests: revisions and characters. */
+  cacheUsage(): { revisions: number; characters: number } {
+    return { revisions: this.#secrets.size, characters: this.#secrets.calculatedSize };
   }
 
   /** The rows to store for a new revision's secrets. */

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Encryptor } from '../../src/security/encryption.js';
+import { DeploymentRecords } from '../../src/services/deployment-records.js';
+import { createTenancyService } from '../../src/services/tenancy.js';
+import type { Db } from '../../src/store/database.js';
+import { insertDeployment } from '../../src/store/repositories/deployments.js';
+import { insertRevision } from '../../src/store/repositories/revisions.js';
+import { openTestDatabase } from '../support/database.js';
+
+/**
+ * The decrypted secrets kept per revision are bounded in characters as well as in count:
+ * a client may store large secrets, and reading many revisions must not grow the server
+ * without limit. Whatever the cache holds or drops, reads answer the stored secrets.
+ */
+describe('secrets kept in memory per revision', () => {
+  let db: Db;
+  let close: () => Promise<void>;
+  let deploymentId: string;
+  const encryptor = new Encryptor(randomBytes(32));
+
+  before(async () => {
+    ({ db, close } = await openTestDatabase('sqlite'));
+    const org = await createTenancyService(db).createOrganization(`org-${randomUUID()}`);
+    assert.ok(org, 'organization created');
+    deploymentId = randomUUID();
+    const now = new Date().toISOString();
+    await insertDeployment(db, {
+      id: deploymentId,
+      workspace_id: org.workspaceId,
+      name: 'records',
+      display_name: null,
+      source: 'external_docker',
+      source_config: '{}',
+      deployment_type: 'prod',
+      listener_id: null,
+      image_version: null,
+      status: 'READY',
+      remote_reconciled: 0,
+      latest_revision_id: null,
+      active_revision_id: null,
+      revision_count: 0,
+      lease_owner: null,
+      lease_expires_at: null,
+      url: null,
+      created_at: now,
+      updated_at: now,
+    });
+  });
+  after(async () => close());
+
+  /** A stored revision with one secret of `size` characters, written by another records instance (another server). */
+  async function storedRevision(seq: number, size: number) {
+    const id = randomUUID();
+    const secrets = [{ name: 'BIG', value: `${seq}-`.padEnd(size, 'x') }];
+    const now = new Date().toISOString();
+    const writer = new DeploymentRecords(encryptor);
+    await insertRevision(
+      db,
+      {
+        id,
+        deployment_id: deploymentId,
+        seq,
+        source: 'external_docker',
+        source_revision_config: '{}',
+        resource_spec: null,
+        status: 'DEPLOYED',
+        status_message: null,
+        remote_reconciled: 0,
+        image_ref: null,
+        runtime_handle: null,
+        url: null,
+        created_at: now,
+        updated_at: now,
+      },
+      writer.encryptSecrets(id, secrets),
+    );
+    return { id, secrets };
+  }
+
+  test('reading many large revisions keeps the cache within its character budget', async () => {
+    const budget = 10_000;
+    const records = new DeploymentRecords(encryptor, budget);
+    const revisions = [];
+    for (let seq = 1; seq <= 20; seq++) revisions.push(await storedRevision(seq, 2_000));
+    for (const revision of revisions) {
+      const read = await records.secretsOf(db, [revision.id]);
+      assert.deepEqual(read.get(revision.id), revision.secrets);
+    }
+    const usage = records.cacheUsage();
+    assert.ok(usage.characters <= budget, `cache holds ${usage.characters} characters, over its budget of ${budget}`);
+    assert.ok(usage.revisions >= 1 && usage.revisions < revisions.length, `cache holds ${usage.revisions} revisions`);
+
+    // Dropped entries are read again from the database, decrypted, and still right.
+    const all = await records.secretsOf(db, revisions.map((r) => r.id));
+    for (const revision of revisions) assert.deepEqual(all.get(revision.id), revision.secrets);
+  });
+
+  test('a revision larger than the whole budget is answered but not kept', async () => {
+    const records = new DeploymentRecords(encryptor, 1_000);
+    const huge = await storedRevision(100, 5_000);
+    assert.deepEqual((await records.secretsOf(db, [huge.id])).get(huge.id), huge.secrets);
+    assert.deepEqual(records.cacheUsage(), { revisions: 0, characters: 0 });
+    assert.deepEqual((await records.secretsOf(db, [huge.id])).get(huge.id), huge.secrets);
+  });
+});
