@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { findListenerForPlacement, listListenerIds } from '../../src/services/listeners.js';
 import { type Client, client } from '../support/http.js';
+import { deploymentRow } from '../support/rows.js';
 import { describeOnEachDatabase, otherTenants, type SuiteContext } from '../support/suite.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -21,31 +22,15 @@ async function createListener(api: Client, overrides: Record<string, unknown> = 
 }
 
 /** A deployments row placed on the listener, written directly: deployments have their own routes. */
-function deploymentRow(workspaceId: string, listenerId: string) {
-  const id = randomUUID();
-  const now = new Date().toISOString();
-  return {
-    id,
-    workspace_id: workspaceId,
-    name: `dep-${id.slice(0, 8)}`,
-    display_name: null,
-    source: 'external_docker',
+function deploymentOnListener(workspaceId: string, listenerId: string) {
+  return deploymentRow(workspaceId, {
     source_config: JSON.stringify({ listener_id: listenerId, listener_config: { k8s_namespace: 'agents' } }),
-    deployment_type: 'prod',
     listener_id: listenerId,
-    image_version: null,
-    status: 'READY',
-    remote_reconciled: 0,
-    latest_revision_id: null,
-    active_revision_id: null,
-    revision_count: 0,
-    created_at: now,
-    updated_at: now,
-  };
+  });
 }
 
 async function insertDeployment(ctx: SuiteContext, listenerId: string): Promise<string> {
-  const row = deploymentRow(ctx.server.workspaceId, listenerId);
+  const row = deploymentOnListener(ctx.server.workspaceId, listenerId);
   await ctx.server.berth.db.insertInto('deployments').values(row).execute();
   return row.id;
 }
@@ -290,7 +275,7 @@ describeOnEachDatabase('listeners', (ctx) => {
       placementHoldsListener(found !== undefined);
       if (!found) return;
       await gate;
-      await trx.insertInto('deployments').values(deploymentRow(server.workspaceId, listener.id)).execute();
+      await trx.insertInto('deployments').values(deploymentOnListener(server.workspaceId, listener.id)).execute();
     });
     // The delete goes out only once the placement holds the listener: on a busy machine it
     // could otherwise reach the row first and (rightly) delete it.

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { announce, recordLog, recordStatus } from '../../src/events/recorder.js';
 import { insertEvent } from '../../src/store/repositories/events.js';
 import { client } from '../support/http.js';
+import { revisionRow } from '../support/rows.js';
 import { describeOnEachDatabase, otherTenants, type SuiteContext } from '../support/suite.js';
 
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
@@ -31,31 +32,12 @@ async function createDeployment(ctx: SuiteContext): Promise<{ id: string; latest
 
 let seq = 0;
 async function addRevision(ctx: SuiteContext, deploymentId: string, status = 'DEPLOYED'): Promise<string> {
-  const id = randomUUID();
-  const now = new Date().toISOString();
   const db = ctx.server.berth.db;
   // The configuration of the API-created revision, so the row reads back like a real one.
   const real = await db.selectFrom('revisions').select('source_revision_config').where('deployment_id', '=', deploymentId).executeTakeFirstOrThrow();
-  await db
-    .insertInto('revisions')
-    .values({
-      id,
-      deployment_id: deploymentId,
-      seq: -++seq,
-      source: 'external_docker',
-      source_revision_config: real.source_revision_config,
-      resource_spec: null,
-      status,
-      status_message: null,
-      remote_reconciled: 0,
-      image_ref: null,
-      runtime_handle: null,
-      url: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  return id;
+  const row = revisionRow(deploymentId, -++seq, { source_revision_config: real.source_revision_config, status });
+  await db.insertInto('revisions').values(row).execute();
+  return row.id;
 }
 
 /** A deployment plus a revision of the test's own. */

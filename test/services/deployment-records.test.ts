@@ -8,6 +8,7 @@ import type { Db } from '../../src/store/database.js';
 import { insertDeployment } from '../../src/store/repositories/deployments.js';
 import { insertRevision } from '../../src/store/repositories/revisions.js';
 import { openTestDatabase } from '../support/database.js';
+import { deploymentRow, revisionRow } from '../support/rows.js';
 
 /**
  * The decrypted secrets kept per revision are bounded in characters as well as in count:
@@ -25,58 +26,16 @@ describe('secrets kept in memory per revision', () => {
     const org = await createTenancyService(db).createOrganization(`org-${randomUUID()}`);
     assert.ok(org, 'organization created');
     deploymentId = randomUUID();
-    const now = new Date().toISOString();
-    await insertDeployment(db, {
-      id: deploymentId,
-      workspace_id: org.workspaceId,
-      name: 'records',
-      display_name: null,
-      source: 'external_docker',
-      source_config: '{}',
-      deployment_type: 'prod',
-      listener_id: null,
-      image_version: null,
-      status: 'READY',
-      remote_reconciled: 0,
-      latest_revision_id: null,
-      active_revision_id: null,
-      revision_count: 0,
-      lease_owner: null,
-      lease_expires_at: null,
-      url: null,
-      created_at: now,
-      updated_at: now,
-    });
+    await insertDeployment(db, deploymentRow(org.workspaceId, { id: deploymentId, name: 'records' }));
   });
   after(async () => close());
 
   /** A stored revision with one secret of `size` characters, written by another records instance (another server). */
   async function storedRevision(seq: number, size: number) {
-    const id = randomUUID();
+    const row = revisionRow(deploymentId, seq);
     const secrets = [{ name: 'BIG', value: `${seq}-`.padEnd(size, 'x') }];
-    const now = new Date().toISOString();
-    const writer = new DeploymentRecords(encryptor);
-    await insertRevision(
-      db,
-      {
-        id,
-        deployment_id: deploymentId,
-        seq,
-        source: 'external_docker',
-        source_revision_config: '{}',
-        resource_spec: null,
-        status: 'DEPLOYED',
-        status_message: null,
-        remote_reconciled: 0,
-        image_ref: null,
-        runtime_handle: null,
-        url: null,
-        created_at: now,
-        updated_at: now,
-      },
-      writer.encryptSecrets(id, secrets),
-    );
-    return { id, secrets };
+    await insertRevision(db, row, new DeploymentRecords(encryptor).encryptSecrets(row.id, secrets));
+    return { id: row.id, secrets };
   }
 
   test('reading many large revisions keeps the cache within its character budget', async () => {
