@@ -16,13 +16,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon, { type AutocannonRequest } from 'autocannon';
-import pg from 'pg';
 import { IN_PROGRESS_STATUSES } from '../src/domain/revision-status.js';
 import { openDatabase } from '../src/store/database.js';
 import { causeOf } from './causes.js';
 import { TEAMS } from './seed.js';
 import { percentile, Samples } from './stats.js';
 import { freePort } from '../test/support/process.js';
+import { createPostgresDatabase } from '../test/support/server.js';
 
 const usage = `npm run bench -- [flags]
   --connections N        concurrent connections (default 50)
@@ -435,22 +435,11 @@ function scenarios(ids: string[], runId: string): Scenario[] {
 
 // ---------------------------------------------------------------------------- databases
 
-async function createPostgresDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `berth_bench_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const drop = async () => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await client.end();
-  };
-  cleanups.push(drop);
-  return { url: url.toString(), drop };
+/** A throwaway database for one run, dropped at the end (or on Ctrl-C). */
+async function createBenchDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const database = await createPostgresDatabase(adminUrl, 'berth_bench');
+  cleanups.push(database.drop);
+  return database;
 }
 
 /** Waits until the engine has no revision in progress; answers how long that took. */
@@ -501,7 +490,7 @@ async function runDatabase(kind: 'sqlite' | 'postgres', ceilings: Partial<Record
   log(`${kind}: preparing`);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `berth-bench-${kind}-`));
   cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-  const postgres = kind === 'postgres' ? await createPostgresDatabase(POSTGRES_ADMIN_URL as string) : undefined;
+  const postgres = kind === 'postgres' ? await createBenchDatabase(POSTGRES_ADMIN_URL as string) : undefined;
   const database = postgres ? { kind: 'postgres' as const, url: postgres.url } : { kind: 'sqlite' as const, file: path.join(dataDir, 'berth.sqlite') };
   const apiKey = `berth_bench_${randomBytes(16).toString('hex')}`;
   const { DATABASE_URL: _ignored, ...baseEnv } = process.env;
@@ -570,7 +559,7 @@ async function runDatabase(kind: 'sqlite' | 'postgres', ceilings: Partial<Record
   if (SELECTED.has('engine')) {
     log(`${kind}: engine, ${ENGINE_REVISIONS} revisions`);
     await waitForQuiet([]);
-    const engineDb = postgres ? await createPostgresDatabase(POSTGRES_ADMIN_URL as string) : undefined;
+    const engineDb = postgres ? await createBenchDatabase(POSTGRES_ADMIN_URL as string) : undefined;
     run.engine = await runJson<EngineResult>(['bench/engine.ts', '--revisions', String(ENGINE_REVISIONS)], {
       ...env,
       ...(engineDb ? { DATABASE_URL: engineDb.url } : {}),
