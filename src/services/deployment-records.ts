@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { ResourceSpec, RevisionConfig, SourceConfig } from '../domain/deployment-config.js';
 import type { DeploymentStatus } from '../domain/deployment-status.js';
 import type { RevisionStatus } from '../domain/revision-status.js';
@@ -5,7 +6,6 @@ import { canonicalSource } from '../domain/deployment-config.js';
 import type { DeploymentState } from '../domain/patch.js';
 import type { Secret } from '../domain/secrets.js';
 import type { Encryptor } from '../security/encryption.js';
-import { LRUCache } from 'lru-cache';
 import type { Executor } from '../store/database.js';
 import type { DeploymentRow, DeploymentWithLatest } from '../store/repositories/deployments.js';
 import * as revisions from '../store/repositories/revisions.js';
@@ -101,10 +101,10 @@ const CACHED_REVISION_SECRETS = 10_000;
  * And at most this many characters of secret names and values in all: a client may store
  * secrets of up to a request body each, and the count alone would not bound the memory.
  */
-export const CACHED_SECRET_CHARACTERS = 8 * 1024 * 1024;
+const CACHED_SECRET_CHARACTERS = 8 * 1024 * 1024;
 
 /** Characters held for a revision's secrets, plus a little for each entry so that empty ones count. */
-export function cachedSize(secrets: Secret[]): number {
+function cachedSize(secrets: Secret[]): number {
   return secrets.reduce((size, secret) => size + secret.name.length + secret.value.length, 64);
 }
 
