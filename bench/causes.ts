@@ -7,7 +7,7 @@
 const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', string>>> = {
   get: {
     sqlite:
-      "a GET costs the server ~80 µs of CPU (server CPU ÷ req/s; 250 µs before this round of fixes) against ~18 µs for " +
+      'a GET costs the server ~80 µs of CPU (server CPU ÷ req/s; 250 µs before this round of fixes) against ~18 µs for ' +
       "the bare server's fixed answer. Of those 80 µs, writing the answer is ~25 µs (on loopback the kernel hands the " +
       'bytes to the load generator inside that write; the bare server pays it too), the one SQLite query ~18 µs (timed ' +
       'inside the server), Fastify routing, hooks and serialization ~15 µs, and authentication (SHA-256 of the key), the ' +
@@ -23,7 +23,7 @@ const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', strin
   },
   create: {
     any:
-      "0.25 of the ceiling is ~9,000–12,000 creates/s, under 100 µs each. With `--api-only` a create costs the API " +
+      '0.25 of the ceiling is ~9,000–12,000 creates/s, under 100 µs each. With `--api-only` a create costs the API ' +
       '~460 µs of CPU (≈2,000 creates/s on SQLite: body validation, one transaction writing the deployment, its revision ' +
       'and two AES-GCM-encrypted secrets, the commit); the engine in the same process then spends ~1.2 ms per revision ' +
       'carrying it to a final status (five transactions, ~35 statements, each recorded as an event), so the mixed ' +

@@ -19,10 +19,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Config } from '../src/config.js';
 import { TERMINAL_STATUSES } from '../src/domain/revision-status.js';
-import { FakeBuildDriver } from '../src/engine/drivers/fake-build.js';
-import { InProcessRuntime } from '../src/engine/drivers/in-process.js';
-import { DEFAULT_LIMITS } from '../src/http/limits.js';
+import { FakeBuildDriver } from '../test/support/drivers/fake-build.js';
+import { InProcessRuntime } from '../test/support/drivers/in-process.js';
+import { DEFAULT_LIMITS } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
+import { testConfig } from '../test/support/config.js';
 import { startBerth } from '../src/server.js';
 import type { Db } from '../src/store/database.js';
 import { percentile } from './stats.js';
@@ -47,17 +48,21 @@ async function main(): Promise<void> {
   const url = process.env.DATABASE_URL?.trim();
   const postgres = url && /^postgres(ql)?:\/\//.test(url) ? url : undefined;
   const adminKey = `berth_bench_${randomUUID()}`;
-  const config: Config = {
-    port: 0,
-    host: '127.0.0.1',
-    database: postgres ? { kind: 'postgres', url: postgres } : { kind: 'sqlite', file: path.join(dataDir, 'berth.sqlite') },
-    dataDir,
-    bootstrapApiKey: adminKey,
-    encryptionKey: process.env.BERTH_ENCRYPTION_KEY,
-    logLevel: 'warn',
-    limits: { ...DEFAULT_LIMITS, rateLimitPerMinute: 0 },
-    engine: { enabled: true, runtime: 'none', concurrency: Number(process.env.BERTH_ENGINE_CONCURRENCY ?? 4) },
-  };
+  const config: Config = testConfig(
+    {
+      PORT: '0',
+      BERTH_DATA_DIR: dataDir,
+      BERTH_BOOTSTRAP_API_KEY: adminKey,
+      LOG_LEVEL: 'warn',
+      BERTH_CONTAINER_RUNTIME: 'none',
+      BERTH_BUILDER: 'none',
+      BERTH_ENGINE_CONCURRENCY: process.env.BERTH_ENGINE_CONCURRENCY ?? '4',
+      ...(process.env.BERTH_ENCRYPTION_KEY ? { BERTH_ENCRYPTION_KEY: process.env.BERTH_ENCRYPTION_KEY } : {}),
+      ...(postgres ? { DATABASE_URL: postgres } : {}),
+    },
+    { limits: { ...DEFAULT_LIMITS, rateLimitPerMinute: 0 } },
+  );
+
   const runtime = new InProcessRuntime();
   const berth = await startBerth(config, createLogger('warn'), { runtime, builder: new FakeBuildDriver() });
   try {
@@ -94,8 +99,7 @@ async function main(): Promise<void> {
 
     // Paced: one revision every interval, so the engine is never behind.
     const burstRate = burstIds.length / (burstMs / 1000);
-    const pacedIntervalMs =
-      values['paced-interval-ms'] === 'auto' ? Math.max(20, Math.ceil(2000 / burstRate)) : Number(values['paced-interval-ms']);
+    const pacedIntervalMs = values['paced-interval-ms'] === 'auto' ? Math.max(20, Math.ceil(2000 / burstRate)) : Number(values['paced-interval-ms']);
     const pacedIds: string[] = [];
     for (let i = 0; i < pacedCount; i++) {
       const tick = performance.now();
@@ -158,9 +162,7 @@ async function pickupDelays(db: Db, ids: string[]): Promise<number[]> {
   for (let at = 0; at < ids.length; at += 500) {
     const rows = await db
       .selectFrom('revisions as r')
-      .innerJoin('deployment_events as e', (join) =>
-        join.onRef('e.revision_id', '=', 'r.id').on('e.kind', '=', 'status').on('e.status', '=', 'QUEUED'),
-      )
+      .innerJoin('deployment_events as e', (join) => join.onRef('e.revision_id', '=', 'r.id').on('e.kind', '=', 'status').on('e.status', '=', 'QUEUED'))
       .select(['r.id', 'r.created_at', (eb) => eb.fn.min('e.created_at').as('queued_at')])
       .where('r.id', 'in', ids.slice(at, at + 500))
       .groupBy(['r.id', 'r.created_at'])

@@ -77,7 +77,12 @@ function placeOf(url: string, functionName: string): string {
   }
   if (url.startsWith('node:')) return url;
   const src = url.indexOf('/src/');
-  if (src >= 0) return url.slice(src + 1).split('/').slice(0, 2).join('/');
+  if (src >= 0)
+    return url
+      .slice(src + 1)
+      .split('/')
+      .slice(0, 2)
+      .join('/');
   return url;
 }
 

@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import autocannon, { type AutocannonRequest } from 'autocannon';
 import { IN_PROGRESS_STATUSES } from '../src/domain/revision-status.js';
 import { openDatabase } from '../src/store/database.js';
+import type { BuildResult } from './build.js';
 import { causeOf } from './causes.js';
 import { TEAMS } from './seed.js';
 import { percentile, Samples } from './stats.js';
@@ -33,7 +34,7 @@ const usage = `npm run bench -- [flags]
   --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
                          implied when DATABASE_URL is a postgres URL (its server is used the same way)
   --only-postgres        skip the embedded default
-  --scenarios a,b        subset of: get,list,list-1,list-sparse,create,patch,engine
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,create,patch,engine,build
   --api-only             run the servers with BERTH_ENGINE=off (what the API alone costs; the default keeps the engine in)
   --cpu-prof             write a CPU profile of each Berth server to bench/profiles/ and summarise it
   --label TEXT           a line saying what this run measures (e.g. which change), written with the results
@@ -72,15 +73,16 @@ const DEPLOYMENTS = Number(flags.deployments);
 const ENGINE_REVISIONS = Number(flags['engine-revisions']);
 const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'create', 'patch', 'engine'] as const;
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
-const SELECTED = new Set<string>(flags.scenarios ? flags.scenarios.split(',').map((s) => s.trim()) : ALL_SCENARIOS);
-for (const name of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(name)) throw new Error(`unknown scenario '${name}'\n${usage}`);
+/** Not per database: builds and deploys the sample agent with podman (bench/build.ts). */
+const BUILD_SCENARIO = 'build';
+const SELECTED = new Set<string>(flags.scenarios ? flags.scenarios.split(',').map((s) => s.trim()) : [...ALL_SCENARIOS, BUILD_SCENARIO]);
+for (const name of SELECTED) {
+  if (!(ALL_SCENARIOS as readonly string[]).includes(name) && name !== BUILD_SCENARIO) throw new Error(`unknown scenario '${name}'\n${usage}`);
+}
 
 const envUrl = process.env.DATABASE_URL?.trim();
 const POSTGRES_ADMIN_URL = envUrl && /^postgres(ql)?:\/\//.test(envUrl) ? envUrl : flags.postgres ? 'postgres://postgres@127.0.0.1:5432/postgres' : undefined;
-const DATABASES: ('sqlite' | 'postgres')[] = [
-  ...(flags['only-postgres'] ? [] : (['sqlite'] as const)),
-  ...(POSTGRES_ADMIN_URL ? (['postgres'] as const) : []),
-];
+const DATABASES: ('sqlite' | 'postgres')[] = [...(flags['only-postgres'] ? [] : (['sqlite'] as const)), ...(POSTGRES_ADMIN_URL ? (['postgres'] as const) : [])];
 if (DATABASES.length === 0) throw new Error('--only-postgres needs --postgres or a postgres DATABASE_URL');
 
 // ---------------------------------------------------------------------------- processes
@@ -143,7 +145,11 @@ async function runJson<T>(args: string[], env: NodeJS.ProcessEnv): Promise<T> {
   const code = await new Promise<number | null>((resolve) => child.process.once('exit', (c) => resolve(c)));
   const text = child.output.join('');
   if (code !== 0) throw new Error(`${args.join(' ')} exited with ${code}:\n${text.slice(-4000)}`);
-  const line = text.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  const line = text
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('{'));
   if (!line) throw new Error(`${args.join(' ')} printed no result:\n${text.slice(-4000)}`);
   return JSON.parse(line) as T;
 }
@@ -695,10 +701,16 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
       lines.push('');
     }
     const facts: string[] = [];
-    facts.push(`start to first 200 on /ok: ${run.startupEmptyMs.toFixed(0)} ms on an empty database (migrations included)` +
-      (run.startupSeededMs !== undefined ? `, ${run.startupSeededMs.toFixed(0)} ms at ${DEPLOYMENTS.toLocaleString('en')} deployments` : ''));
-    if (run.memory) facts.push(`server peak RSS (VmHWM) over the scenarios at ${DEPLOYMENTS.toLocaleString('en')} deployments: ${run.memory.hwmMb.toFixed(0)} MB`);
-    if (run.seedSeconds !== undefined) facts.push(`seeding ${DEPLOYMENTS.toLocaleString('en')} deployments (revision, 1–2 encrypted secrets, status event each) through the store layer: ${run.seedSeconds.toFixed(1)} s`);
+    facts.push(
+      `start to first 200 on /ok: ${run.startupEmptyMs.toFixed(0)} ms on an empty database (migrations included)` +
+        (run.startupSeededMs !== undefined ? `, ${run.startupSeededMs.toFixed(0)} ms at ${DEPLOYMENTS.toLocaleString('en')} deployments` : ''),
+    );
+    if (run.memory)
+      facts.push(`server peak RSS (VmHWM) over the scenarios at ${DEPLOYMENTS.toLocaleString('en')} deployments: ${run.memory.hwmMb.toFixed(0)} MB`);
+    if (run.seedSeconds !== undefined)
+      facts.push(
+        `seeding ${DEPLOYMENTS.toLocaleString('en')} deployments (revision, 1–2 encrypted secrets, status event each) through the store layer: ${run.seedSeconds.toFixed(1)} s`,
+      );
     for (const [name, seconds] of Object.entries(run.drains)) facts.push(`engine backlog left by ${name} drained in ${seconds.toFixed(1)} s`);
     if (run.engine) {
       const e = run.engine;
@@ -706,7 +718,9 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
         `engine (in-process runtime and fake builder, ${e.engineConcurrency} slots): ${e.revisions} revisions CREATING → terminal in ` +
           `${e.totalSeconds.toFixed(2)} s (created in ${e.createSeconds.toFixed(2)} s) = **${e.revisionsPerSecond.toFixed(0)} revisions/s**; ` +
           `final statuses of all ${e.revisions + e.paced.revisions} revisions (burst and paced): ` +
-          `${Object.entries(e.statuses).map(([s, n]) => `${s} ${n}`).join(', ')}`,
+          `${Object.entries(e.statuses)
+            .map(([s, n]) => `${s} ${n}`)
+            .join(', ')}`,
       );
       facts.push(
         `pick-up delay (first QUEUED event − created_at): **p50 ${e.pacedPickup.p50} ms, p99 ${e.pacedPickup.p99} ms** ` +
@@ -729,6 +743,37 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
     lines.push('');
   }
   return lines.join('\n');
+}
+
+/** The build scenario's section, with the targets of issue 10. */
+function buildReport(build: BuildResult): string {
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const row = (name: string, p: BuildResult['cold']) =>
+    `| ${name} | ${seconds(p.totalMs)} | ${seconds(p.gitMs)} | ${seconds(p.builderMs)} | ${seconds(p.runtimeMs)} | ${(p.overheadMs / 1000).toFixed(2)} s |`;
+  const target = (met: boolean, text: string) => `- **${met ? 'met' : 'not met'}**: ${text}`;
+  return [
+    '### Build from a code host (bench/build.ts)',
+    '',
+    `The sample LangGraph.js agent (test/fixtures/agents/echo-agent) from a git repository served by git http-backend, built with ${build.builder} ` +
+      'on the local base image and run with podman, by Berth compiled as `npm start` runs it. Cold: a fresh data directory (no npm cache) and a ' +
+      'package name no earlier build installed; warm: a commit changing only the graph. Total: from the create or PATCH to DEPLOYED. ' +
+      "Berth's overhead: total minus git, the builder and the container's start until /ok.",
+    '',
+    '| build | total | git | builder | container to /ok | Berth overhead |',
+    '|---|---|---|---|---|---|',
+    row('cold', build.cold),
+    row('warm', build.warm),
+    '',
+    'Targets (issue 10):',
+    '',
+    target(build.cold.totalMs < 60_000, `cold build under 60 s: ${seconds(build.cold.totalMs)}`),
+    target(build.warm.totalMs < 15_000, `warm build under 15 s: ${seconds(build.warm.totalMs)}`),
+    target(
+      Math.max(build.cold.overheadMs, build.warm.overheadMs) < 1000,
+      `Berth's overhead under 1 s: cold ${seconds(build.cold.overheadMs)}, warm ${seconds(build.warm.overheadMs)}`,
+    ),
+    '',
+  ].join('\n');
 }
 
 // ---------------------------------------------------------------------------- main
@@ -760,9 +805,17 @@ async function main(): Promise<void> {
 
   const encryptionKey = randomBytes(32).toString('hex');
   const runs: DatabaseRun[] = [];
-  for (const kind of DATABASES) runs.push(await runDatabase(kind, ceilings, encryptionKey));
+  const databaseScenarios = [...SELECTED].filter((name) => name !== BUILD_SCENARIO);
+  if (databaseScenarios.length > 0) for (const kind of DATABASES) runs.push(await runDatabase(kind, ceilings, encryptionKey));
+  let build: BuildResult | undefined;
+  if (SELECTED.has(BUILD_SCENARIO)) {
+    log('build: the sample agent from git to DEPLOYED, cold and warm');
+    await waitForQuiet([]);
+    build = await runJson<BuildResult>(['bench/build.ts'], process.env);
+    log(`build: cold ${(build.cold.totalMs / 1000).toFixed(1)} s, warm ${(build.warm.totalMs / 1000).toFixed(1)} s`);
+  }
 
-  const section = report(runs, ceilings, startedAt, (performance.now() - t0) / 1000);
+  const section = report(runs, ceilings, startedAt, (performance.now() - t0) / 1000) + (build ? buildReport(build) : '');
   process.stdout.write(`\n${section}\n`);
   if (!flags['no-write']) {
     const header =

@@ -11,22 +11,39 @@
  * Prints one JSON line: the workspace, how many were inserted, how long it took and a
  * sample of deployment ids spread over the whole set.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
 import { completeResourceSpec, completeRevisionConfig, newSourceConfig } from '../src/domain/deployment-config.js';
 import { loadEncryptionKey, Encryptor } from '../src/security/encryption.js';
-import { encryptSecrets } from '../src/services/deployment-records.js';
+import { canonicalJson } from '../src/domain/canonical-json.js';
+import { encryptSecretSet, secretSetDigest } from '../src/security/secret-sets.js';
 import { createTenancyService } from '../src/services/tenancy.js';
 import { openDatabase, type Db } from '../src/store/database.js';
-import type { DeploymentRow } from '../src/store/repositories/deployments.js';
-import type { RevisionRow, RevisionSecretRow } from '../src/store/repositories/revisions.js';
 import type { Database } from '../src/store/schema.js';
 
 export const TEAMS = [
-  'billing', 'search', 'support', 'growth', 'payments', 'infra', 'ml', 'data', 'mobile', 'web',
-  'security', 'ops', 'sales', 'marketing', 'finance', 'legal', 'people', 'platform', 'identity', 'catalog',
+  'billing',
+  'search',
+  'support',
+  'growth',
+  'payments',
+  'infra',
+  'ml',
+  'data',
+  'mobile',
+  'web',
+  'security',
+  'ops',
+  'sales',
+  'marketing',
+  'finance',
+  'legal',
+  'people',
+  'platform',
+  'identity',
+  'catalog',
 ];
 const WORDS = ['agent', 'assistant', 'router', 'planner', 'summarizer', 'classifier', 'retriever', 'triage', 'copilot', 'reviewer'];
 
@@ -48,6 +65,8 @@ export function seededName(i: number): string {
 export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, count: number, samples = 5000): Promise<SeedResult> {
   const started = performance.now();
   const sourceConfig = JSON.stringify(newSourceConfig('external_docker', {}));
+  const specText = canonicalJson(completeResourceSpec({ cpu: 0.5, memory_mb: 512 }));
+  const specDigest = createHash('sha256').update(specText).digest('hex');
   const yearMs = 365 * 24 * 3600_000;
   const firstAt = Date.now() - yearMs;
   const step = yearMs / count;
@@ -56,9 +75,11 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
 
   for (let from = 0; from < count; from += ROWS_PER_TRANSACTION) {
     const to = Math.min(count, from + ROWS_PER_TRANSACTION);
-    const deployments: DeploymentRow[] = [];
-    const revisions: RevisionRow[] = [];
-    const secrets: RevisionSecretRow[] = [];
+    const deployments: Database['deployments'][] = [];
+    const revisions: Database['revisions'][] = [];
+    const specs: Database['resource_specs'][] = [];
+    const sets: Database['secret_sets'][] = [];
+    const secrets: Database['secret_set_entries'][] = [];
     const events: Database['deployment_events'][] = [];
     for (let i = from; i < to; i++) {
       const name = seededName(i);
@@ -67,6 +88,8 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
       const finishedAt = new Date(firstAt + i * step + 40_000).toISOString();
       const deploymentId = randomUUID();
       const revisionId = randomUUID();
+      const specId = randomUUID();
+      const setId = randomUUID();
       // One in five ended without deploying, spread evenly over every team and word (a
       // status that followed the team would make some team searches match nothing).
       const failed = Math.floor(i / TEAMS.length) % 5 === 4;
@@ -82,6 +105,7 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
         source_config: sourceConfig,
         deployment_type: 'prod',
         listener_id: null,
+        integration_id: null,
         image_version: null,
         status: failed ? 'UNUSED' : 'READY',
         remote_reconciled: 0,
@@ -100,7 +124,8 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
         seq: 1,
         source: 'external_docker',
         source_revision_config: JSON.stringify(completeRevisionConfig('external_docker', { image_uri: image })),
-        resource_spec: JSON.stringify(completeResourceSpec({ cpu: 0.5, memory_mb: 512 })),
+        resource_spec_id: specId,
+        secret_set_id: setId,
         status: failed ? 'DEPLOY_FAILED' : 'DEPLOYED',
         status_message: failed ? 'GET /ok answered 503 instead of 200.' : null,
         remote_reconciled: 0,
@@ -112,7 +137,9 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
       });
       const given = [{ name: 'OPENAI_API_KEY', value: `sk-${randomBytes(24).toString('base64url')}` }];
       if (i % 2 === 0) given.push({ name: 'DATABASE_URL', value: `postgres://app:${randomBytes(12).toString('hex')}@db.internal/${team}` });
-      secrets.push(...encryptSecrets(encryptor, revisionId, given));
+      specs.push({ id: specId, deployment_id: deploymentId, digest: specDigest, spec: specText, created_at: createdAt });
+      sets.push({ id: setId, deployment_id: deploymentId, digest: secretSetDigest(encryptor, given), created_at: createdAt });
+      secrets.push(...encryptSecretSet(encryptor, setId, given));
       events.push({
         deployment_id: deploymentId,
         revision_id: revisionId,
@@ -127,8 +154,10 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
     await db.transaction().execute(async (trx) => {
       for (const [table, rows] of [
         ['deployments', deployments],
+        ['resource_specs', specs],
+        ['secret_sets', sets],
         ['revisions', revisions],
-        ['revision_secrets', secrets],
+        ['secret_set_entries', secrets],
         ['deployment_events', events],
       ] as const) {
         for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) {

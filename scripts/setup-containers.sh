@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs and configures the local container runtime Berth uses for image deployments
-# (podman + runc) and the tools its tests use (buildah, skopeo, busybox-static, docker-registry).
+# (podman + runc) and the tools its tests use (buildah, skopeo, busybox-static,
+# docker-registry, and openssh-server for git over ssh: its service is never started).
 #
 # Idempotent and non-interactive: safe to run repeatedly, as root in CI, with no stdin.
 # Writes only /etc/berth/containers.conf and /etc/berth/registries.conf, so it never
@@ -10,7 +11,7 @@ set -euo pipefail
 CONF_DIR=${BERTH_CONTAINERS_CONF_DIR:-/etc/berth}
 CONTAINERS_CONF_PATH="$CONF_DIR/containers.conf"
 REGISTRIES_CONF_PATH="$CONF_DIR/registries.conf"
-PACKAGES=(podman buildah skopeo runc busybox-static docker-registry)
+PACKAGES=(podman buildah skopeo runc busybox-static docker-registry openssh-server)
 
 log() { printf 'setup-containers: %s\n' "$*" >&2; }
 
@@ -54,12 +55,20 @@ else
     "${SUDO[@]}" apt-get update -q </dev/null >&2
   fi
   log "installing: ${missing[*]}"
+  # Packaged services (sshd, the registry) must not start: tests run their own on loopback.
+  made_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${SUDO[@]}" chmod 0755 /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
   if ! "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" "${missing[@]}" </dev/null >&2; then
     # Stale lists point at package versions the mirror no longer has: refresh once and retry.
     log "install failed; refreshing package lists and retrying"
     "${SUDO[@]}" apt-get update -q </dev/null >&2
     "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" "${missing[@]}" </dev/null >&2
   fi
+  [ "$made_policy" -eq 0 ] || "${SUDO[@]}" rm -f /usr/sbin/policy-rc.d
   # Debian's registry service uses a config that listens on every interface; Berth's tests run
   # their own registry on 127.0.0.1, so do not leave the packaged one running after we installed it.
   if [[ " ${missing[*]} " == *" docker-registry "* ]] && [ -d /run/systemd/system ]; then

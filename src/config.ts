@@ -1,5 +1,10 @@
+import net from 'node:net';
 import path from 'node:path';
-import { DEFAULT_LIMITS, type RequestLimits } from './http/limits.js';
+import type { Ajv, ErrorObject } from 'ajv';
+import envSchema from 'env-schema';
+import { BUILDERS, ENVIRONMENT, type Environment, isOn, RUNTIMES } from './environment.js';
+import { parseRegistryLocation, RegistryLocationError } from './registry/push-target.js';
+import type { RegistrySettings } from './registry/setup.js';
 
 /** Runtime configuration, read once from the environment and validated at boot. */
 export interface Config {
@@ -10,85 +15,233 @@ export interface Config {
   dataDir: string;
   bootstrapApiKey: string | undefined;
   encryptionKey: string | undefined;
+  /** BERTH_NEW_ENCRYPTION_KEY: only `berth rotate-encryption-key` reads it. */
+  newEncryptionKey: string | undefined;
   logLevel: string;
   limits: RequestLimits;
+  /** GET /metrics: a bearer token it requires, and the port `berth engine` serves it on. */
+  metrics: { token: string | undefined; enginePort: number | undefined };
+  /** Revisions kept per deployment; older finished ones are removed (never the active or the latest). */
+  revisionsKept: number;
+  /** BERTH_PUBLIC_URL: Berth's address as clients and code hosts reach it; else taken from each request. */
+  publicUrl: string | undefined;
+  codehost: {
+    /** BERTH_GIT_ALLOW_LOCAL: whether `git` integrations may name repositories on the Berth host. */
+    allowLocal: boolean;
+    /** BERTH_GIT_POLL_SECONDS: how often `git` integrations are asked for new commits (build on push); 0 is never. */
+    pollSeconds: number;
+  };
   engine: {
     /** Run the revision engine in this process (`BERTH_ENGINE=off` for API-only replicas). */
     enabled: boolean;
     runtime: ContainerRuntimeChoice;
     concurrency: number;
+    /** BERTH_CONTAINER_NETWORK: `bridge` (a port published on loopback) or `host` (the host's network). */
+    network: 'bridge' | 'host';
+  };
+  /** BERTH_REGISTRY and its token authentication: where built and pushed images live. */
+  registry: RegistrySettings | undefined;
+  /** Databases Berth creates per deployment, when these servers are configured. */
+  provisioning: {
+    /** BERTH_DEPLOYMENT_POSTGRES_URL: an admin connection (CREATEDB, CREATEROLE). */
+    postgresUrl?: string;
+    /** BERTH_DEPLOYMENT_REDIS_URL: an admin connection (ACL rights). */
+    redisUrl?: string;
+    /** BERTH_DEPLOYMENT_DATABASE_HOST: the host containers use to reach those servers, when not the URLs' own. */
+    containerHost?: string;
+  };
+  build: {
+    /** BERTH_BUILDER: which program builds images, or `none` to refuse code-host builds. */
+    builder: BuilderChoice;
+    /** BERTH_BASE_IMAGE_NODE / _PYTHON: replace the LangGraph CLI's base images (tagged as the CLI tags them). */
+    baseImages: { node?: string; python?: string };
   };
 }
 
-export type ContainerRuntimeChoice = 'auto' | 'podman' | 'docker' | 'none';
-const RUNTIMES: ContainerRuntimeChoice[] = ['auto', 'podman', 'docker', 'none'];
+export type ContainerRuntimeChoice = (typeof RUNTIMES)[number];
+export type BuilderChoice = (typeof BUILDERS)[number];
+
+/** What limits every request: see the variables of the same names in `environment.ts`. */
+export interface RequestLimits {
+  /** Requests per minute per API key (per client address without a key); 0 turns limiting off. */
+  rateLimitPerMinute: number;
+  /** Largest accepted request body; larger bodies get 413. */
+  bodyLimitBytes: number;
+  /** Time a client has to send a whole request (headers and body); slower ones get 408. */
+  requestTimeoutMs: number;
+  /** Time an answer may take to be written out to a client that reads slowly or not at all; then the connection closes. */
+  responseWriteTimeoutMs: number;
+  /**
+   * Proxies (addresses, CIDR ranges, or `loopback`, `linklocal`, `uniquelocal`) whose
+   * `X-Forwarded-For` names the client: the address that per-address limits count by.
+   * Empty: the connection's own address counts, and `X-Forwarded-For` is ignored.
+   */
+  trustedProxies: string[];
+}
 
 export class ConfigError extends Error {}
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
+/** Reads the environment through its schema, then derives the settings that combine variables. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
-  const port = parsePort(env.PORT ?? '8124', problems);
-  const host = env.HOST?.trim() || '127.0.0.1';
-  const dataDir = path.resolve(env.BERTH_DATA_DIR?.trim() || './data');
-  const logLevel = (env.LOG_LEVEL?.trim() || 'info').toLowerCase();
-  if (!LOG_LEVELS.includes(logLevel)) {
-    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got '${env.LOG_LEVEL}')`);
-  }
+  const vars = readEnvironment(env, problems);
+  if (!vars) throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  const dataDir = path.resolve(vars.BERTH_DATA_DIR);
 
   let database: Config['database'] = { kind: 'sqlite', file: path.join(dataDir, 'berth.sqlite') };
-  const url = env.DATABASE_URL?.trim();
-  if (url) {
-    if (/^postgres(ql)?:\/\//.test(url)) database = { kind: 'postgres', url };
-    else if (url.startsWith('sqlite:')) database = { kind: 'sqlite', file: path.resolve(url.slice('sqlite:'.length).replace(/^\/\//, '')) };
-    else problems.push("DATABASE_URL must start with 'postgres://', 'postgresql://' or 'sqlite:' (value not shown)");
-  }
-
-  const bootstrapApiKey = env.BERTH_BOOTSTRAP_API_KEY || undefined;
-  if (bootstrapApiKey !== undefined && bootstrapApiKey.length < 16) {
-    problems.push('BERTH_BOOTSTRAP_API_KEY must be at least 16 characters long');
-  }
-  const encryptionKey = env.BERTH_ENCRYPTION_KEY || undefined;
-
-  const engineSwitch = (env.BERTH_ENGINE?.trim() || 'on').toLowerCase();
-  if (!['on', 'off', 'true', 'false', '1', '0'].includes(engineSwitch)) problems.push(`BERTH_ENGINE must be 'on' or 'off' (got '${env.BERTH_ENGINE}')`);
-  const runtime = (env.BERTH_CONTAINER_RUNTIME?.trim() || 'auto').toLowerCase() as ContainerRuntimeChoice;
-  if (!RUNTIMES.includes(runtime)) problems.push(`BERTH_CONTAINER_RUNTIME must be one of ${RUNTIMES.join(', ')} (got '${env.BERTH_CONTAINER_RUNTIME}')`);
-  const concurrency = Number(env.BERTH_ENGINE_CONCURRENCY?.trim() || '4');
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
-    problems.push(`BERTH_ENGINE_CONCURRENCY must be an integer from 1 to 64 (got '${env.BERTH_ENGINE_CONCURRENCY}')`);
-  }
+  const url = vars.DATABASE_URL;
+  if (url?.startsWith('sqlite:')) database = { kind: 'sqlite', file: path.resolve(url.slice('sqlite:'.length).replace(/^\/\//, '')) };
+  else if (url) database = { kind: 'postgres', url };
 
   const limits: RequestLimits = {
-    rateLimitPerMinute: integerSetting(env, 'BERTH_RATE_LIMIT_PER_MINUTE', DEFAULT_LIMITS.rateLimitPerMinute, 0, problems),
-    bodyLimitBytes: integerSetting(env, 'BERTH_BODY_LIMIT_BYTES', DEFAULT_LIMITS.bodyLimitBytes, 1024, problems),
-    requestTimeoutMs: integerSetting(env, 'BERTH_REQUEST_TIMEOUT_MS', DEFAULT_LIMITS.requestTimeoutMs, 1000, problems),
+    rateLimitPerMinute: vars.BERTH_RATE_LIMIT_PER_MINUTE,
+    bodyLimitBytes: vars.BERTH_BODY_LIMIT_BYTES,
+    requestTimeoutMs: vars.BERTH_REQUEST_TIMEOUT_MS,
+    responseWriteTimeoutMs: vars.BERTH_RESPONSE_WRITE_TIMEOUT_MS,
+    trustedProxies: trustedProxies(vars.BERTH_TRUSTED_PROXIES, problems),
   };
+  const registry = registrySettings(vars, problems);
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
 
-  if (problems.length > 0) {
-    throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
-  }
-  const engine = { enabled: ['on', 'true', '1'].includes(engineSwitch), runtime, concurrency };
-  return { port, host, database, dataDir, bootstrapApiKey, encryptionKey, logLevel, limits, engine };
+  return {
+    port: vars.PORT,
+    host: vars.HOST,
+    database,
+    dataDir,
+    bootstrapApiKey: vars.BERTH_BOOTSTRAP_API_KEY,
+    encryptionKey: vars.BERTH_ENCRYPTION_KEY,
+    newEncryptionKey: vars.BERTH_NEW_ENCRYPTION_KEY,
+    logLevel: vars.LOG_LEVEL,
+    limits,
+    metrics: { token: vars.BERTH_METRICS_TOKEN, enginePort: vars.BERTH_ENGINE_METRICS_PORT },
+    revisionsKept: vars.BERTH_REVISIONS_KEPT,
+    publicUrl: vars.BERTH_PUBLIC_URL,
+    codehost: { allowLocal: isOn(vars.BERTH_GIT_ALLOW_LOCAL), pollSeconds: vars.BERTH_GIT_POLL_SECONDS },
+    engine: {
+      enabled: isOn(vars.BERTH_ENGINE),
+      runtime: vars.BERTH_CONTAINER_RUNTIME,
+      concurrency: vars.BERTH_ENGINE_CONCURRENCY,
+      network: vars.BERTH_CONTAINER_NETWORK,
+    },
+    build: {
+      builder: vars.BERTH_BUILDER,
+      baseImages: {
+        ...(vars.BERTH_BASE_IMAGE_NODE ? { node: vars.BERTH_BASE_IMAGE_NODE } : {}),
+        ...(vars.BERTH_BASE_IMAGE_PYTHON ? { python: vars.BERTH_BASE_IMAGE_PYTHON } : {}),
+      },
+    },
+    provisioning: {
+      ...(vars.BERTH_DEPLOYMENT_POSTGRES_URL ? { postgresUrl: vars.BERTH_DEPLOYMENT_POSTGRES_URL } : {}),
+      ...(vars.BERTH_DEPLOYMENT_REDIS_URL ? { redisUrl: vars.BERTH_DEPLOYMENT_REDIS_URL } : {}),
+      ...(vars.BERTH_DEPLOYMENT_DATABASE_HOST ? { containerHost: vars.BERTH_DEPLOYMENT_DATABASE_HOST } : {}),
+    },
+    registry,
+  };
 }
 
-function parsePort(raw: string, problems: string[]): number {
-  const port = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || port < 0 || port > 65535) {
-    problems.push(`PORT must be an integer between 0 and 65535 (got '${raw}')`);
-    return 0;
+/**
+ * The variables of `ENVIRONMENT`, validated, with defaults filled in. Empty values count as
+ * unset; values are trimmed (secrets excepted) and choices compared in lower case. Every
+ * problem is reported at once, naming the variable; secrets' values never appear.
+ */
+function readEnvironment(env: NodeJS.ProcessEnv, problems: string[]): Environment | undefined {
+  const properties = ENVIRONMENT.properties as unknown as Record<string, VariableSchema>;
+  const given: Record<string, string> = {};
+  for (const [name, schema] of Object.entries(properties)) {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === '') continue;
+    const value = schema.secret ? raw : raw.trim();
+    given[name] = schema.enum ? value.toLowerCase() : value;
   }
-  return port;
+  try {
+    return envSchema<Environment>({ schema: structuredClone(ENVIRONMENT), data: given, env: false, ajv: ENVIRONMENT_AJV });
+  } catch (error) {
+    const issues = (error as { errors?: ErrorObject[] }).errors;
+    if (!issues) throw error;
+    for (const issue of issues) {
+      const name = issue.instancePath.replace(/^\//, '');
+      const schema = properties[name];
+      const rule = schema ? ruleOf(schema) : (issue.message ?? 'is invalid');
+      problems.push(`${name} ${rule}${schema?.secret ? ' (value not shown)' : ` (got '${given[name]}')`}`);
+    }
+    return undefined;
+  }
 }
 
-function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, minimum: number, problems: string[]): number {
-  const raw = env[name]?.trim();
-  if (!raw) return fallback;
-  const value = Number(raw);
-  if (!/^\d+$/.test(raw) || value < minimum) {
-    problems.push(`${name} must be an integer of at least ${minimum} (got '${raw}')`);
-    return fallback;
-  }
-  return value;
+interface VariableSchema {
+  type?: string;
+  enum?: string[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  rule?: string;
+  secret?: boolean;
 }
+
+/** What a variable must be, in words, from its schema. */
+function ruleOf(schema: VariableSchema): string {
+  if (schema.enum) return `must be one of ${schema.enum.join(', ')}`;
+  if (schema.type === 'integer') {
+    return schema.maximum === undefined
+      ? `must be an integer of at least ${schema.minimum ?? 0}`
+      : `must be an integer from ${schema.minimum ?? 0} to ${schema.maximum}`;
+  }
+  if (schema.rule) return schema.rule;
+  return schema.minLength ? `must be at least ${schema.minLength} characters long` : 'is invalid';
+}
+
+/** env-schema's own Ajv options, knowing the annotations `ENVIRONMENT` carries. */
+const ENVIRONMENT_AJV = {
+  customOptions(ajv: Ajv) {
+    ajv.addVocabulary(['defaultText', 'secret', 'rule']);
+    return ajv;
+  },
+};
+
+function registrySettings(vars: Environment, problems: string[]): RegistrySettings | undefined {
+  const raw = vars.BERTH_REGISTRY;
+  if (!raw) return undefined;
+  let location;
+  try {
+    location = parseRegistryLocation(raw);
+  } catch (error) {
+    if (!(error instanceof RegistryLocationError)) throw error;
+    problems.push(error.message);
+    return undefined;
+  }
+  // A registry on this machine is usually plain HTTP; anywhere else it must have a valid certificate.
+  const local = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?$/.test(location.host);
+  const keyFile = vars.BERTH_REGISTRY_TOKEN_KEY_FILE;
+  const certFile = vars.BERTH_REGISTRY_TOKEN_CERT_FILE;
+  if (Boolean(keyFile) !== Boolean(certFile)) problems.push('BERTH_REGISTRY_TOKEN_KEY_FILE and BERTH_REGISTRY_TOKEN_CERT_FILE go together');
+  return {
+    location,
+    tlsVerify: vars.BERTH_REGISTRY_TLS_VERIFY === undefined ? !local : isOn(vars.BERTH_REGISTRY_TLS_VERIFY),
+    service: vars.BERTH_REGISTRY_SERVICE,
+    issuer: vars.BERTH_REGISTRY_TOKEN_ISSUER,
+    ...(keyFile && certFile ? { keyFile, certFile } : {}),
+  };
+}
+
+/** Names proxy-addr (Fastify's `trustProxy`) gives to the usual private ranges. */
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** `BERTH_TRUSTED_PROXIES`: comma-separated addresses, CIDR ranges or range names. */
+function trustedProxies(raw: string | undefined, problems: string[]): string[] {
+  const items = (raw ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  for (const item of items) {
+    const [address = '', prefix, ...rest] = item.split('/');
+    const family = net.isIP(address);
+    const prefixValid = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (!PROXY_RANGE_NAMES.includes(item) && (family === 0 || !prefixValid || rest.length > 0)) {
+      problems.push(`BERTH_TRUSTED_PROXIES must list IP addresses, CIDR ranges or ${PROXY_RANGE_NAMES.join(', ')}, separated by commas (got '${item}')`);
+    }
+  }
+  return items;
+}
+
+/** The limits of an unconfigured server (tests and tools build apps without a Config). */
+export const DEFAULT_LIMITS: RequestLimits = loadConfig({}).limits;

@@ -11,16 +11,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       base: { service: 'berth' },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: {
-        paths: [
-          'req.headers.authorization',
-          'req.headers["x-api-key"]',
-          '*.client_secret',
-          '*.secrets',
-          '*.value',
-          '*.key',
-          '*.apiKey',
-          '*.password',
-        ],
+        paths: ['req.headers.authorization', 'req.headers["x-api-key"]', '*.client_secret', '*.secrets', '*.value', '*.key', '*.apiKey', '*.password'],
         censor: '[redacted]',
       },
     },

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
+import { registerDockerfileCommand } from './build/dockerfile-command.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { registerOperationsCommands } from './operations/commands.js';
 import { startBerth, startEngineOnly } from './server.js';
 
 function configOrExit(): Config {
@@ -44,8 +46,7 @@ program
     const config = configOrExit();
     const logger = createLogger(config.logLevel);
     const berth = await startBerth(config, logger);
-    await berth.app.listen({ port: config.port, host: config.host });
-    logger.info({ database: config.database.kind, engine: config.engine.enabled }, 'berth is ready');
+    logger.info({ address: berth.address, database: config.database.kind, engine: config.engine.enabled }, 'berth is ready');
     stopOnSignals(logger, () => berth.close());
   });
 
@@ -59,6 +60,9 @@ program
     logger.info({ database: config.database.kind }, 'berth engine is running');
     stopOnSignals(logger, () => engine.close());
   });
+
+registerDockerfileCommand(program);
+registerOperationsCommands(program);
 
 program.parseAsync().catch((error) => {
   process.stderr.write(`berth failed to start: ${error instanceof Error ? error.message : String(error)}\n`);

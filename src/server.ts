@@ -2,17 +2,29 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config, ContainerRuntimeChoice } from './config.js';
+import type { Config } from './config.js';
+import type { Provisioners } from './engine/databases.js';
+import { PostgresProvisioner } from './provisioning/postgres.js';
+import { RedisProvisioner } from './provisioning/redis.js';
+import { deriveKey } from './security/derived-keys.js';
+import { openRegistry, type Registry } from './registry/setup.js';
+import { UploadStore } from './build/uploads.js';
+import { TokenSigner } from './security/signed-tokens.js';
 import type { EngineSettings } from './engine/context.js';
 import { LocalContainerRuntime } from './engine/drivers/local-container/index.js';
 import type { BuildDriver, RuntimeDriver } from './engine/drivers/types.js';
+import { LangGraphBuildDriver } from './engine/drivers/langgraph-build.js';
 import { NoRuntime, UnavailableBuildDriver } from './engine/drivers/unavailable.js';
 import { Engine } from './engine/engine.js';
 import { type EventBus, LocalEventBus, PostgresEventBus } from './events/bus.js';
 import { buildApp } from './http/app.js';
+import { serveEngineMetrics } from './observability/engine-metrics-server.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
+import { startGitPoller } from './services/git-poller.js';
+import { startUploadSweeper } from './engine/upload-sweeper.js';
 import { createServices, type Services } from './services/index.js';
 import { type Db, migrateToLatest, openDatabase } from './store/database.js';
+import { countRevisionsByStatus } from './store/repositories/revision-counts.js';
 
 /** Drivers and settings tests and benchmarks put in place of the configured ones. */
 export interface BerthOverrides {
@@ -23,6 +35,8 @@ export interface BerthOverrides {
 
 export interface Berth {
   app: FastifyInstance;
+  /** Where the API listens, e.g. `http://127.0.0.1:8124`. */
+  address: string;
   engine: Engine | undefined;
   db: Db;
   services: Services;
@@ -35,6 +49,12 @@ interface Core {
   bus: EventBus;
   encryptor: Encryptor;
   services: Services;
+  /** The encryption key, from which keys for other purposes are derived. */
+  masterKey: Buffer;
+  /** Berth's side of its image registry, when BERTH_REGISTRY is set. */
+  registry: Registry | undefined;
+  /** Uploaded project archives (`<data dir>/uploads`). */
+  uploadStore: UploadStore;
 }
 
 /** Opens the database, migrates it, loads the encryption key and connects the bus. */
@@ -49,7 +69,15 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
     }
     const bus = config.database.kind === 'postgres' ? await PostgresEventBus.connect(config.database.url) : new LocalEventBus();
     const encryptor = new Encryptor(key);
-    return { db, bus, encryptor, services: createServices({ db, encryptor, bus }) };
+    const registry = config.registry ? await openRegistry(config.registry, config.dataDir, key) : undefined;
+    if (registry)
+      logger.info(
+        { registry: config.registry?.location.host, bundle: registry.bundleFile },
+        'image registry: point its auth.token.rootcertbundle at the bundle',
+      );
+    const uploadStore = new UploadStore({ dir: path.join(config.dataDir, 'uploads'), signer: new TokenSigner(deriveKey(key, 'upload-url')) });
+    const services = createServices({ db, encryptor, bus }, { revisionsKept: config.revisionsKept, codehost: codehostOptions(config), uploadStore, registry });
+    return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };
   } catch (error) {
     await db.destroy();
     throw error;
@@ -57,39 +85,68 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
 }
 
 async function startEngine(core: Core, config: Config, logger: Logger, overrides: BerthOverrides): Promise<Engine> {
-  const runtime = overrides.runtime ?? runtimeFor(config.engine.runtime);
-  const builder = overrides.builder ?? new UnavailableBuildDriver();
+  const runtime = overrides.runtime ?? runtimeFor(config.engine);
+  const codehost = codehostOptions(config);
+  const builder = overrides.builder ?? builderFor(config, core.registry);
+  const provisioners = provisionersFor(config, core.masterKey);
   const engine = new Engine(
-    { db: core.db, bus: core.bus, encryptor: core.encryptor, runtime, builder, logger: logger.child({ component: 'engine' }) },
+    {
+      db: core.db,
+      bus: core.bus,
+      encryptor: core.encryptor,
+      runtime,
+      builder,
+      codehost,
+      provisioners,
+      uploads: core.uploadStore,
+      registry: core.registry,
+      logger: logger.child({ component: 'engine' }),
+    },
     { concurrency: config.engine.concurrency, ...overrides.engineSettings },
   );
   await engine.start();
+  const sweeper = startUploadSweeper(core.db, core.uploadStore, logger.child({ component: 'uploads' }));
+  engine.onStop(() => sweeper.stop());
+  if (config.codehost.pollSeconds > 0) {
+    const poller = startGitPoller(core.services.pushBuilds, config.codehost.pollSeconds, logger.child({ component: 'git-poller' }));
+    engine.onStop(() => poller.stop());
+  }
   const unavailable = await runtime.unavailableReason();
   logger.info({ runtime: runtime.name, worker: engine.settings.workerId, ...(unavailable ? { unavailable } : {}) }, 'engine started');
   return engine;
 }
 
-/** The API server, with the engine inside unless `BERTH_ENGINE=off`. */
+/**
+ * The API server, listening on the configured address, with the engine inside unless
+ * `BERTH_ENGINE=off`. The server listens before the engine starts: whatever the engine
+ * finds to do at start, health checks and clients are answered from the first moment.
+ */
 export async function startBerth(config: Config, logger: Logger, overrides: BerthOverrides = {}): Promise<Berth> {
   const core = await openCore(config, logger);
   let engine: Engine | undefined;
+  let app: FastifyInstance | undefined;
   try {
     await bootstrap(config, core.services, logger);
-    const app = await buildApp({ services: core.services, logger, limits: config.limits });
+    const metrics = { token: config.metrics?.token, revisionCounts: () => countRevisionsByStatus(core.db) };
+    app = await buildApp({ services: core.services, logger, limits: config.limits, publicUrl: config.publicUrl, registry: core.registry, metrics });
+    const address = await app.listen({ port: config.port, host: config.host });
     if (config.engine.enabled) engine = await startEngine(core, config, logger, overrides);
+    const listening = app;
     return {
       ...core,
-      app,
+      app: listening,
+      address,
       engine,
       async close() {
         await engine?.stop();
-        await app.close();
+        await listening.close();
         await core.bus.close();
         await core.db.destroy();
       },
     };
   } catch (error) {
     await engine?.stop();
+    await app?.close();
     await core.bus.close();
     await core.db.destroy();
     throw error;
@@ -99,19 +156,64 @@ export async function startBerth(config: Config, logger: Logger, overrides: Bert
 /** The engine alone (`berth engine`), to scale revision work out beside API replicas. */
 export async function startEngineOnly(config: Config, logger: Logger): Promise<{ close(): Promise<void> }> {
   const core = await openCore(config, logger);
+  const { enginePort, token } = config.metrics ?? {};
+  const metrics =
+    enginePort === undefined
+      ? undefined
+      : await serveEngineMetrics({ port: enginePort, host: config.host, token, revisionCounts: () => countRevisionsByStatus(core.db) }).catch(async (error) => {
+          await core.bus.close();
+          await core.db.destroy();
+          throw error;
+        });
+  if (metrics) logger.info({ address: metrics.address }, 'engine metrics served at /metrics');
   const engine = await startEngine(core, config, logger, {});
   return {
     async close() {
       await engine.stop();
+      await metrics?.close();
       await core.bus.close();
       await core.db.destroy();
     },
   };
 }
 
-function runtimeFor(choice: ContainerRuntimeChoice): RuntimeDriver {
+function codehostOptions(config: Config) {
+  return { allowLocal: config.codehost.allowLocal, knownHostsFile: path.join(config.dataDir, 'git', 'known_hosts') };
+}
+
+function builderFor(config: Config, registry: Registry | undefined): BuildDriver {
+  if (config.build.builder === 'none') return new UnavailableBuildDriver();
+  return new LangGraphBuildDriver({
+    dataDir: config.dataDir,
+    builder: config.build.builder,
+    baseImages: config.build.baseImages,
+    ...codehostOptions(config),
+    ...(registry
+      ? {
+          registry: {
+            host: registry.settings.location.host,
+            pathPrefix: registry.settings.location.pathPrefix,
+            tlsVerify: registry.settings.tlsVerify,
+            // Minted per push, for that repository alone.
+            pushCredentials: async (repository) => ({ username: 'oauth2accesstoken', password: await registry.pushCredential('berth-builder', repository) }),
+          },
+        }
+      : {}),
+  });
+}
+
+function runtimeFor(engine: Config['engine']): RuntimeDriver {
   // The deploy step's own timeout (per deployment) bounds the health wait, not the driver's.
-  return choice === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: choice, healthTimeoutMs: null });
+  return engine.runtime === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: engine.runtime, healthTimeoutMs: null, network: engine.network });
+}
+
+function provisionersFor(config: Config, masterKey: Buffer): Provisioners {
+  const { postgresUrl, redisUrl, containerHost } = config.provisioning;
+  const passwordKey = deriveKey(masterKey, 'deployment-database-passwords');
+  return {
+    ...(postgresUrl ? { postgres: new PostgresProvisioner({ adminUrl: postgresUrl, passwordKey, ...(containerHost ? { containerHost } : {}) }) } : {}),
+    ...(redisUrl ? { redis: new RedisProvisioner({ adminUrl: redisUrl, passwordKey, ...(containerHost ? { containerHost } : {}) }) } : {}),
+  };
 }
 
 async function bootstrap(config: Config, services: Services, logger: Logger): Promise<void> {

@@ -41,11 +41,7 @@ function assertLimited(res: ApiResponse, what: string): void {
 }
 
 /** Writes raw bytes on a socket and returns everything the server answers until it closes. */
-function rawExchange(
-  url: string,
-  write: (socket: net.Socket) => Promise<void> | void,
-  timeoutMs = 15_000,
-): Promise<{ answer: string; elapsedMs: number }> {
+function rawExchange(url: string, write: (socket: net.Socket) => Promise<void> | void, timeoutMs = 15_000): Promise<{ answer: string; elapsedMs: number }> {
   const { port } = new URL(url);
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -57,7 +53,9 @@ function rawExchange(
       data += chunk.toString();
     });
     socket.on('close', () => resolve({ answer: data, elapsedMs: Date.now() - started }));
-    socket.on('error', (error) => ((error as NodeJS.ErrnoException).code === 'ECONNRESET' || (error as NodeJS.ErrnoException).code === 'EPIPE' ? undefined : reject(error)));
+    socket.on('error', (error) =>
+      (error as NodeJS.ErrnoException).code === 'ECONNRESET' || (error as NodeJS.ErrnoException).code === 'EPIPE' ? undefined : reject(error),
+    );
     setTimeout(() => {
       socket.destroy();
       reject(new Error(`the server kept the connection open for ${timeoutMs} ms; got: ${data.slice(0, 200)}`));
@@ -99,7 +97,12 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
       const key = await freshKey(server);
       for (let i = 0; i < RATE; i += 1) await get(server, '/v2/deployments', { 'x-api-key': key });
       const api = client(server.url, { key });
-      assertLimited(await api('POST', '/v2/deployments', { body: { name: 'limited', source: 'external_docker', source_config: null, source_revision_config: { image_uri: 'x:1' }, secrets: [] } }), 'valid create');
+      assertLimited(
+        await api('POST', '/v2/deployments', {
+          body: { name: 'limited', source: 'external_docker', source_config: null, source_revision_config: { image_uri: 'x:1' }, secrets: [] },
+        }),
+        'valid create',
+      );
       assertLimited(await api('POST', '/v2/deployments', { rawBody: '{"name": ' }), 'malformed JSON');
       assertLimited(await api('PATCH', `/v2/deployments/${randomUUID()}`, { body: { secrets: 'nope' } }), 'invalid PATCH');
       assertLimited(await api('GET', '/v2/deployments/not-a-uuid'), 'invalid path id');
@@ -120,7 +123,7 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
       assert.equal((await get(server, '/v2/deployments', { authorization: `Bearer ${second}` })).status, 200, 'another bearer key has its own budget');
     });
 
-    test("no header trick gives a key more than its budget", async () => {
+    test('no header trick gives a key more than its budget', async () => {
       const key = await freshKey(server);
       for (let i = 0; i < RATE; i += 1) await get(server, '/v2/deployments', { 'x-api-key': key });
       assertLimited(await get(server, '/v2/deployments', { 'x-api-key': key }), 'over budget');
@@ -133,7 +136,10 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
   describe('rate limiting of clients without a valid key', () => {
     let anonymousServer: TestServer;
     before(async () => {
-      anonymousServer = await startTestServer('sqlite', { engine: false, limits: { rateLimitPerMinute: RATE, bodyLimitBytes: BODY_LIMIT, requestTimeoutMs: TIMEOUT_MS } });
+      anonymousServer = await startTestServer('sqlite', {
+        engine: false,
+        limits: { rateLimitPerMinute: RATE, bodyLimitBytes: BODY_LIMIT, requestTimeoutMs: TIMEOUT_MS },
+      });
     });
     after(async () => anonymousServer?.close());
 
@@ -148,7 +154,8 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
 
     test('guessing keys is limited: a different wrong key on every request still runs out of budget', async () => {
       const statuses: number[] = [];
-      for (let i = 0; i < RATE * 4; i += 1) statuses.push((await get(anonymousServer, '/v2/deployments', { 'x-api-key': `berth_guess_${randomUUID()}` })).status);
+      for (let i = 0; i < RATE * 4; i += 1)
+        statuses.push((await get(anonymousServer, '/v2/deployments', { 'x-api-key': `berth_guess_${randomUUID()}` })).status);
       assert.ok(
         statuses.includes(429),
         `${statuses.length} guesses from one address, none limited (statuses: ${[...new Set(statuses)].join(', ')}); ` +
@@ -199,7 +206,9 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
     test('an oversize body without Content-Length (chunked) is 413 too, and an announced oversize body is refused before it is sent', async () => {
       const key = await freshKey(server);
       const chunked = await rawExchange(server.url, async (socket) => {
-        socket.write(`POST /api-host/v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`);
+        socket.write(
+          `POST /api-host/v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+        );
         for (let i = 0; i < 8; i += 1) {
           const chunk = `{"name":"${'x'.repeat(1000)}"`.slice(0, 1000);
           socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
@@ -212,7 +221,9 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
       assert.equal(errorFormProblem(parsed.status, parsed.contentType, parsed.body), undefined);
 
       const announced = await rawExchange(server.url, (socket) => {
-        socket.write(`POST /v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${100 * 1024 * 1024}\r\nConnection: close\r\n\r\n{"na`);
+        socket.write(
+          `POST /v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${100 * 1024 * 1024}\r\nConnection: close\r\n\r\n{"na`,
+        );
       });
       assert.equal(statusOf(announced.answer), 413, announced.answer.slice(0, 300));
       assert.ok(announced.elapsedMs < TIMEOUT_MS, `refused at once (${announced.elapsedMs} ms), not at the request timeout`);
@@ -223,7 +234,10 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
     test('an oversize body of another content type is refused in the API error form', async () => {
       const key = await freshKey(server);
       for (const contentType of ['text/plain', 'application/octet-stream', 'application/x-www-form-urlencoded']) {
-        const res = await client(server.url, { key })('POST', '/v1/workspaces', { rawBody: 'x'.repeat(BODY_LIMIT * 2), headers: { 'content-type': contentType } });
+        const res = await client(server.url, { key })('POST', '/v1/workspaces', {
+          rawBody: 'x'.repeat(BODY_LIMIT * 2),
+          headers: { 'content-type': contentType },
+        });
         assert.ok(res.status === 413 || res.status === 415, `${contentType}: ${res.status}`);
         assertErrorForm(res, contentType);
       }
@@ -235,7 +249,9 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
       const key = await freshKey(server);
       const body = '{"name":"slow-body"}';
       const slow = rawExchange(server.url, async (socket) => {
-        socket.write(`POST /api-host/v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+        socket.write(
+          `POST /api-host/v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+        );
         for (const char of body) {
           if (socket.destroyed) return;
           socket.write(char);
@@ -252,7 +268,10 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
       assert.equal(statusOf(answer), 408, answer.slice(0, 200));
       assert.ok(elapsedMs < TIMEOUT_MS + 2500, `cut off after ${elapsedMs} ms`);
       const workspaces = await client(server.url, { key })('GET', '/v1/workspaces');
-      assert.ok(workspaces.body.every((w: { name: string }) => w.name !== 'slow-body'), 'the slow request created nothing');
+      assert.ok(
+        workspaces.body.every((w: { name: string }) => w.name !== 'slow-body'),
+        'the slow request created nothing',
+      );
     });
 
     test('a client that never finishes its headers gets 408 and is disconnected', async () => {

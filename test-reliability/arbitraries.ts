@@ -48,9 +48,6 @@ export const HOSTILE_STRINGS = [
   '9'.repeat(400),
 ];
 
-/** Header values must be visible ASCII (a client cannot send the rest). */
-export const HEADER_SAFE = HOSTILE_STRINGS.filter((s) => /^[\x20-\x7e]*$/.test(s));
-
 /** Fields whose values are secrets: generated values carry the marker, so echoes can be found. */
 const SECRET_FIELDS = new Set(['value', 'client_secret']);
 
@@ -61,8 +58,13 @@ function stringFor(schema: JsonSchema): fc.Arbitrary<string> {
   const min = schema.minLength ?? 0;
   const max = schema.maxLength ?? 64;
   const fits = (s: string) => s.length >= min && s.length <= max;
-  if (schema.format === 'uuid') return fc.oneof(fc.uuid(), fc.uuid().map((u) => u.toUpperCase()));
-  if (schema.format === 'date-time') return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
+  if (schema.format === 'uuid')
+    return fc.oneof(
+      fc.uuid(),
+      fc.uuid().map((u) => u.toUpperCase()),
+    );
+  if (schema.format === 'date-time')
+    return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
   if (schema.format === 'uri') return fc.webUrl().filter((u) => /^https?:\/\//.test(u) && fits(u));
   if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern)).filter(fits);
   return fc.oneof(
@@ -112,7 +114,9 @@ export function valueFor(schema: JsonSchema | undefined, key?: string): fc.Arbit
       const pattern = schema.patternProperties ? (Object.values(schema.patternProperties)[0] as JsonSchema) : undefined;
       const extra =
         pattern || schema.additionalProperties
-          ? fc.dictionary(fc.string({ maxLength: 12 }), valueFor(pattern ?? (schema.additionalProperties === true ? {} : schema.additionalProperties)), { maxKeys: 3 })
+          ? fc.dictionary(fc.string({ maxLength: 12 }), valueFor(pattern ?? (schema.additionalProperties === true ? {} : schema.additionalProperties)), {
+              maxKeys: 3,
+            })
           : fc.constant({});
       return fc.tuple(record, extra).map(([known, more]) => ({ ...more, ...known }));
     }
@@ -120,4 +124,3 @@ export function valueFor(schema: JsonSchema | undefined, key?: string): fc.Arbit
       return fc.jsonValue({ maxDepth: 2 });
   }
 }
-

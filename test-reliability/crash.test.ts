@@ -13,7 +13,7 @@ import { after, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { isTerminal, IN_PROGRESS_STATUSES } from '../src/domain/revision-status.js';
 import { loadEncryptionKey, parseEncryptionKey, Encryptor } from '../src/security/encryption.js';
-import { secretContext } from '../src/services/deployment-records.js';
+import { decryptSecretSet } from '../src/security/secret-sets.js';
 import { type Client, client } from '../test/support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../test/support/process.js';
 import { createPostgresDatabase, postgresUnavailable } from '../test/support/server.js';
@@ -50,7 +50,8 @@ interface Ack {
 }
 
 const sameSecretSet = (a: Secret[], b: Secret[]) =>
-  a.length === b.length && JSON.stringify([...a].sort((x, y) => x.name.localeCompare(y.name))) === JSON.stringify([...b].sort((x, y) => x.name.localeCompare(y.name)));
+  a.length === b.length &&
+  JSON.stringify([...a].sort((x, y) => x.name.localeCompare(y.name))) === JSON.stringify([...b].sort((x, y) => x.name.localeCompare(y.name)));
 
 describe('crash safety: SIGKILL at random points under concurrent creates and PATCHes', () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -191,7 +192,7 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
       /** Pages through a list endpoint. */
       async function listAll<T>(api: Client, pathAndQuery: string): Promise<T[]> {
         const items: T[] = [];
-        for (let offset = 0; ; ) {
+        for (let offset = 0; ;) {
           const sep = pathAndQuery.includes('?') ? '&' : '?';
           const res = await api('GET', `${pathAndQuery}${sep}limit=100&offset=${offset}`);
           assert.equal(res.status, 200, `GET ${pathAndQuery}: ${res.text.slice(0, 300)}`);
@@ -291,13 +292,16 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
       try {
         if (kind === 'sqlite') {
           const integrity = await sql<{ integrity_check: string }>`pragma integrity_check`.execute(db);
-          assert.deepEqual(integrity.rows.map((r) => r.integrity_check), ['ok']);
+          assert.deepEqual(
+            integrity.rows.map((r) => r.integrity_check),
+            ['ok'],
+          );
           const orphans = await sql`pragma foreign_key_check`.execute(db);
           assert.deepEqual(orphans.rows, [], 'rows whose parent is missing');
         }
         const rows = await db.selectFrom('deployments').select(['id', 'name', 'latest_revision_id', 'revision_count']).execute();
-        const revisions = await db.selectFrom('revisions').select(['id', 'deployment_id', 'seq', 'status']).execute();
-        const secretRows = await db.selectFrom('revision_secrets').selectAll().execute();
+        const revisions = await db.selectFrom('revisions').select(['id', 'deployment_id', 'seq', 'status', 'secret_set_id']).execute();
+        const secretRows = await db.selectFrom('secret_set_entries').selectAll().orderBy('set_id').orderBy('position').execute();
         const deploymentById = new Map(rows.map((d) => [d.id, d]));
         const revisionById = new Map(revisions.map((r) => [r.id, r]));
 
@@ -321,11 +325,14 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
         }
 
         // Every revision's secrets, decrypted, are exactly those its request carried.
-        const secretsByRevision = new Map<string, Secret[]>();
+        const secretsBySet = new Map<string, Secret[]>();
         for (const row of secretRows) {
-          const value = encryptor.decrypt(row.value_encrypted, secretContext(row.revision_id, row.name));
-          secretsByRevision.set(row.revision_id, [...(secretsByRevision.get(row.revision_id) ?? []), { name: row.name, value }]);
+          const [secret] = decryptSecretSet(encryptor, [row]) as [Secret];
+          secretsBySet.set(row.set_id, [...(secretsBySet.get(row.set_id) ?? []), secret]);
         }
+        const secretsByRevision = new Map<string, Secret[]>(
+          revisions.flatMap((r) => (r.secret_set_id ? [[r.id, secretsBySet.get(r.secret_set_id) ?? []] as [string, Secret[]]] : [])),
+        );
         const revisionOfRequest = new Map<string, string>();
         for (const r of revisions) {
           const secrets = secretsByRevision.get(r.id) ?? [];
@@ -347,7 +354,7 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
         for (const ack of acks) {
           assert.equal(revisionOfRequest.get(ack.reqId), ack.revisionId, `acknowledged request ${ack.reqId}: its revision does not carry its secrets`);
           const sent = attempts.get(ack.reqId) as Attempt;
-          assert.equal(secretsByRevision.get(ack.revisionId)?.length, sent.secrets.length, `revision ${ack.revisionId}: revision_secrets rows`);
+          assert.equal(secretsByRevision.get(ack.revisionId)?.length, sent.secrets.length, `revision ${ack.revisionId}: stored secrets`);
         }
         // No secret value (nor the API key) reached the output of any of the processes.
         const output = outputs.map((lines) => lines.join('')).join('');

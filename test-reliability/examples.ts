@@ -22,7 +22,15 @@ const logQuery = () => ({
   end_time: '2100-01-01T00:00:00Z',
 });
 
+/** A real repository the example integrations list (set by the suite that needs one). */
+export const exampleRepository = { path: '/nonexistent/acme/agent.git' };
+
 export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
+  'POST /v1/integrations/codehost': () => ({
+    provider: 'git',
+    name: `integration-${unique()}`,
+    git: { repositories: [exampleRepository.path], username: 'berth', password: secretValue() },
+  }),
   'POST /v2/deployments': () => ({
     name: `ex-${unique()}`,
     source: 'external_docker',

@@ -17,11 +17,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { DEFAULT_LIMITS } from '../src/http/limits.js';
+import { DEFAULT_LIMITS } from '../src/config.js';
+import { createRepository, type TempDir, tempDir } from '../test/support/git-repos.js';
 import { client } from '../test/support/http.js';
 import { postgresUnavailable, startTestServer, type TestServer } from '../test/support/server.js';
 import { HOSTILE_STRINGS, valueFor } from './arbitraries.js';
-import { EXAMPLE_BODIES, SECRET_MARKER } from './examples.js';
+import { EXAMPLE_BODIES, exampleRepository, SECRET_MARKER } from './examples.js';
 import {
   type Db,
   errorFormProblem,
@@ -327,7 +328,8 @@ class Hunt {
       seen.routes.add(`${probe.method} ${probe.route}`);
       return;
     }
-    const short = (s: string | undefined, n: number) => (s === undefined ? '(none)' : s.length > n ? `${JSON.stringify(s.slice(0, n))}… (${s.length} chars)` : JSON.stringify(s));
+    const short = (s: string | undefined, n: number) =>
+      s === undefined ? '(none)' : s.length > n ? `${JSON.stringify(s.slice(0, n))}… (${s.length} chars)` : JSON.stringify(s);
     this.problems.set(signature, {
       count: 1,
       routes: new Set([`${probe.method} ${probe.route}`]),
@@ -348,7 +350,8 @@ class Hunt {
   /** Fails the test with every distinct problem found so far, then starts a fresh list. */
   assertClean(what: string): void {
     const found = [...this.problems.entries()].map(
-      ([signature, p]) => `${signature}\n  ${p.count} requests, on ${[...p.routes].slice(0, 40).join(', ')}${p.routes.size > 40 ? ` and ${p.routes.size - 40} more routes` : ''}\n${p.example}`,
+      ([signature, p]) =>
+        `${signature}\n  ${p.count} requests, on ${[...p.routes].slice(0, 40).join(', ')}${p.routes.size > 40 ? ` and ${p.routes.size - 40} more routes` : ''}\n${p.example}`,
     );
     this.problems.clear();
     assert.equal(found.length, 0, `${what}: ${found.length} distinct problems\n\n${found.join('\n\n')}`);
@@ -369,6 +372,7 @@ for (const kind of DATABASES) {
     let operations: Operation[];
     const fixtures: Record<string, string> = {};
     const seed = runSeed();
+    let repositories: TempDir | undefined;
 
     before(async () => {
       // No engine: nothing but requests may change the database. No rate limit: thousands of requests.
@@ -380,8 +384,14 @@ for (const kind of DATABASES) {
       assert.equal(deployment.status, 201, deployment.text);
       const listener = await api('POST', '/v2/listeners', { body: (EXAMPLE_BODIES['POST /v2/listeners'] as () => unknown)() });
       assert.equal(listener.status, 201, listener.text);
-      const provider = await api('POST', '/v2/auth/providers', { body: { ...(EXAMPLE_BODIES['POST /v2/auth/providers'] as () => object)(), provider_id: 'hostile-provider' } });
+      const provider = await api('POST', '/v2/auth/providers', {
+        body: { ...(EXAMPLE_BODIES['POST /v2/auth/providers'] as () => object)(), provider_id: 'hostile-provider' },
+      });
       assert.equal(provider.status, 200, provider.text);
+      repositories = await tempDir('berth-hostile-');
+      exampleRepository.path = (await createRepository(repositories.path)).bare;
+      const integration = await api('POST', '/v1/integrations/codehost', { body: (EXAMPLE_BODIES['POST /v1/integrations/codehost'] as () => unknown)() });
+      assert.equal(integration.status, 201, integration.text);
       // The snapshot sees a write (so "unchanged" below means something).
       const before = await snapshot(server.berth.db);
       assert.equal((await api('PATCH', `/v2/deployments/${deployment.body.id}`, { body: { display_name: 'seen' } })).status, 200);
@@ -391,12 +401,14 @@ for (const kind of DATABASES) {
         revision_id: deployment.body.latest_revision_id,
         listener_id: listener.body.id,
         provider_id: 'hostile-provider',
+        integration_id: integration.body.id,
       });
     });
     after(async () => {
       const statuses = [...(hunt?.statuses ?? new Map<number, number>()).entries()].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`);
       process.stdout.write(`# hostile input [${kind}]: ${hunt?.requests ?? 0} requests (${statuses.join(' ')}), seed ${seed}\n`);
       await server?.close();
+      await repositories?.remove();
     });
 
     /** Real ids of this workspace, except for DELETE, which must not remove the fixtures. */
@@ -427,26 +439,67 @@ for (const kind of DATABASES) {
           await hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix), body: damage(serialize(bodyFor(op))), label: `raw damage #${i}` });
         }
         for (const contentType of CONTENT_TYPES) {
-          await hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix), headers: { 'content-type': contentType }, body: serialize(bodyFor(op)), label: `content-type ${contentType}` });
+          await hunt.send({
+            method: op.method,
+            route: op.path,
+            path: pathFor(op, prefix),
+            headers: { 'content-type': contentType },
+            body: serialize(bodyFor(op)),
+            label: `content-type ${contentType}`,
+          });
         }
         // A body without any content type, and the body limit exactly and one byte past it.
-        await hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix), headers: { 'content-type': '' }, body: valid, label: 'no content-type' });
-        const exact = await hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix), body: valid + ' '.repeat(BODY_LIMIT - Buffer.byteLength(valid)), label: 'body exactly at the limit' });
+        await hunt.send({
+          method: op.method,
+          route: op.path,
+          path: pathFor(op, prefix),
+          headers: { 'content-type': '' },
+          body: valid,
+          label: 'no content-type',
+        });
+        const exact = await hunt.send({
+          method: op.method,
+          route: op.path,
+          path: pathFor(op, prefix),
+          body: valid + ' '.repeat(BODY_LIMIT - Buffer.byteLength(valid)),
+          label: 'body exactly at the limit',
+        });
         if (exact?.status === 413) hunt.note(`413 at the limit`, `${op.method} ${op.path}: a body of exactly ${BODY_LIMIT} bytes answered 413`);
-        const over = await hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix), body: valid + ' '.repeat(BODY_LIMIT + 1 - Buffer.byteLength(valid)), label: 'body one byte over the limit' });
+        const over = await hunt.send({
+          method: op.method,
+          route: op.path,
+          path: pathFor(op, prefix),
+          body: valid + ' '.repeat(BODY_LIMIT + 1 - Buffer.byteLength(valid)),
+          label: 'body one byte over the limit',
+        });
         if (over && over.status !== 413) hunt.note(`no 413 over the limit`, `${op.method} ${op.path}: a body one byte over the limit answered ${over.status}`);
       }
       hunt.assertClean('raw bodies');
     });
 
     test('every field of a valid body: hostile strings and wrong types', async () => {
-      const values: unknown[] = ['a\u0000b', '\ud800x', "x'; DROP TABLE deployments; --", '$(touch /tmp/berth-pwned)`id`', '\u0001\u001b[31m\r\nX: y\u202e', 'x'.repeat(70_000), 0, {}];
+      const values: unknown[] = [
+        'a\u0000b',
+        '\ud800x',
+        "x'; DROP TABLE deployments; --",
+        '$(touch /tmp/berth-pwned)`id`',
+        '\u0001\u001b[31m\r\nX: y\u202e',
+        'x'.repeat(70_000),
+        0,
+        {},
+      ];
       for (const op of operations.filter((o) => o.body)) {
         const paths = leafPaths(bodyFor(op)).filter((p) => p.length > 0);
         for (const path of paths) {
           for (const value of values) {
             const body = setAt(bodyFor(op), path, value);
-            await hunt.send({ method: op.method, route: op.path, path: pathFor(op, PREFIXES[paths.indexOf(path) % 2]), body: serialize(body), label: `${JSON.stringify(path)} = ${JSON.stringify(value)?.slice(0, 30)}` });
+            await hunt.send({
+              method: op.method,
+              route: op.path,
+              path: pathFor(op, PREFIXES[paths.indexOf(path) % 2]),
+              body: serialize(body),
+              label: `${JSON.stringify(path)} = ${JSON.stringify(value)?.slice(0, 30)}`,
+            });
           }
         }
       }
@@ -490,7 +543,23 @@ for (const kind of DATABASES) {
 
     test('every operation: hostile query strings and headers', async () => {
       const queryValues = [
-        "'; DROP TABLE deployments; --", '%', '_', '\\', 'a\u0000b', '\u0001\u001b[31m\r\n', '漢字🦀', '\ud800', 'x'.repeat(10_000), '', '-1', '1e20', '1e309', 'Infinity', '__proto__', 'true', '[]',
+        "'; DROP TABLE deployments; --",
+        '%',
+        '_',
+        '\\',
+        'a\u0000b',
+        '\u0001\u001b[31m\r\n',
+        '漢字🦀',
+        '\ud800',
+        'x'.repeat(10_000),
+        '',
+        '-1',
+        '1e20',
+        '1e309',
+        'Infinity',
+        '__proto__',
+        'true',
+        '[]',
       ];
       const headerCases: [string, string[]][] = [
         ['x-tenant-id', ["'; DROP TABLE workspaces; --", '../../etc/passwd', '%00', '$(id)', '', ' ', randomUUID(), fixtures.deployment_id as string]],
@@ -527,13 +596,22 @@ for (const kind of DATABASES) {
       const arb = fc
         .record({ op: fc.constantFrom(...withBody), prefix: fc.constantFrom(...PREFIXES), fromExample: fc.boolean(), mutation: mutationArb, pick: fc.nat() })
         .chain((r) =>
-          (r.fromExample && EXAMPLE_BODIES[`${r.op.method} ${r.op.path}`] ? fc.constant(null).map(() => bodyFor(r.op)) : valueFor(r.op.body)).map((body) => ({ ...r, body })),
+          (r.fromExample && EXAMPLE_BODIES[`${r.op.method} ${r.op.path}`] ? fc.constant(null).map(() => bodyFor(r.op)) : valueFor(r.op.body)).map((body) => ({
+            ...r,
+            body,
+          })),
         );
       await fc.assert(
         fc.asyncProperty(arb, async ({ op, prefix, mutation, pick, body }) => {
           const paths = leafPaths(body);
           const path = paths[pick % paths.length] as Path;
-          await hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix), body: mutatedText(body, path, mutation), label: `mutation ${mutation.kind}` });
+          await hunt.send({
+            method: op.method,
+            route: op.path,
+            path: pathFor(op, prefix),
+            body: mutatedText(body, path, mutation),
+            label: `mutation ${mutation.kind}`,
+          });
         }),
         { numRuns: NUM_RUNS, seed },
       );
@@ -571,7 +649,14 @@ for (const kind of DATABASES) {
             return [`${param.name}=${raw ? text.replace(/[^\x21-\x7e]|[#&%]/g, encodeURIComponentSafe) : encodeURIComponentSafe(text)}`];
           });
           if (extra) parts.push(extra);
-          await hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix), query: parts.join('&'), body: op.body ? serialize(bodyFor(op)) : undefined, label: 'generated query' });
+          await hunt.send({
+            method: op.method,
+            route: op.path,
+            path: pathFor(op, prefix),
+            query: parts.join('&'),
+            body: op.body ? serialize(bodyFor(op)) : undefined,
+            label: 'generated query',
+          });
         }),
         { numRuns: NUM_RUNS, seed },
       );
@@ -587,9 +672,11 @@ for (const kind of DATABASES) {
         fc.constantFrom(...HOSTILE_STRINGS.filter((s) => s !== '')).map(encodeURIComponentSafe),
         fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,20}$/),
       );
-      const arb = fc.constantFrom(...withParams).chain((op) =>
-        fc.record({ op: fc.constant(op), prefix: fc.constantFrom(...PREFIXES), values: fc.tuple(...op.pathParams.map(() => fc.option(segment))) }),
-      );
+      const arb = fc
+        .constantFrom(...withParams)
+        .chain((op) =>
+          fc.record({ op: fc.constant(op), prefix: fc.constantFrom(...PREFIXES), values: fc.tuple(...op.pathParams.map(() => fc.option(segment))) }),
+        );
       await fc.assert(
         fc.asyncProperty(arb, async ({ op, prefix, values }) => {
           const override: Record<string, string> = {};
@@ -597,7 +684,13 @@ for (const kind of DATABASES) {
             const value = values[i];
             if (value !== null && value !== undefined) override[name] = value;
           });
-          await hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix, override), body: op.body ? serialize(bodyFor(op)) : undefined, label: 'generated path' });
+          await hunt.send({
+            method: op.method,
+            route: op.path,
+            path: pathFor(op, prefix, override),
+            body: op.body ? serialize(bodyFor(op)) : undefined,
+            label: 'generated path',
+          });
         }),
         { numRuns: NUM_RUNS, seed },
       );
@@ -609,7 +702,11 @@ for (const kind of DATABASES) {
 /** What kind of answer it was, with ids and numbers taken out, to group alike failures. */
 function answerClass(res: RawResponse | undefined, detail: string): string {
   if (!res) return detail.slice(0, 80);
-  if (res.status >= 500) return detail.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>').replace(/\d+/g, 'N').slice(0, 120);
+  if (res.status >= 500)
+    return detail
+      .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>')
+      .replace(/\d+/g, 'N')
+      .slice(0, 120);
   const code = /"code":"(FST_[A-Z_]+)"/.exec(res.text)?.[1];
   if (code) return code;
   return (res.contentType ?? 'no content-type').split(';')[0] as string;

@@ -9,10 +9,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
+import { createRepository, type TempDir, tempDir } from '../test/support/git-repos.js';
 import { type Client, client } from '../test/support/http.js';
 import { eventually } from '../test/support/runtimes.js';
 import { postgresUnavailable, startTestServer, type TestServer } from '../test/support/server.js';
-import { EXAMPLE_BODIES, SECRET_MARKER, secretValue } from './examples.js';
+import { EXAMPLE_BODIES, exampleRepository, SECRET_MARKER, secretValue } from './examples.js';
 import { valueFor } from './arbitraries.js';
 import { allRows, databasesToTest, type Operation, operationsOf, type RawResponse, sendRaw, tableNames, textCells } from './support.js';
 
@@ -39,7 +40,18 @@ for (const kind of databasesToTest()) {
     let server: TestServer;
     let api: Client;
     let operations: Operation[];
-    const ids = { workspace: '', organization: '', deployments: [] as string[], revisions: [] as string[], listener: '', provider: '', providerRowId: '', victimKey: '' };
+    const ids = {
+      workspace: '',
+      organization: '',
+      deployments: [] as string[],
+      revisions: [] as string[],
+      listener: '',
+      provider: '',
+      providerRowId: '',
+      victimKey: '',
+      integration: '',
+    };
+    let repositories: TempDir | undefined;
     /** Every secret value and plain API key of the run: none may reach logs or tables. */
     const secrets = new Set<string>();
     /** The victim's own secrets (the attackers' requests carry theirs, which they may see). */
@@ -74,13 +86,27 @@ for (const kind of databasesToTest()) {
       collectSecrets(JSON.stringify(image));
       const d1 = await api('POST', '/v2/deployments', { body: image });
       assert.equal(d1.status, 201, d1.text);
-      const patch = { secrets: [{ name: 'API_TOKEN', value: secretValue() }, { name: 'OTHER', value: secretValue() }] };
+      const patch = {
+        secrets: [
+          { name: 'API_TOKEN', value: secretValue() },
+          { name: 'OTHER', value: secretValue() },
+        ],
+      };
       collectSecrets(JSON.stringify(patch));
       assert.equal((await api('PATCH', `/v2/deployments/${d1.body.id}`, { body: patch })).status, 200);
+      repositories = await tempDir('berth-isolation-');
+      exampleRepository.path = (await createRepository(repositories.path)).bare;
+      const integrationBody = body('POST /v1/integrations/codehost');
+      collectSecrets(JSON.stringify(integrationBody));
+      const integration = await api('POST', '/v1/integrations/codehost', { body: integrationBody });
+      assert.equal(integration.status, 201, integration.text);
+      const [repository] = (await api('GET', `/v1/integrations/codehost/${integration.body.id}/repos`)).body as { url: string }[];
+      assert.ok(repository, 'the victim integration lists its repository');
+      ids.integration = integration.body.id;
       const code = {
         name: `iso-code-${Date.now()}`,
         source: 'github',
-        source_config: { integration_id: randomUUID(), repo_url: 'https://example.com/org/repo' },
+        source_config: { integration_id: integration.body.id, repo_url: repository.url },
         source_revision_config: { repo_ref: 'main' },
         secrets: [{ name: 'BUILD_TOKEN', value: secretValue() }],
       };
@@ -106,10 +132,14 @@ for (const kind of databasesToTest()) {
       // Let the engine finish: the first and third deploy, the second waits for its listener.
       await eventually(
         async () => {
-          const states = await Promise.all(ids.deployments.map(async (id) => (await api('GET', `/v2/deployments/${id}/revisions?limit=100`)).body.resources as { status: string }[]));
+          const states = await Promise.all(
+            ids.deployments.map(async (id) => (await api('GET', `/v2/deployments/${id}/revisions?limit=100`)).body.resources as { status: string }[]),
+          );
           const done = (rs: { status: string }[]) => rs.every((r) => ['DEPLOYED', 'SKIPPED', 'DEPLOY_FAILED', 'BUILD_FAILED'].includes(r.status));
           const leased = await server.berth.db.selectFrom('deployments').select('id').where('lease_owner', 'is not', null).execute();
-          return done(states[0] as never) && done(states[2] as never) && (states[1] as { status: string }[])[0]?.status === 'AWAITING_DEPLOY' && leased.length === 0;
+          return (
+            done(states[0] as never) && done(states[2] as never) && (states[1] as { status: string }[])[0]?.status === 'AWAITING_DEPLOY' && leased.length === 0
+          );
         },
         'the victim workspace to settle',
         30_000,
@@ -126,20 +156,76 @@ for (const kind of databasesToTest()) {
       const adminB = await api('POST', '/v1/api-keys', { body: { name: 'admin-b', workspace_id: workspaceB.body.id, role: 'admin' } });
       const orgC = await server.berth.services.tenancy.createOrganization(`other-org-${Date.now()}`);
       assert.ok(orgC);
-      const unboundC = await client(server.url, { key: orgC.apiKey })('POST', '/v1/api-keys', { body: { name: 'unbound-c', workspace_id: null, role: 'admin' } });
+      const unboundC = await client(server.url, { key: orgC.apiKey })('POST', '/v1/api-keys', {
+        body: { name: 'unbound-c', workspace_id: null, role: 'admin' },
+      });
       assert.equal(unboundC.status, 201);
       for (const key of [memberB.body.key, adminB.body.key, orgC.apiKey, unboundC.body.key]) secrets.add(key);
       const victim = { 'x-tenant-id': ids.workspace };
       attackers.push(
-        { name: 'member key of another workspace', headers: { 'x-api-key': memberB.body.key }, sameOrganization: true, role: 'member', namesVictimWorkspace: false },
-        { name: 'admin key of another workspace', headers: { 'x-api-key': adminB.body.key }, sameOrganization: true, role: 'admin', namesVictimWorkspace: false },
-        { name: 'member key of another workspace + X-Tenant-Id', headers: { 'x-api-key': memberB.body.key, ...victim }, sameOrganization: true, role: 'member', namesVictimWorkspace: true },
-        { name: 'admin key of another workspace + X-Tenant-Id', headers: { authorization: `Bearer ${adminB.body.key}`, ...victim }, sameOrganization: true, role: 'admin', namesVictimWorkspace: true },
-        { name: 'admin key of another organization', headers: { 'x-api-key': orgC.apiKey }, sameOrganization: false, role: 'admin', namesVictimWorkspace: false },
-        { name: 'admin key of another organization as bearer', headers: { authorization: `Bearer ${orgC.apiKey}` }, sameOrganization: false, role: 'admin', namesVictimWorkspace: false },
-        { name: 'admin key of another organization + X-Tenant-Id', headers: { 'x-api-key': orgC.apiKey, ...victim }, sameOrganization: false, role: 'admin', namesVictimWorkspace: true },
-        { name: 'unbound key of another organization + X-Tenant-Id', headers: { 'x-api-key': unboundC.body.key, ...victim }, sameOrganization: false, role: 'admin', namesVictimWorkspace: true },
-        { name: 'unbound key of another organization', headers: { 'x-api-key': unboundC.body.key }, sameOrganization: false, role: 'admin', namesVictimWorkspace: false },
+        {
+          name: 'member key of another workspace',
+          headers: { 'x-api-key': memberB.body.key },
+          sameOrganization: true,
+          role: 'member',
+          namesVictimWorkspace: false,
+        },
+        {
+          name: 'admin key of another workspace',
+          headers: { 'x-api-key': adminB.body.key },
+          sameOrganization: true,
+          role: 'admin',
+          namesVictimWorkspace: false,
+        },
+        {
+          name: 'member key of another workspace + X-Tenant-Id',
+          headers: { 'x-api-key': memberB.body.key, ...victim },
+          sameOrganization: true,
+          role: 'member',
+          namesVictimWorkspace: true,
+        },
+        {
+          name: 'admin key of another workspace + X-Tenant-Id',
+          headers: { authorization: `Bearer ${adminB.body.key}`, ...victim },
+          sameOrganization: true,
+          role: 'admin',
+          namesVictimWorkspace: true,
+        },
+        {
+          name: 'admin key of another organization',
+          headers: { 'x-api-key': orgC.apiKey },
+          sameOrganization: false,
+          role: 'admin',
+          namesVictimWorkspace: false,
+        },
+        {
+          name: 'admin key of another organization as bearer',
+          headers: { authorization: `Bearer ${orgC.apiKey}` },
+          sameOrganization: false,
+          role: 'admin',
+          namesVictimWorkspace: false,
+        },
+        {
+          name: 'admin key of another organization + X-Tenant-Id',
+          headers: { 'x-api-key': orgC.apiKey, ...victim },
+          sameOrganization: false,
+          role: 'admin',
+          namesVictimWorkspace: true,
+        },
+        {
+          name: 'unbound key of another organization + X-Tenant-Id',
+          headers: { 'x-api-key': unboundC.body.key, ...victim },
+          sameOrganization: false,
+          role: 'admin',
+          namesVictimWorkspace: true,
+        },
+        {
+          name: 'unbound key of another organization',
+          headers: { 'x-api-key': unboundC.body.key },
+          sameOrganization: false,
+          role: 'admin',
+          namesVictimWorkspace: false,
+        },
       );
     });
     let closed = false;
@@ -147,6 +233,7 @@ for (const kind of databasesToTest()) {
       if (closed) return;
       closed = true;
       await server?.close();
+      await repositories?.remove();
     };
     after(close);
 
@@ -154,6 +241,11 @@ for (const kind of databasesToTest()) {
     async function victimState(): Promise<Record<string, string[]>> {
       const deployments = new Set(ids.deployments);
       const revisions = new Set(ids.revisions);
+      const secretSets = new Set(
+        (await server.berth.db.selectFrom('secret_sets').select(['id', 'deployment_id']).execute())
+          .filter((set) => deployments.has(set.deployment_id))
+          .map((set) => set.id),
+      );
       const ours: Record<string, (row: Record<string, unknown>) => boolean> = {
         organizations: (r) => r.id === ids.organization,
         workspaces: (r) => r.organization_id === ids.organization,
@@ -162,7 +254,12 @@ for (const kind of databasesToTest()) {
         listeners: (r) => r.workspace_id === ids.workspace,
         deployments: (r) => r.workspace_id === ids.workspace,
         revisions: (r) => deployments.has(r.deployment_id as string),
-        revision_secrets: (r) => revisions.has(r.revision_id as string),
+        resource_specs: (r) => deployments.has(r.deployment_id as string),
+        secret_sets: (r) => deployments.has(r.deployment_id as string),
+        secret_set_entries: (r) => secretSets.has(r.set_id as string),
+        codehost_integrations: (r) => r.workspace_id === ids.workspace,
+        codehost_branch_heads: (r) => r.integration_id === ids.integration,
+        codehost_deliveries: (r) => r.integration_id === ids.integration,
         deployment_events: (r) => deployments.has(r.deployment_id as string),
         engine_step_runs: (r) => revisions.has(r.revision_id as string),
       };
@@ -212,10 +309,23 @@ for (const kind of databasesToTest()) {
 
     test('every route: other workspaces and organizations get 404 or 403, as for absent resources, and change nothing', async () => {
       // The victim's ids, in answers to others, would be a leak.
-      const victimIds = [ids.workspace, ...ids.deployments, ...ids.revisions, ids.listener, ids.providerRowId, ids.victimKey];
+      const victimIds = [ids.workspace, ...ids.deployments, ...ids.revisions, ids.listener, ids.providerRowId, ids.victimKey, ids.integration];
       // Revision ids must belong to the deployment in the path.
-      const d1Revision = (await server.berth.db.selectFrom('revisions').select('id').where('deployment_id', '=', ids.deployments[0] as string).execute())[0]?.id as string;
-      const values = { deployment_id: ids.deployments[0] as string, revision_id: d1Revision, listener_id: ids.listener, provider_id: ids.provider, key_id: ids.victimKey };
+      const d1Revision = (
+        await server.berth.db
+          .selectFrom('revisions')
+          .select('id')
+          .where('deployment_id', '=', ids.deployments[0] as string)
+          .execute()
+      )[0]?.id as string;
+      const values = {
+        deployment_id: ids.deployments[0] as string,
+        revision_id: d1Revision,
+        listener_id: ids.listener,
+        provider_id: ids.provider,
+        key_id: ids.victimKey,
+        integration_id: ids.integration,
+      };
       const problems: string[] = [];
       let baseline = await victimState();
       let requests = 0;
@@ -224,10 +334,13 @@ for (const kind of databasesToTest()) {
 
       for (const op of routes) {
         const organizationRoute = ORGANIZATION_ROUTES.some((prefix) => op.path.startsWith(prefix));
-        const adminRoute = op.tags.includes('admin');
+        // OAuth provider writes need an admin key too.
+        const adminRoute = op.tags.includes('admin') || (op.path.startsWith('/v2/auth/providers') && op.method !== 'GET');
         for (const [i, attacker] of attackers.entries()) {
           // Organization resources are open to every key of the organization (admin ones to admin keys).
           if (organizationRoute && attacker.sameOrganization && !(adminRoute && attacker.role === 'member')) continue;
+          // An admin key may act in any workspace of its organization by naming it.
+          if (!organizationRoute && attacker.sameOrganization && attacker.role === 'admin' && attacker.namesVictimWorkspace) continue;
           const prefix = i % 2 === 0 ? '' : '/api-host';
           const request = requestFor(op, values);
           const headers = { ...attacker.headers, ...(request.body ? { 'content-type': 'application/json' } : {}) };
@@ -247,9 +360,14 @@ for (const kind of databasesToTest()) {
           if (res.status === 404 && op.pathParams.length > 0) {
             const absent = await absentAnswer(op, prefix, headers);
             const normalise = (r: RawResponse, path: string) =>
-              `${r.status} ${path.split('?')[0]?.split('/').reduce((text, segment) => (segment ? text.split(segment).join('<seg>') : text), r.text)}`;
+              `${r.status} ${path
+                .split('?')[0]
+                ?.split('/')
+                .reduce((text, segment) => (segment ? text.split(segment).join('<seg>') : text), r.text)}`;
             if (normalise(res, request.path) !== normalise(absent.res, absent.path)) {
-              problems.push(`${what}: answers unlike an absent resource: ${res.status} ${res.text.slice(0, 200)} vs ${absent.res.status} ${absent.res.text.slice(0, 200)}`);
+              problems.push(
+                `${what}: answers unlike an absent resource: ${res.status} ${res.text.slice(0, 200)} vs ${absent.res.status} ${absent.res.text.slice(0, 200)}`,
+              );
             }
           }
           const now = await victimState();
@@ -265,12 +383,20 @@ for (const kind of databasesToTest()) {
       for (const op of routes.filter((o) => o.method === 'GET' && o.pathParams.length > 0)) {
         const request = requestFor(op, values);
         const res = await sendRaw(server.url, { method: 'GET', path: request.path, headers: { 'x-api-key': server.adminKey } });
-        if (res.status !== 200) problems.push(`control: ${op.method} ${op.path} with the workspace's own key answered ${res.status}: ${res.text.slice(0, 200)}`);
+        if (res.status !== 200)
+          problems.push(`control: ${op.method} ${op.path} with the workspace's own key answered ${res.status}: ${res.text.slice(0, 200)}`);
       }
       assert.deepEqual(problems, [], `${problems.length} isolation problems in ${requests} requests`);
 
       async function absentAnswer(op: Operation, prefix: string, headers: Record<string, string>) {
-        const absent = { deployment_id: randomUUID(), revision_id: randomUUID(), listener_id: randomUUID(), provider_id: `absent-${Date.now()}`, key_id: randomUUID() };
+        const absent = {
+          deployment_id: randomUUID(),
+          revision_id: randomUUID(),
+          listener_id: randomUUID(),
+          provider_id: `absent-${Date.now()}`,
+          key_id: randomUUID(),
+          integration_id: randomUUID(),
+        };
         const request = requestFor(op, absent);
         return { res: await sendRaw(server.url, { method: op.method, path: prefix + request.path, headers, body: request.body }), path: request.path };
       }
@@ -285,7 +411,7 @@ for (const kind of databasesToTest()) {
       }
       assert.deepEqual(found, []);
       // Stored secrets are ciphertexts, keys are digests.
-      const stored = await server.berth.db.selectFrom('revision_secrets').select('value_encrypted').execute();
+      const stored = await server.berth.db.selectFrom('secret_set_entries').select('value_encrypted').execute();
       assert.ok(stored.length > 0 && stored.every((r) => r.value_encrypted.startsWith('v1:')));
       const keys = await server.berth.db.selectFrom('api_keys').select('key_hash').execute();
       assert.ok(keys.every((k) => /^[0-9a-f]{64}$/.test(k.key_hash)));
@@ -307,7 +433,11 @@ for (const kind of databasesToTest()) {
       assert.ok(logs.length > 10_000, `the run was logged (${logs.length} characters)`);
       assert.equal(server.berth.app.log.level, 'trace', 'the server logged at its most verbose level');
       const leaked = [...secrets].filter((secret) => logs.includes(secret));
-      assert.deepEqual(leaked.map((s) => `${s.slice(0, 14)}…`), [], `${leaked.length} of ${secrets.size} secrets and keys appear in the logs`);
+      assert.deepEqual(
+        leaked.map((s) => `${s.slice(0, 14)}…`),
+        [],
+        `${leaked.length} of ${secrets.size} secrets and keys appear in the logs`,
+      );
       // Keys that were wrong by a suffix still must not be logged whole.
       assert.ok(!logs.includes(`${server.adminKey}-wrong`) && !logs.includes(`${server.adminKey}x`));
     });

@@ -11,6 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { canTransition, IN_PROGRESS_STATUSES, isTerminal, type RevisionStatus } from '../src/domain/revision-status.js';
+import { gitIntegrationOf } from '../test/support/codehost.js';
+import { createRepository, tempDir } from '../test/support/git-repos.js';
 import { type Client, client } from '../test/support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../test/support/process.js';
 import { createPostgresDatabase, postgresUnavailable } from '../test/support/server.js';
@@ -41,7 +43,10 @@ describe('three replicas on one PostgreSQL', () => {
       BERTH_BOOTSTRAP_API_KEY: key,
       BERTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
       BERTH_CONTAINER_RUNTIME: 'none',
+      BERTH_BUILDER: 'none',
       BERTH_RATE_LIMIT_PER_MINUTE: '0',
+      // Every revision made is counted below: none may be removed by the retention of old ones.
+      BERTH_REVISIONS_KEPT: '1000',
       LOG_LEVEL: 'info',
     };
     const dirs = Array.from({ length: REPLICAS }, () => fs.mkdtempSync(path.join(os.tmpdir(), 'berth-replica-')));
@@ -54,6 +59,9 @@ describe('three replicas on one PostgreSQL', () => {
 
     // Half image deployments (they fail at deploy: no runtime), half code-host ones, whose
     // build step really runs (and fails: no builder) and is recorded in engine_step_runs.
+    const repositories = await tempDir('berth-replicas-');
+    cleanups.push(repositories.remove);
+    const integration = await gitIntegrationOf(api(0), (await createRepository(repositories.path)).bare);
     const deployments: { id: string; firstRevision: string }[] = [];
     for (let i = 0; i < DEPLOYMENTS; i += 1) {
       const image = i % 2 === 0;
@@ -63,7 +71,7 @@ describe('three replicas on one PostgreSQL', () => {
           : {
               name: `replica-${i}`,
               source: 'github',
-              source_config: { integration_id: randomUUID(), repo_url: 'https://example.com/org/repo' },
+              source_config: { integration_id: integration.id, repo_url: integration.repoUrl },
               source_revision_config: { repo_ref: 'main' },
               secrets: [],
             },
@@ -91,7 +99,8 @@ describe('three replicas on one PostgreSQL', () => {
             continue;
           }
           const revisionId = res.body.latest_revision_id as string;
-          if (patchOfRevision.has(revisionId)) problems.push(`PATCH ${i} answered revision ${revisionId}, already answered to PATCH ${patchOfRevision.get(revisionId)}`);
+          if (patchOfRevision.has(revisionId))
+            problems.push(`PATCH ${i} answered revision ${revisionId}, already answered to PATCH ${patchOfRevision.get(revisionId)}`);
           if (JSON.stringify(res.body.secrets) !== JSON.stringify(secrets)) problems.push(`PATCH ${i} answered secrets ${JSON.stringify(res.body.secrets)}`);
           secretOfPatch.set(i, secrets[0]?.value as string);
           revisionOfPatch.set(i, revisionId);
@@ -110,7 +119,11 @@ describe('three replicas on one PostgreSQL', () => {
       // All revisions terminal before the step runs are judged.
       const waitStart = Date.now();
       for (;;) {
-        const pending = await db.selectFrom('revisions').select(db.fn.countAll<string>().as('n')).where('status', 'in', [...IN_PROGRESS_STATUSES]).executeTakeFirstOrThrow();
+        const pending = await db
+          .selectFrom('revisions')
+          .select(db.fn.countAll<string>().as('n'))
+          .where('status', 'in', [...IN_PROGRESS_STATUSES])
+          .executeTakeFirstOrThrow();
         if (Number(pending.n) === 0) break;
         assert.ok(Date.now() - waitStart < TERMINAL_BOUND_MS, `${pending.n} revisions still unfinished after ${TERMINAL_BOUND_MS} ms`);
         await sleep(250);
@@ -173,12 +186,7 @@ describe('three replicas on one PostgreSQL', () => {
       t.diagnostic(`${runs.length} step runs by ${workers.size} processes`);
 
       // Each revision's recorded status changes form one valid path: no transition happened twice.
-      const events = await db
-        .selectFrom('deployment_events')
-        .select(['revision_id', 'status', 'id'])
-        .where('kind', '=', 'status')
-        .orderBy('id')
-        .execute();
+      const events = await db.selectFrom('deployment_events').select(['revision_id', 'status', 'id']).where('kind', '=', 'status').orderBy('id').execute();
       const pathOf = new Map<string, string[]>();
       for (const e of events) if (e.revision_id && e.status) pathOf.set(e.revision_id, [...(pathOf.get(e.revision_id) ?? []), e.status]);
       for (const r of revisions) {

@@ -56,7 +56,11 @@ export async function tableNames(db: Db): Promise<string[]> {
     const { rows } = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name`.execute(db);
     return rows.map((r) => r.name);
   }
-  const { rows } = await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE' order by table_name`.execute(db);
+  const { rows } = await sql<{
+    name: string;
+  }>`select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE' order by table_name`.execute(
+    db,
+  );
   return rows.map((r) => r.name);
 }
 
@@ -208,44 +212,6 @@ export async function operationsOf(baseUrl: string): Promise<Operation[]> {
     }
   }
   return operations;
-}
-
-export function fillPath(path: string, values: Record<string, string>): string {
-  return path.replace(/\{(\w+)\}/g, (_match, name: string) => {
-    const value = values[name];
-    if (value === undefined) throw new Error(`no value for path parameter '${name}' of ${path}: add a fixture for it`);
-    return value;
-  });
-}
-
-/** fetch with a deadline; an event stream is cut after its headers (its status is what counts). */
-export async function rawRequest(
-  url: string,
-  init: { method: string; headers?: Record<string, string>; body?: string | Buffer },
-  timeoutMs = 15_000,
-): Promise<ApiResponse> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error(`no answer within ${timeoutMs} ms: ${init.method} ${url}`)), timeoutMs);
-  try {
-    const body = init.body as unknown as RequestInit['body'];
-    const response = await fetch(url, { method: init.method, headers: init.headers, body, redirect: 'manual', signal: controller.signal });
-    let text = '';
-    if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-      controller.abort();
-      await response.body?.cancel().catch(() => {});
-    } else {
-      text = await response.text();
-    }
-    let parsed: unknown = null;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      parsed = text;
-    }
-    return { status: response.status, body: parsed, text, headers: response.headers };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export interface RawResponse {

@@ -1,9 +1,15 @@
 import { DEFAULT_DEPLOYMENT_TYPE, type DeploymentType } from './deployment-status.js';
-import { badRequest } from './errors.js';
+import { invalidField, sourceConfigError } from './errors.js';
 
-/** The canonical sources; `github` is how real clients spell `codehost`. */
-export type Source = 'codehost' | 'external_docker';
-export const SOURCE_SPELLINGS = ['codehost', 'github', 'external_docker'] as const;
+export { sameJson } from './canonical-json.js';
+
+/**
+ * The canonical sources; `github` is how real clients spell `codehost`. Beyond the spec's
+ * two, the LangGraph CLI's: `internal_source` (it uploads the project and Berth builds it)
+ * and `internal_docker` (it pushes an image to Berth's registry and Berth runs it).
+ */
+export type Source = 'codehost' | 'external_docker' | 'internal_source' | 'internal_docker';
+export const SOURCE_SPELLINGS = ['codehost', 'github', 'external_docker', 'internal_source', 'internal_docker'] as const;
 export type SourceSpelling = (typeof SOURCE_SPELLINGS)[number];
 
 export function canonicalSource(spelling: string): Source {
@@ -40,6 +46,8 @@ export interface RevisionConfig {
   image_uri: string | null;
   repo_commit_sha: string | null;
   tracked_packages: string[] | null;
+  /** `internal_source`: the uploaded archive (the `object_path` of POST …/upload-url). */
+  source_tarball_path?: string | null;
 }
 
 /** Fields of `source_config` in a request; null and absent both mean "not given". */
@@ -63,6 +71,7 @@ export interface RevisionConfigInput {
   graph_config_path?: string | null;
   langgraph_config_path?: string | null;
   image_uri?: string | null;
+  source_tarball_path?: string | null;
 }
 
 /** The revision fields a request sets (non-null), with the config-path alias folded in. */
@@ -71,56 +80,64 @@ export function givenRevisionFields(input: RevisionConfigInput | null | undefine
   const given: Partial<RevisionConfig> = {};
   if (input.repo_ref != null) given.repo_ref = input.repo_ref;
   if (input.image_uri != null) given.image_uri = input.image_uri;
+  if (input.source_tarball_path != null) given.source_tarball_path = input.source_tarball_path;
   const canonical = input.graph_config_path ?? null;
   const alias = input.langgraph_config_path ?? null;
   if (canonical !== null && alias !== null && canonical !== alias) {
-    throw badRequest(
-      "Source configuration error: 'graph_config_path' and its alias 'langgraph_config_path' were both given with different values.",
-    );
+    throw sourceConfigError("'graph_config_path' and its alias 'langgraph_config_path' were both given with different values.");
   }
   if ((canonical ?? alias) !== null) given.graph_config_path = canonical ?? alias;
   return given;
 }
 
 /** Applies the source's defaults and checks what it requires. */
-export function completeRevisionConfig(
-  source: Source,
-  config: Partial<RevisionConfig>,
-  defaults: { repoDefaultBranch?: string } = {},
-): RevisionConfig {
+export function completeRevisionConfig(source: Source, config: Partial<RevisionConfig>, defaults: { repoDefaultBranch?: string } = {}): RevisionConfig {
   const complete: RevisionConfig = {
     repo_ref: config.repo_ref ?? null,
     graph_config_path: config.graph_config_path ?? null,
     image_uri: config.image_uri ?? null,
     repo_commit_sha: config.repo_commit_sha ?? null,
     tracked_packages: config.tracked_packages ?? null,
+    source_tarball_path: config.source_tarball_path ?? null,
   };
-  if (source === 'external_docker') {
-    if (!complete.image_uri) {
-      throw badRequest("Source configuration error: 'source_revision_config.image_uri' is required for source 'external_docker'.");
-    }
-    for (const field of ['repo_ref', 'graph_config_path'] as const) {
-      if (complete[field] !== null) {
-        throw badRequest(
-          `Source configuration error: 'source_revision_config.${field}' applies only to code-host deployments; leave it null for 'external_docker'.`,
-        );
+  const refuse = (field: keyof RevisionConfig, why: string) => {
+    if (complete[field] !== null) throw sourceConfigError(`'source_revision_config.${field}' ${why}`);
+  };
+  switch (source) {
+    case 'external_docker':
+      if (!complete.image_uri) {
+        throw sourceConfigError("'source_revision_config.image_uri' is required for source 'external_docker'.");
       }
-    }
-    return complete;
+      refuse('repo_ref', "applies only to code-host deployments; leave it null for 'external_docker'.");
+      refuse('graph_config_path', "applies only to code-host deployments; leave it null for 'external_docker'.");
+      refuse('source_tarball_path', "applies only to 'internal_source' deployments.");
+      return complete;
+    case 'internal_docker':
+      // The image comes with the PATCH that follows the push, so it may be absent at creation.
+      refuse('repo_ref', "applies only to code-host deployments; leave it null for 'internal_docker'.");
+      refuse('source_tarball_path', "applies only to 'internal_source' deployments.");
+      return complete;
+    case 'internal_source':
+      // The archive comes with the PATCH that follows the upload, so it may be absent at creation.
+      refuse('image_uri', "applies only to image deployments; 'internal_source' deployments are built from an uploaded archive.");
+      refuse('repo_ref', "applies only to code-host deployments; 'internal_source' deployments are built from an uploaded archive.");
+      complete.graph_config_path ??= DEFAULT_GRAPH_CONFIG_PATH;
+      return complete;
+    case 'codehost':
+      refuse('image_uri', "applies only to 'external_docker' deployments; code-host deployments are built from 'repo_ref'.");
+      refuse('source_tarball_path', "applies only to 'internal_source' deployments; code-host deployments are built from 'repo_ref'.");
+      complete.repo_ref ??= defaults.repoDefaultBranch ?? null;
+      if (!complete.repo_ref) {
+        throw sourceConfigError("'source_revision_config.repo_ref' is required for code-host deployments (the branch or ref to build, e.g. 'main').");
+      }
+      complete.graph_config_path ??= DEFAULT_GRAPH_CONFIG_PATH;
+      return complete;
   }
-  if (complete.image_uri !== null) {
-    throw badRequest(
-      "Source configuration error: 'source_revision_config.image_uri' applies only to 'external_docker' deployments; code-host deployments are built from 'repo_ref'.",
-    );
-  }
-  complete.repo_ref ??= defaults.repoDefaultBranch ?? null;
-  if (!complete.repo_ref) {
-    throw badRequest(
-      "Source configuration error: 'source_revision_config.repo_ref' is required for code-host deployments (the branch or ref to build, e.g. 'main').",
-    );
-  }
-  complete.graph_config_path ??= DEFAULT_GRAPH_CONFIG_PATH;
-  return complete;
+}
+
+/** Sources whose revisions Berth builds into an image (from a repository or an uploaded archive). */
+export function isBuiltSource(source: Source): boolean {
+  return source === 'codehost' || source === 'internal_source';
 }
 
 /** The source-specific settings of a new deployment. Listener placement is checked separately. */
@@ -140,22 +157,32 @@ export function newSourceConfig(source: Source, input: SourceConfigInput | null 
   };
   if (source === 'codehost') {
     if (!config.integration_id) {
-      throw badRequest("Source configuration error: 'source_config.integration_id' is required for code-host deployments.");
+      throw sourceConfigError("'source_config.integration_id' is required for code-host deployments.");
     }
     if (!config.repo_url) {
-      throw badRequest("Source configuration error: 'source_config.repo_url' is required for code-host deployments.");
+      throw sourceConfigError("'source_config.repo_url' is required for code-host deployments.");
     }
   } else {
     for (const field of ['integration_id', 'repo_url'] as const) {
       if (config[field] !== null) {
-        throw badRequest(`Source configuration error: 'source_config.${field}' applies only to code-host deployments.`);
+        throw sourceConfigError(`'source_config.${field}' applies only to code-host deployments.`);
       }
     }
   }
   return config;
 }
 
-/** The resource spec with the defaults filled in; scale bounds must make sense. */
+/**
+ * Bytes of JSON a resource spec may take. Every answer about a deployment or revision
+ * carries it, so it bounds those answers and list pages (Kubernetes itself allows 256 KiB
+ * of annotations per object; a control plane's spec needs far less).
+ */
+export const MAX_RESOURCE_SPEC_BYTES = 64 * 1024;
+
+/**
+ * The resource spec with the defaults filled in; scale bounds must make sense and its JSON
+ * must fit in MAX_RESOURCE_SPEC_BYTES.
+ */
 export function completeResourceSpec(spec: ResourceSpec | null | undefined): ResourceSpec {
   const complete: ResourceSpec = { ...RESOURCE_SPEC_DEFAULTS, ...dropNulls(spec ?? {}) };
   for (const [min, max] of [
@@ -166,26 +193,22 @@ export function completeResourceSpec(spec: ResourceSpec | null | undefined): Res
     const low = complete[min];
     const high = complete[max];
     if (typeof low === 'number' && typeof high === 'number' && low > high) {
-      throw badRequest(`Source configuration error: 'resource_spec.${min}' (${low}) is greater than 'resource_spec.${max}' (${high}).`);
+      throw sourceConfigError(`'resource_spec.${min}' (${low}) is greater than 'resource_spec.${max}' (${high}).`);
     }
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(complete));
+  if (bytes > MAX_RESOURCE_SPEC_BYTES) {
+    throw invalidField({
+      type: 'value_error',
+      loc: ['body', 'source_config', 'resource_spec'],
+      msg: `Value error, resource_spec takes ${bytes} bytes as JSON; at most ${MAX_RESOURCE_SPEC_BYTES} bytes (64 KiB) are accepted`,
+      input: '{…}',
+      ctx: { max_bytes: MAX_RESOURCE_SPEC_BYTES, actual_bytes: bytes },
+    });
   }
   return complete;
 }
 
 function dropNulls(spec: ResourceSpec): ResourceSpec {
   return Object.fromEntries(Object.entries(spec).filter(([, value]) => value !== null));
-}
-
-/** Order-insensitive equality of JSON values (resource specs). */
-export function sameJson(a: unknown, b: unknown): boolean {
-  return stableStringify(a) === stableStringify(b);
-}
-
-function stableStringify(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }

@@ -1,36 +1,103 @@
 /**
- * The closed list of failures a use case can report on purpose. `http/errors.ts` is the
- * one place that turns them into statuses and FastAPI-style bodies; anything thrown that
- * is not one of these is a bug and answers 500 without details.
+ * The closed set of failures Berth reports on purpose, each with a stable code. The code
+ * goes to clients beside FastAPI's `detail` (whose wording real clients parse, so it stays
+ * as it is); SDKs and the dashboard branch on the code. `contract/errors.ts` maps each code
+ * to its HTTP status, in one table; anything thrown that is not a DomainError is a bug and
+ * answers 500 without details.
  */
-export type ErrorKind = 'bad_request' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'invalid';
+export const ERROR_CODES = [
+  // 400: the request asks for something that cannot be done
+  'bad_request',
+  'source_config_invalid',
+  'listener_required',
+  'field_immutable',
+  'secrets_invalid',
+  'revision_in_progress',
+  'revision_not_in_progress',
+  'integration_settings_invalid',
+  'upload_not_available',
+  'push_token_not_available',
+  'registry_not_configured',
+  'tarball_unknown',
+  'upload_invalid',
+  'webhook_not_accepted',
+  'webhook_payload_invalid',
+  'malformed_request',
+  // 401
+  'api_key_missing',
+  'api_key_invalid',
+  'webhook_signature_invalid',
+  // 403
+  'admin_key_required',
+  'workspace_required',
+  'workspace_forbidden',
+  'upload_token_invalid',
+  // 404
+  'route_not_found',
+  'deployment_not_found',
+  'revision_not_found',
+  'listener_not_found',
+  'integration_not_found',
+  'provider_not_found',
+  'workspace_not_found',
+  'api_key_not_found',
+  // 408, 409, 413, 422, 429, 431
+  'request_timeout',
+  'deployment_name_taken',
+  'deployment_deleting',
+  'listener_exists',
+  'listener_in_use',
+  'listener_namespace_in_use',
+  'integration_in_use',
+  'provider_exists',
+  'workspace_name_taken',
+  'api_key_self_revoke',
+  'body_too_large',
+  'unsupported_media_type',
+  'validation_error',
+  'rate_limited',
+  'headers_too_large',
+  // 5xx
+  'internal_error',
+  'codehost_failed',
+  'secrets_unreadable',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export interface FieldIssue {
   loc: (string | number)[];
   msg: string;
   type: string;
   input?: unknown;
+  /** pydantic's error context: the limit that was broken, for instance. */
+  ctx?: Record<string, unknown>;
 }
 
 export class DomainError extends Error {
   constructor(
-    readonly kind: ErrorKind,
+    readonly code: ErrorCode,
     message: string,
     readonly issues: FieldIssue[] = [],
+    /** When the same request may succeed again (rate limits): sent as `Retry-After`. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'DomainError';
   }
 }
 
-export const badRequest = (message: string) => new DomainError('bad_request', message);
-export const unauthorized = (message: string) => new DomainError('unauthorized', message);
-export const forbidden = (message: string) => new DomainError('forbidden', message);
-export const notFound = (message: string) => new DomainError('not_found', message);
-export const conflict = (message: string) => new DomainError('conflict', message);
+export const fail = (code: ErrorCode, message: string) => new DomainError(code, message);
 /** A field-level rule that the route schema cannot express; answers 422 like schema errors. */
-export const invalidField = (issue: FieldIssue) => new DomainError('invalid', issue.msg, [issue]);
+export const invalidField = (issue: FieldIssue) => new DomainError('validation_error', issue.msg, [issue]);
 
-export const deploymentNotFound = (id: string) => notFound(`Deployment ID ${id} not found.`);
-export const revisionNotFound = (id: string) => notFound(`Revision ID ${id} not found.`);
-export const listenerNotFound = (id: string) => notFound(`Listener ID ${id} not found.`);
+export const rateLimited = (limit: string, retryAfterSeconds: number) =>
+  new DomainError('rate_limited', `Rate limit exceeded: ${limit}. Retry in ${retryAfterSeconds} s.`, [], retryAfterSeconds);
+
+export const deploymentNotFound = (id: string) => fail('deployment_not_found', `Deployment ID ${id} not found.`);
+export const revisionNotFound = (id: string) => fail('revision_not_found', `Revision ID ${id} not found.`);
+export const listenerNotFound = (id: string) => fail('listener_not_found', `Listener ID ${id} not found.`);
+/** A write to a deployment whose delete is under way: PATCH, a new revision and a redeploy answer alike. */
+export const beingDeleted = (id: string) => fail('deployment_deleting', `Deployment ID ${id} is being deleted and cannot be changed.`);
+/** Every "Source configuration error: …" (real clients show it as it is). */
+export const sourceConfigError = (message: string) => fail('source_config_invalid', `Source configuration error: ${message}`);

@@ -11,7 +11,7 @@ import {
   type SourceConfigInput,
   sameJson,
 } from './deployment-config.js';
-import { badRequest } from './errors.js';
+import { fail } from './errors.js';
 import { type Secret, sameSecrets, validateSecrets } from './secrets.js';
 
 /** What a deployment is now: its settings and its latest revision's configuration. */
@@ -22,6 +22,8 @@ export interface DeploymentState {
   revisionConfig: RevisionConfig;
   resourceSpec: ResourceSpec;
   secrets: Secret[];
+  /** The image the latest revision was built into, if any. */
+  latestImage: string | null;
 }
 
 export interface PatchInput {
@@ -53,14 +55,7 @@ export interface PatchPlan {
 }
 
 const FIXED_SOURCE_CONFIG = ['integration_id', 'repo_url', 'deployment_type', 'listener_id'] as const;
-const IN_PLACE_SOURCE_CONFIG = [
-  'build_on_push',
-  'custom_url',
-  'install_command',
-  'build_command',
-  'build_timeout_seconds',
-  'deploy_timeout_seconds',
-] as const;
+const IN_PLACE_SOURCE_CONFIG = ['build_on_push', 'custom_url', 'install_command', 'build_command', 'build_timeout_seconds', 'deploy_timeout_seconds'] as const;
 
 /**
  * Decides what a PATCH changes. Nulls mean "leave as is", and resending a fixed field
@@ -70,14 +65,14 @@ const IN_PLACE_SOURCE_CONFIG = [
  */
 export function planPatch(current: DeploymentState, patch: PatchInput): PatchPlan {
   if (patch.name != null && patch.name !== current.name) {
-    throw badRequest("'name' cannot be changed after creation; create a new deployment instead.");
+    throw fail('field_immutable', "'name' cannot be changed after creation; create a new deployment instead.");
   }
   for (const [field, value] of [
     ['source', patch.source],
     ['revision_source', patch.revision_source],
   ] as const) {
     if (value != null && canonicalSource(value) !== current.source) {
-      throw badRequest(`'${field}' cannot be changed: this deployment's source is '${current.source}'.`);
+      throw fail('field_immutable', `'${field}' cannot be changed: this deployment's source is '${current.source}'.`);
     }
   }
 
@@ -88,12 +83,12 @@ export function planPatch(current: DeploymentState, patch: PatchInput): PatchPla
     // Ids compare case-insensitively: they are stored in lower case.
     const value = given != null && (field === 'integration_id' || field === 'listener_id') ? given.toLowerCase() : given;
     if (value != null && value !== current.sourceConfig[field]) {
-      throw badRequest(`'source_config.${field}' cannot be changed after creation.`);
+      throw fail('field_immutable', `'source_config.${field}' cannot be changed after creation.`);
     }
   }
   const namespace = input.listener_config?.k8s_namespace;
   if (namespace != null && namespace !== current.sourceConfig.listener_config?.k8s_namespace) {
-    throw badRequest("'source_config.listener_config.k8s_namespace' cannot be changed after creation.");
+    throw fail('field_immutable', "'source_config.listener_config.k8s_namespace' cannot be changed after creation.");
   }
   for (const field of IN_PLACE_SOURCE_CONFIG) {
     const value = input[field];
@@ -119,6 +114,7 @@ export function planPatch(current: DeploymentState, patch: PatchInput): PatchPla
           config: nextRevisionConfig(current, givenRevision, patch.tracked_packages),
           resourceSpec: resourceSpec ?? current.resourceSpec,
           secrets: secrets ?? current.secrets,
+          imageRef: reusedImage(current, givenRevision),
         }
       : null,
   };
@@ -127,23 +123,39 @@ export function planPatch(current: DeploymentState, patch: PatchInput): PatchPla
 /** A revision made explicitly (POST …/revisions): always new, otherwise like a PATCH. */
 export function planExplicitRevision(
   current: DeploymentState,
-  input: { source_revision_config?: RevisionConfigInput | null; resource_spec?: ResourceSpec | null; secrets?: Secret[] | null; tracked_packages?: string[] | null },
+  input: {
+    source_revision_config?: RevisionConfigInput | null;
+    resource_spec?: ResourceSpec | null;
+    secrets?: Secret[] | null;
+    tracked_packages?: string[] | null;
+  },
 ): RevisionPlan {
-  const secrets = input.secrets != null && input.secrets.length > 0 ? input.secrets : current.secrets;
-  validateSecrets(secrets);
+  const givenSecrets = input.secrets != null && input.secrets.length > 0 ? input.secrets : null;
+  // The current secrets passed these checks when they were stored.
+  if (givenSecrets) validateSecrets(givenSecrets);
+  const secrets = givenSecrets ?? current.secrets;
+  const given = givenRevisionFields(input.source_revision_config);
   return {
-    config: nextRevisionConfig(current, givenRevisionFields(input.source_revision_config), input.tracked_packages),
+    config: nextRevisionConfig(current, given, input.tracked_packages),
     resourceSpec: input.resource_spec != null ? completeResourceSpec(input.resource_spec) : current.resourceSpec,
     secrets,
+    imageRef: reusedImage(current, given),
   };
+}
+
+/**
+ * An uploaded archive is built once and then removed: a new revision without a new upload
+ * (new secrets, say) runs the image the latest one was built into.
+ */
+function reusedImage(current: DeploymentState, given: Partial<RevisionConfig>): string | null {
+  return current.source === 'internal_source' && given.source_tarball_path === undefined ? current.latestImage : null;
 }
 
 function nextRevisionConfig(current: DeploymentState, given: Partial<RevisionConfig>, trackedPackages: string[] | null | undefined): RevisionConfig {
   // The commit is resolved again for every new revision, so it is not carried over.
   const merged: Partial<RevisionConfig> = { ...current.revisionConfig, ...given, repo_commit_sha: null };
-  // Packages describe the code: they carry over unless the code (image or ref) changes.
-  const codeChanged = given.image_uri !== undefined || given.repo_ref !== undefined;
-  merged.tracked_packages =
-    trackedPackages && trackedPackages.length > 0 ? trackedPackages : codeChanged ? null : current.revisionConfig.tracked_packages;
+  // Packages describe the code: they carry over unless the code (image, ref or upload) changes.
+  const codeChanged = given.image_uri !== undefined || given.repo_ref !== undefined || given.source_tarball_path !== undefined;
+  merged.tracked_packages = trackedPackages && trackedPackages.length > 0 ? trackedPackages : codeChanged ? null : current.revisionConfig.tracked_packages;
   return completeRevisionConfig(current.source, merged);
 }

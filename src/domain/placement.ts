@@ -1,4 +1,4 @@
-import { badRequest } from './errors.js';
+import { fail, sourceConfigError } from './errors.js';
 
 export interface ListenerSummary {
   id: string;
@@ -22,31 +22,30 @@ export function resolvePlacement(input: {
   if (listenerId === null) {
     if (input.requiresListener && availableListenerIds.length > 0) {
       const ids = availableListenerIds.map((id) => `'${id}'`).join(', ');
-      throw badRequest(`Source configuration error: 'source_config.listener_id' is required for workspace with available listener IDs: [${ids}]`);
+      throw fail(
+        'listener_required',
+        `Source configuration error: 'source_config.listener_id' is required for workspace with available listener IDs: [${ids}]`,
+      );
     }
     if (namespace !== null) {
-      throw badRequest("Source configuration error: 'source_config.listener_config' needs 'source_config.listener_id'.");
+      throw sourceConfigError("'source_config.listener_config' needs 'source_config.listener_id'.");
     }
     return null;
   }
   if (!listener) {
-    throw badRequest(`Source configuration error: listener ID ${listenerId} was not found in this workspace.`);
+    throw sourceConfigError(`listener ID ${listenerId} was not found in this workspace.`);
   }
   if (namespace !== null) {
     if (!listener.namespaces.includes(namespace)) {
-      throw badRequest(
-        `Source configuration error: namespace '${namespace}' is not one of listener ${listenerId}'s namespaces: [${quoted(listener.namespaces)}].`,
-      );
+      throw sourceConfigError(`namespace '${namespace}' is not one of listener ${listenerId}'s namespaces: [${quoted(listener.namespaces)}].`);
     }
     return { listenerId, namespace };
   }
   if (listener.namespaces.length === 1) return { listenerId, namespace: listener.namespaces[0] as string };
   if (listener.namespaces.length === 0) {
-    throw badRequest(`Source configuration error: listener ${listenerId} has no namespaces; add one with PATCH /v2/listeners/${listenerId}.`);
+    throw sourceConfigError(`listener ${listenerId} has no namespaces; add one with PATCH /v2/listeners/${listenerId}.`);
   }
-  throw badRequest(
-    `Source configuration error: 'source_config.listener_config.k8s_namespace' is required; listener ${listenerId} watches [${quoted(listener.namespaces)}].`,
-  );
+  throw sourceConfigError(`'source_config.listener_config.k8s_namespace' is required; listener ${listenerId} watches [${quoted(listener.namespaces)}].`);
 }
 
 function quoted(values: string[]): string {

@@ -18,23 +18,9 @@ export const REVISION_STATUSES = [
 export type RevisionStatus = (typeof REVISION_STATUSES)[number];
 
 /** Statuses a revision never leaves on its own. */
-export const TERMINAL_STATUSES: ReadonlySet<RevisionStatus> = new Set([
-  'DEPLOYED',
-  'CREATE_FAILED',
-  'BUILD_FAILED',
-  'DEPLOY_FAILED',
-  'SKIPPED',
-  'INTERRUPTED',
-]);
+export const TERMINAL_STATUSES: ReadonlySet<RevisionStatus> = new Set(['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED']);
 
-export const IN_PROGRESS_STATUSES: ReadonlySet<RevisionStatus> = new Set([
-  'CREATING',
-  'QUEUED',
-  'AWAITING_BUILD',
-  'BUILDING',
-  'AWAITING_DEPLOY',
-  'DEPLOYING',
-]);
+export const IN_PROGRESS_STATUSES: ReadonlySet<RevisionStatus> = new Set(['CREATING', 'QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING']);
 
 export function isRevisionStatus(value: string): value is RevisionStatus {
   return (REVISION_STATUSES as readonly string[]).includes(value);
@@ -58,7 +44,8 @@ export const REVISION_TRANSITIONS: Readonly<Record<RevisionStatus, readonly Revi
   QUEUED: ['AWAITING_BUILD', 'AWAITING_DEPLOY', 'CREATE_FAILED', 'SKIPPED', 'INTERRUPTED'],
   AWAITING_BUILD: ['BUILDING', 'BUILD_FAILED', 'INTERRUPTED'],
   BUILDING: ['AWAITING_DEPLOY', 'BUILD_FAILED', 'INTERRUPTED'],
-  AWAITING_DEPLOY: ['DEPLOYING', 'DEPLOY_FAILED', 'INTERRUPTED'],
+  // SKIPPED: handed to a listener that had not taken it up when a newer revision came.
+  AWAITING_DEPLOY: ['DEPLOYING', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED'],
   DEPLOYING: ['DEPLOYED', 'DEPLOY_FAILED', 'INTERRUPTED'],
   DEPLOYED: [],
   CREATE_FAILED: [],

@@ -1,4 +1,5 @@
-import { badRequest } from './errors.js';
+import { fail, invalidField } from './errors.js';
+import { PLATFORM_VARIABLES } from './platform-env.js';
 
 export interface Secret {
   name: string;
@@ -12,6 +13,7 @@ export interface Secret {
  * self-hosted control plane such as Berth.
  */
 export const RESERVED_SECRET_NAMES: ReadonlySet<string> = new Set([
+  ...PLATFORM_VARIABLES,
   'LANGCHAIN_TRACING_V2',
   'LANGSMITH_TRACING_V2',
   'LANGCHAIN_ENDPOINT',
@@ -43,15 +45,36 @@ export const RESERVED_SECRET_NAMES: ReadonlySet<string> = new Set([
   'LANGGRAPH_CLOUD_LICENSE_KEY',
 ]);
 
-/** Checks names are unique and not reserved; the message names the secret, never its value. */
+/**
+ * Bytes of names and values (UTF-8) one deployment's secrets may take in all. The count is
+ * bounded by the schema (200), but each value may be long; every answer about the
+ * deployment carries them, so this bounds those answers and list pages.
+ */
+export const MAX_SECRETS_BYTES = 1024 * 1024;
+
+/**
+ * Checks names are unique and not reserved, and the total size; the message names the
+ * secret, never its value.
+ */
 export function validateSecrets(secrets: readonly Secret[]): void {
   const seen = new Set<string>();
-  for (const { name } of secrets) {
-    if (seen.has(name)) throw badRequest(`Duplicate secret name '${name}': each secret name may appear once.`);
+  let bytes = 0;
+  for (const { name, value } of secrets) {
+    if (seen.has(name)) throw fail('secrets_invalid', `Duplicate secret name '${name}': each secret name may appear once.`);
     seen.add(name);
     if (RESERVED_SECRET_NAMES.has(name)) {
-      throw badRequest(`Secret name '${name}' is reserved: the runtime sets it for every deployment. Use another name.`);
+      throw fail('secrets_invalid', `Secret name '${name}' is reserved: the runtime sets it for every deployment. Use another name.`);
     }
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value);
+  }
+  if (bytes > MAX_SECRETS_BYTES) {
+    throw invalidField({
+      type: 'value_error',
+      loc: ['body', 'secrets'],
+      msg: `Value error, the secrets take ${bytes} bytes (names and values, UTF-8); at most ${MAX_SECRETS_BYTES} bytes (1 MiB) in all are accepted`,
+      input: '[redacted]',
+      ctx: { max_bytes: MAX_SECRETS_BYTES, actual_bytes: bytes },
+    });
   }
 }
 

@@ -1,3 +1,5 @@
+import { invalidField } from './errors.js';
+
 /**
  * Who is calling. An API key belongs to one organization; a key bound to a workspace sees
  * only that workspace. `admin` keys may also manage the organization's workspaces and keys.
@@ -18,3 +20,49 @@ export interface WorkspaceScope extends Principal {
 
 export const DEFAULT_ORGANIZATION = 'default';
 export const DEFAULT_WORKSPACE = 'default';
+
+/** Longest workspace name, in characters, once normalised. */
+export const MAX_WORKSPACE_NAME_LENGTH = 100;
+
+/**
+ * Characters a workspace name may not hold: control characters, line and paragraph
+ * separators, and the bidirectional formatting characters that make a name display as
+ * another ("Trojan Source").
+ */
+const FORBIDDEN_IN_NAMES = /[\p{Cc}\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+/**
+ * A workspace name as stored: NFC-normalised (one spelling per look) and trimmed. Names
+ * with control or bidirectional formatting characters, and names empty once trimmed, are
+ * refused with 422.
+ */
+export function workspaceName(raw: string): string {
+  const name = raw.normalize('NFC').trim();
+  const loc = ['body', 'name'];
+  if (name.length === 0) return fail({ type: 'string_too_short', loc, msg: 'String should have at least 1 character', input: raw });
+  if (name.length > MAX_WORKSPACE_NAME_LENGTH) {
+    return fail({ type: 'string_too_long', loc, msg: `String should have at most ${MAX_WORKSPACE_NAME_LENGTH} characters`, input: raw });
+  }
+  if (FORBIDDEN_IN_NAMES.test(name)) {
+    return fail({
+      type: 'value_error',
+      loc,
+      msg: 'Value error, a workspace name cannot contain control characters or bidirectional formatting characters',
+      input: raw,
+    });
+  }
+  return name;
+}
+
+function fail(issue: Parameters<typeof invalidField>[0]): never {
+  throw invalidField(issue);
+}
+
+/**
+ * What makes two workspace names the same: names differing only in case (in any script)
+ * or in Unicode composition are one name. Computed here, not by the database, whose own
+ * `lower()` folds only ASCII on SQLite.
+ */
+export function workspaceNameKey(name: string): string {
+  return name.normalize('NFC').toLowerCase().normalize('NFC');
+}

@@ -1,4 +1,8 @@
 import type { Logger } from 'pino';
+import type { ProviderOptions } from '../codehost/index.js';
+import type { Provisioners } from './databases.js';
+import type { UploadStore } from '../build/uploads.js';
+import type { Registry } from '../registry/setup.js';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { Db } from '../store/database.js';
@@ -11,6 +15,14 @@ export interface EngineDeps {
   runtime: RuntimeDriver;
   builder: BuildDriver;
   logger: Logger;
+  /** How code-host integrations reach their repositories. */
+  codehost: ProviderOptions;
+  /** Per-deployment databases, when configured. */
+  provisioners: Provisioners;
+  /** Uploaded project archives (internal_source revisions are built from them). */
+  uploads: UploadStore;
+  /** Berth's image registry: the runtime pulls images pushed there with credentials minted for it. */
+  registry: Registry | undefined;
 }
 
 export interface EngineSettings {

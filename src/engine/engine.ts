@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { StopSignal, type EngineDeps, type EngineSettings } from './context.js';
-import { claimDeployment } from '../store/repositories/leases.js';
+import { setEngineSlots } from '../observability/metrics.js';
+import { claimDeployment, leaseHoldersOn, releaseLeasesOf } from '../store/repositories/leases.js';
 import { workOnDeployment } from './worker.js';
 
 export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId'> = {
@@ -11,6 +13,15 @@ export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId'> = {
   buildTimeoutMs: 15 * 60_000,
   deployTimeoutMs: 5 * 60_000,
 };
+
+/**
+ * How long a deployment claimed with nothing to do stays out of this engine's claims,
+ * unless news of it arrives first. A safety net: the claim query already leaves out what
+ * waits on others (claimDeployment), but a rule that one day disagrees with the queue
+ * policy must cost a look every so often, not a loop that never ends.
+ */
+const PARK_MS = 30_000;
+const PARKED_AT_MOST = 500;
 
 export function newWorkerId(): string {
   return `${os.hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
@@ -31,6 +42,10 @@ export class Engine {
   #unsubscribe: (() => void) | undefined;
   readonly #work = new Set<AbortController>();
   readonly #running = new Set<Promise<void>>();
+  /** Deployments found idle, with when they may be claimed again. */
+  readonly #parked = new Map<string, number>();
+  /** Successful claims since start, for tests and metrics. */
+  claims = 0;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -41,8 +56,11 @@ export class Engine {
 
   async start(): Promise<void> {
     this.#stopped = false;
+    setEngineSlots(0, this.settings.concurrency);
     await this.#releaseOrphanedLeases();
     this.#unsubscribe = this.deps.bus.subscribe((message) => {
+      // News of a parked deployment (a new revision, a listener's report…) may be work.
+      if (message.origin !== this.settings.workerId && this.#parked.delete(message.deploymentId)) this.wake();
       if (message.topic === 'work') this.wake();
     });
     this.#sweep = setInterval(() => this.wake(), this.settings.sweepMs);
@@ -50,8 +68,16 @@ export class Engine {
     this.wake();
   }
 
+  readonly #onStop: (() => Promise<void>)[] = [];
+
+  /** Work that lives and dies with the engine (the git poller). */
+  onStop(stop: () => Promise<void>): void {
+    this.#onStop.push(stop);
+  }
+
   /** Stops claiming, pauses running steps (their revisions resume elsewhere) and releases leases. */
   async stop(): Promise<void> {
+    await Promise.allSettled(this.#onStop.map((stop) => stop()));
     this.#stopped = true;
     clearInterval(this.#sweep);
     this.#unsubscribe?.();
@@ -82,6 +108,7 @@ export class Engine {
           this.settings.workerId,
           now.toISOString(),
           new Date(now.getTime() + this.settings.leaseMs).toISOString(),
+          this.#stillParked(now.getTime()),
         );
       } catch (error) {
         this.deps.logger.error({ err: error }, 'engine could not claim work');
@@ -92,16 +119,34 @@ export class Engine {
         if (this.#wanted) continue;
         return;
       }
+      this.claims += 1;
       const work = new AbortController();
       this.#work.add(work);
+      setEngineSlots(this.#work.size, this.settings.concurrency);
       try {
-        await workOnDeployment({ ...this.deps, settings: this.settings, deploymentId: claimed.id, work });
+        const outcome = await workOnDeployment({ ...this.deps, settings: this.settings, deploymentId: claimed.id, work });
+        if (outcome === 'idle') this.#park(claimed.id);
       } catch (error) {
         this.deps.logger.error({ err: error, deploymentId: claimed.id }, 'engine work failed');
       } finally {
         this.#work.delete(work);
+        setEngineSlots(this.#work.size, this.settings.concurrency);
       }
+      // On SQLite every query resolves as a microtask: without this, a slot that keeps
+      // finding work would never let the event loop serve requests or signals.
+      await yieldToEventLoop();
     }
+  }
+
+  #park(deploymentId: string): void {
+    this.deps.logger.warn({ deploymentId }, 'engine claimed a deployment with nothing to do; leaving it alone for a while');
+    this.#parked.set(deploymentId, Date.now() + PARK_MS);
+    if (this.#parked.size > PARKED_AT_MOST) this.#parked.delete(this.#parked.keys().next().value as string);
+  }
+
+  #stillParked(now: number): string[] {
+    for (const [id, until] of this.#parked) if (until <= now) this.#parked.delete(id);
+    return [...this.#parked.keys()];
   }
 
   /**
@@ -109,21 +154,10 @@ export class Engine {
    * released at once, so a restart continues its revisions without waiting for expiry.
    */
   async #releaseOrphanedLeases(): Promise<void> {
-    const host = os.hostname();
-    const holders = await this.deps.db
-      .selectFrom('deployments')
-      .select('lease_owner')
-      .distinct()
-      .where('lease_owner', 'like', `${host}/%`)
-      .execute();
-    for (const { lease_owner: owner } of holders) {
-      const pid = Number(owner?.split('/')[1]);
-      if (!owner || !Number.isInteger(pid) || processAlive(pid)) continue;
-      await this.deps.db
-        .updateTable('deployments')
-        .set({ lease_owner: null, lease_expires_at: null })
-        .where('lease_owner', '=', owner)
-        .execute();
+    for (const owner of await leaseHoldersOn(this.deps.db, os.hostname())) {
+      const pid = Number(owner.split('/')[1]);
+      if (!Number.isInteger(pid) || processAlive(pid)) continue;
+      await releaseLeasesOf(this.deps.db, owner);
       this.deps.logger.info({ worker: owner }, 'released the leases of a Berth process that is gone');
     }
   }

@@ -1,49 +1,52 @@
-import { canonicalSource, type ResourceSpec, type RevisionConfig, type SourceConfig } from '../domain/deployment-config.js';
-import type { RevisionStatus } from '../domain/revision-status.js';
-import { revisionSecrets } from '../services/deployment-records.js';
-import { nowIso } from '../store/database.js';
-import type { DeploymentRow } from '../store/repositories/deployments.js';
-import type { RevisionRow } from '../store/repositories/revisions.js';
-import { finishStepRun, startStepRun } from '../store/repositories/step-runs.js';
-import { StopSignal, stopReasonOf, type WorkContext } from './context.js';
-import { DriverError, type LogLevel, type StepContext } from './drivers/types.js';
-import { markDeployed, moveRevision, writeLog } from './effects.js';
+import { canonicalSource, isBuiltSource, type ResourceSpec, type RevisionConfig, type Source } from '../domain/deployment-config.js';
+import { platformVariables } from '../domain/platform-env.js';
+import { isListenerOwned } from '../domain/queue-policy.js';
+import { decryptSecretSet } from '../security/secret-sets.js';
+import type { DeploymentRecord } from '../store/repositories/deployments.js';
+import { type RevisionRecord, runtimeHandleOf } from '../store/repositories/revisions.js';
+import { secretEntries } from '../store/repositories/secret-sets.js';
+import { moveDeployment } from '../lifecycle/deployments.js';
+import { buildSource } from './build-source.js';
+import type { WorkContext } from './context.js';
+import { databaseEnv, missingDatabases, provisionDatabases } from './databases.js';
+import { leaseFence, markDeployed, moveRevision, writeLog } from './effects.js';
+import { type Next, quietStep, runStep, type StepSpec } from './run-step.js';
 
-/** What the deployment loop does after one advance: go on with this revision, look at the next, or leave. */
-export type Next = 'again' | 'next' | 'leave';
-
-const CLEANUP_GRACE_MS = 10_000;
-
-interface StepSpec {
-  name: 'build' | 'deploy';
-  failedStatus: RevisionStatus;
-  timeoutMs: number;
-  /** Where a user raises the limit. */
-  timeoutSetting: string;
-}
+export type { Next } from './run-step.js';
 
 /**
  * Takes a revision one status further. Each call makes at most one transition, so a
  * crash between calls leaves a status from which the next worker simply carries on.
  */
-export async function advance(ctx: WorkContext, deployment: DeploymentRow, revision: RevisionRow): Promise<Next> {
-  const config = JSON.parse(revision.source_revision_config) as RevisionConfig;
+export async function advance(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord): Promise<Next> {
+  const config = revision.source_revision_config;
   const source = canonicalSource(revision.source);
   switch (revision.status) {
     case 'CREATING': {
       try {
-        await revisionSecrets(ctx.db, ctx.encryptor, revision.id);
+        await secretsOf(ctx, revision);
       } catch {
-        await moveRevision(ctx, revision, 'CREATE_FAILED', "The revision's secrets cannot be decrypted: BERTH_ENCRYPTION_KEY (or the data directory's encryption.key) is not the key they were written with. Restore that key and redeploy.");
-      return 'again';
+        await moveRevision(
+          ctx,
+          revision,
+          'CREATE_FAILED',
+          "The revision's secrets cannot be decrypted: BERTH_ENCRYPTION_KEY (or the data directory's encryption.key) is not the key they were written with. Restore that key and redeploy.",
+        );
+        return 'again';
       }
       await moveRevision(ctx, revision, 'QUEUED', null);
       return 'again';
     }
     case 'QUEUED': {
-      const needsBuild = source === 'codehost' && !revision.image_ref;
-      if (!needsBuild && source === 'codehost') await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
-      await moveRevision(ctx, revision, needsBuild ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY', null);
+      const waitingFor = nothingYet(source, revision);
+      if (waitingFor) {
+        await moveRevision(ctx, revision, 'SKIPPED', waitingFor);
+        return 'next';
+      }
+      if (!(await databasesReady(ctx, deployment, revision))) return 'again';
+      const needsBuild = isBuiltSource(source) && !revision.image_ref;
+      if (!needsBuild && isBuiltSource(source)) await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
+      await moveRevision(ctx, revision, needsBuild ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY', needsBuild ? null : handoverMessage(deployment));
       return 'again';
     }
     case 'AWAITING_BUILD':
@@ -52,11 +55,8 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRow, revis
     case 'BUILDING':
       return build(ctx, deployment, revision, config);
     case 'AWAITING_DEPLOY': {
-      if (deployment.listener_id) {
-        const message = `Handed to listener ${deployment.listener_id}; waiting for it to report the deployment.`;
-        if (revision.status_message !== message) await moveRevision(ctx, revision, 'AWAITING_DEPLOY', message);
-        return 'leave';
-      }
+      // Handed to the listener: its report moves the revision on, not the engine.
+      if (isListenerOwned(revision.status, deployment.listener_id !== null)) return 'next';
       const unavailable = await ctx.runtime.unavailableReason();
       await moveRevision(ctx, revision, unavailable ? 'DEPLOY_FAILED' : 'DEPLOYING', unavailable ? `Deploy failed: ${unavailable}` : null);
       return 'again';
@@ -68,21 +68,22 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRow, revis
   }
 }
 
-async function build(ctx: WorkContext, deployment: DeploymentRow, revision: RevisionRow, config: RevisionConfig): Promise<Next> {
-  const sourceConfig = JSON.parse(deployment.source_config) as SourceConfig & { build_timeout_seconds?: number | null };
+async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, config: RevisionConfig): Promise<Next> {
+  const sourceConfig = deployment.source_config;
   const spec: StepSpec = {
     name: 'build',
+    logType: 'build',
     failedStatus: 'BUILD_FAILED',
     timeoutMs: (sourceConfig.build_timeout_seconds ?? 0) * 1000 || ctx.settings.buildTimeoutMs,
     timeoutSetting: 'source_config.build_timeout_seconds',
   };
-  const result = await runStep(ctx, revision, spec, (step) =>
+  const result = await runStep(ctx, revision, spec, async (step) =>
     ctx.builder.build(
       {
         deploymentId: deployment.id,
+        deploymentName: deployment.name.toLowerCase(),
         revisionId: revision.id,
-        repoUrl: sourceConfig.repo_url ?? '',
-        repoRef: config.repo_ref ?? '',
+        source: await buildSource(ctx, deployment, revision),
         graphConfigPath: config.graph_config_path ?? 'langgraph.json',
         installCommand: sourceConfig.install_command,
         buildCommand: sourceConfig.build_command,
@@ -90,33 +91,37 @@ async function build(ctx: WorkContext, deployment: DeploymentRow, revision: Revi
       step,
     ),
   );
+  // An uploaded archive is needed only until it is built (or its build ended); a paused
+  // build keeps it for whoever resumes.
+  if (config.source_tarball_path && (result.ok || result.next !== 'leave')) await ctx.uploads.discard(config.source_tarball_path).catch(() => {});
   if (!result.ok) return result.next;
   const built = { ...config, repo_commit_sha: result.value.commitSha };
-  await moveRevision(ctx, revision, 'AWAITING_DEPLOY', null, { image_ref: result.value.image, source_revision_config: JSON.stringify(built) });
+  await moveRevision(ctx, revision, 'AWAITING_DEPLOY', handoverMessage(deployment), {
+    image_ref: result.value.image,
+    source_revision_config: built,
+  });
   return 'again';
 }
 
-async function deploy(ctx: WorkContext, deployment: DeploymentRow, revision: RevisionRow, config: RevisionConfig): Promise<Next> {
-  const sourceConfig = JSON.parse(deployment.source_config) as SourceConfig & { deploy_timeout_seconds?: number | null };
-  const resources = revision.resource_spec ? (JSON.parse(revision.resource_spec) as ResourceSpec) : {};
-  const image = (canonicalSource(revision.source) === 'codehost' ? revision.image_ref : config.image_uri) ?? '';
+async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, config: RevisionConfig): Promise<Next> {
+  const sourceConfig = deployment.source_config;
+  const resources = revision.resource_spec ?? {};
+  // Built revisions run what they were built into; image revisions the image they name.
+  const image = revision.image_ref ?? config.image_uri ?? '';
   if (!image) {
     await moveRevision(ctx, revision, 'DEPLOY_FAILED', 'Deploy failed: the revision has no image to run.');
     return 'again';
   }
   const spec: StepSpec = {
     name: 'deploy',
+    logType: 'deploy',
     failedStatus: 'DEPLOY_FAILED',
     timeoutMs: (sourceConfig.deploy_timeout_seconds ?? 0) * 1000 || ctx.settings.deployTimeoutMs,
     timeoutSetting: 'source_config.deploy_timeout_seconds',
   };
-  const env = Object.fromEntries((await revisionSecrets(ctx.db, ctx.encryptor, revision.id)).map((s) => [s.name, s.value]));
-  Object.assign(env, {
-    LANGSMITH_DEPLOYMENT_NAME: deployment.name,
-    LANGSMITH_HOST_PROJECT_ID: deployment.id,
-    LANGSMITH_HOST_PROJECT_NAME: deployment.name,
-    LANGSMITH_HOST_REVISION_ID: revision.id,
-  });
+  const env = Object.fromEntries((await secretsOf(ctx, revision)).map((s) => [s.name, s.value]));
+  Object.assign(env, await databaseEnv(ctx, deployment.id), platformVariables(deployment, revision));
+  const pull = await pullCredentials(ctx, image);
   const result = await runStep(ctx, revision, spec, (step) =>
     ctx.runtime.start(
       {
@@ -126,6 +131,7 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRow, revision: Rev
         image,
         env,
         resources: limits(resources),
+        ...pull,
       },
       step,
     ),
@@ -137,14 +143,78 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRow, revision: Rev
     await ctx.runtime.retire(result.value.handle, quietStep(ctx));
     return 'again';
   }
-  deployment.active_revision_id = revision.id;
   if (previous && previous !== revision.id) await retirePrevious(ctx, revision, previous);
   return 'next';
 }
 
+/**
+ * Before a deployment's revisions run, the databases Berth provisions for it exist
+ * (AWAITING_DATABASE → READY). False when setting them up failed: the revision then ended
+ * CREATE_FAILED with the reason, and the next revision tries again.
+ */
+async function databasesReady(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord): Promise<boolean> {
+  const missing = await missingDatabases(ctx, deployment.id, await secretsOf(ctx, revision));
+  if (missing.length > 0) {
+    const spec: StepSpec = {
+      name: 'database',
+      logType: 'deploy',
+      failedStatus: 'CREATE_FAILED',
+      timeoutMs: (deployment.source_config.deploy_timeout_seconds ?? 0) * 1000 || ctx.settings.deployTimeoutMs,
+      timeoutSetting: 'source_config.deploy_timeout_seconds',
+    };
+    const result = await runStep(ctx, revision, spec, (step) => provisionDatabases(ctx, deployment, missing, step));
+    if (!result.ok) return false;
+  }
+  // Without provisioning, a deployment becomes READY when its first revision serves (markDeployed).
+  if (deployment.status === 'AWAITING_DATABASE' && Object.keys(ctx.provisioners).length > 0) {
+    if (await moveDeployment(ctx, deployment.id, 'READY', { fence: leaseFence(ctx), origin: ctx.settings.workerId })) deployment.status = 'READY';
+  }
+  return true;
+}
+
+/** The revision's secrets, decrypted (needed once per step, so not cached). */
+async function secretsOf(ctx: WorkContext, revision: RevisionRecord) {
+  if (!revision.secret_set_id) return [];
+  return decryptSecretSet(ctx.encryptor, await secretEntries(ctx.db, [revision.secret_set_id]));
+}
+
+/**
+ * The first revision of a deployment the LangGraph CLI creates has nothing in it yet: the
+ * project is uploaded (or the image pushed) and sent in the PATCH that follows. It gives
+ * way to that one, with a message saying so.
+ */
+function nothingYet(source: Source, revision: RevisionRecord): string | null {
+  if (revision.image_ref) return null;
+  const config = revision.source_revision_config;
+  if (source === 'internal_source' && !config.source_tarball_path) {
+    return 'Nothing to build yet: upload the project (POST …/upload-url, then PUT) and PATCH the deployment with its source_tarball_path.';
+  }
+  if (source === 'internal_docker' && !config.image_uri) {
+    return 'Nothing to run yet: push an image (POST …/push-token) and PATCH the deployment with its image_uri.';
+  }
+  return null;
+}
+
+/** An image in Berth's own registry is pulled with a credential minted for its repository alone. */
+async function pullCredentials(ctx: WorkContext, image: string): Promise<{ pull?: { username: string; password: string; tlsVerify: boolean } }> {
+  const registry = ctx.registry;
+  if (!registry || !image.startsWith(`${registry.settings.location.host}/`)) return {};
+  const repository = image
+    .slice(registry.settings.location.host.length + 1)
+    .replace(/@.*$/, '')
+    .replace(/:[^/]*$/, '');
+  const password = await registry.pullCredential('berth-engine', repository);
+  return { pull: { username: 'oauth2accesstoken', password, tlsVerify: registry.settings.tlsVerify } };
+}
+
+/** For a deployment placed on a listener, AWAITING_DEPLOY means it was handed over. */
+function handoverMessage(deployment: DeploymentRecord): string | null {
+  return deployment.listener_id ? `Handed to listener ${deployment.listener_id}; waiting for it to report the deployment.` : null;
+}
+
 /** Replaced only now that the new revision is healthy and serving. */
-async function retirePrevious(ctx: WorkContext, revision: RevisionRow, previousId: string): Promise<void> {
-  const previous = await ctx.db.selectFrom('revisions').select(['runtime_handle', 'seq']).where('id', '=', previousId).executeTakeFirst();
+async function retirePrevious(ctx: WorkContext, revision: RevisionRecord, previousId: string): Promise<void> {
+  const previous = await runtimeHandleOf(ctx.db, previousId);
   if (!previous?.runtime_handle) return;
   try {
     await ctx.runtime.retire(previous.runtime_handle, quietStep(ctx));
@@ -160,89 +230,4 @@ function limits(spec: ResourceSpec): { cpu?: number; memoryMb?: number } {
   const cpu = number('cpu_limit') ?? (number('cpu') !== undefined ? (number('cpu') as number) * 2 : undefined);
   const memoryMb = number('memory_limit_mb') ?? (number('memory_mb') !== undefined ? (number('memory_mb') as number) * 2 : undefined);
   return { cpu, memoryMb };
-}
-
-type StepResult<T> = { ok: true; value: T } | { ok: false; next: Next };
-
-/**
- * Runs one driver call with its timeout, its log stream and a record in engine_step_runs.
- * A driver failure or a timeout ends the revision in the step's *_FAILED status with a
- * message a person can act on; a stop (shutdown, lost lease, interruption, delete) leaves
- * the status for whoever continues.
- */
-async function runStep<T>(ctx: WorkContext, revision: RevisionRow, spec: StepSpec, body: (step: StepContext) => Promise<T>): Promise<StepResult<T>> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new StopSignal('timeout')), spec.timeoutMs);
-  const forward = () => controller.abort(ctx.work.signal.reason);
-  ctx.work.signal.addEventListener('abort', forward, { once: true });
-  ctx.step = { revisionId: revision.id, controller };
-  const runId = await startStepRun(ctx.db, { revisionId: revision.id, step: spec.name, worker: ctx.settings.workerId, at: nowIso() });
-  const step: StepContext = {
-    signal: controller.signal,
-    log: (level: LogLevel, message: string) => writeLog(ctx, revision, spec.name, level, message),
-  };
-  const work = body(step);
-  try {
-    const value = await Promise.race([work, aborted<T>(controller.signal)]);
-    await finishStepRun(ctx.db, runId, 'succeeded', nowIso());
-    return { ok: true, value };
-  } catch (error) {
-    const reason = stopReasonOf(controller.signal);
-    // An aborted driver cleans up after itself (removes a half-started container): let it
-    // finish, within reason, before the revision moves on or the process exits.
-    if (reason) await Promise.race([work.catch(() => {}), new Promise((resolve) => setTimeout(resolve, CLEANUP_GRACE_MS))]);
-    await finishStepRun(ctx.db, runId, reason ?? 'failed', nowIso());
-    if (reason === 'timeout') {
-      const seconds = Math.round(spec.timeoutMs / 1000);
-      const message = `${title(spec.name)} timed out after ${seconds} s. Check the ${spec.name} logs for where it stalled; raise the limit with ${spec.timeoutSetting} if it needs longer.`;
-      await writeLog(ctx, revision, spec.name, 'ERROR', message);
-      await moveRevision(ctx, revision, spec.failedStatus, message);
-      return { ok: false, next: 'again' };
-    }
-    if (reason) {
-      await writeLog(ctx, revision, spec.name, 'INFO', stopMessage(reason));
-      return { ok: false, next: reason === 'interrupted' ? 'again' : 'leave' };
-    }
-    if (error instanceof DriverError) {
-      const message = `${title(spec.name)} failed: ${error.message}`;
-      await writeLog(ctx, revision, spec.name, 'ERROR', message);
-      await moveRevision(ctx, revision, spec.failedStatus, message);
-      return { ok: false, next: 'again' };
-    }
-    ctx.logger.error({ err: error, revisionId: revision.id, step: spec.name }, 'engine step failed unexpectedly');
-    const message = `${title(spec.name)} failed: an internal error occurred in Berth during the ${spec.name} step; the server log has the details (revision ${revision.id}).`;
-    await writeLog(ctx, revision, spec.name, 'ERROR', message);
-    await moveRevision(ctx, revision, spec.failedStatus, message);
-    return { ok: false, next: 'again' };
-  } finally {
-    clearTimeout(timer);
-    ctx.work.signal.removeEventListener('abort', forward);
-    ctx.step = undefined;
-  }
-}
-
-function aborted<T>(signal: AbortSignal): Promise<T> {
-  return new Promise<T>((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-  });
-}
-
-function quietStep(ctx: WorkContext): StepContext {
-  return { signal: AbortSignal.timeout(ctx.settings.deployTimeoutMs), log: async () => {} };
-}
-
-function title(step: string): string {
-  return step === 'build' ? 'Build' : 'Deploy';
-}
-
-function stopMessage(reason: string): string {
-  switch (reason) {
-    case 'interrupted':
-      return 'Stopped: the revision was interrupted.';
-    case 'deleting':
-      return 'Stopped: the deployment is being deleted.';
-    default:
-      return 'Paused: this Berth process stopped working on the revision; another process will resume it.';
-  }
 }

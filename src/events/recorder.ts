@@ -1,3 +1,4 @@
+import type { RevisionStatus } from '../domain/revision-status.js';
 import type { Executor } from '../store/database.js';
 import { nowIso } from '../store/database.js';
 import { insertEvent } from '../store/repositories/events.js';
@@ -28,7 +29,7 @@ export async function recordLog(
 /** Records a revision's status change in its deployment's event stream (its timeline). */
 export async function recordStatus(
   db: Executor,
-  change: { deploymentId: string; revisionId: string; status: string; message: string | null; at: string },
+  change: { deploymentId: string; revisionId: string; status: RevisionStatus; message: string | null; at: string },
 ): Promise<number> {
   return insertEvent(db, {
     deployment_id: change.deploymentId,

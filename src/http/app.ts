@@ -1,36 +1,49 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { ErrorBody } from '../contract/errors.js';
+import { withNamedSchemas } from './openapi.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import secureJson from 'secure-json-parse';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { type DomainError, invalidField } from '../domain/errors.js';
+import type { Registry } from '../registry/setup.js';
+import { type HttpMetricsOptions, installMetrics } from '../observability/http-metrics.js';
 import type { Services } from '../services/index.js';
 import { installAuthentication } from './auth.js';
-import { clientErrorHandler, frameworkErrors, JsonBodyError, installErrorHandling } from './errors.js';
-import { AuthFailureGuard, DEFAULT_LIMITS, installRateLimit, type RequestLimits } from './limits.js';
+import { SELF_HOSTED_PREFIX } from './prefix.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.js';
+import { installJsonParser } from './json-body.js';
+import { DEFAULT_LIMITS, type RequestLimits } from '../config.js';
+import { AuthFailureGuard, installRateLimit } from './limits.js';
 import { adminRoutes } from './routes/admin.js';
 import { deploymentRoutes } from './routes/deployments.js';
+import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
+import { integrationRoutes } from './routes/integrations.js';
 import { listenerRoutes } from './routes/listeners.js';
 import { logRoutes } from './routes/logs.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.js';
+import { registryRoutes } from './routes/registry.js';
 import { revisionRoutes } from './routes/revisions.js';
+import { buildSourceRoutes, uploadRoutes } from './routes/uploads.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import { installWireValueParsing } from './wire-values.js';
+import { installWriteDeadline } from './write-deadline.js';
+import { isUuid } from '../domain/ids.js';
 
 export interface AppOptions {
   services: Services;
   logger: FastifyBaseLogger;
   limits?: RequestLimits;
+  /** BERTH_PUBLIC_URL: Berth's address as clients reach it, for links it hands out. */
+  publicUrl?: string;
+  /** Berth's image registry, whose token realm this server serves. */
+  registry?: Registry;
+  metrics?: HttpMetricsOptions;
 }
 
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Self-hosted clients put this prefix in their base URL; every API route is served under it too. */
-export const SELF_HOSTED_PREFIX = '/api-host';
-
-export async function buildApp({ services, logger, limits = DEFAULT_LIMITS }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publicUrl, registry, metrics }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: limits.bodyLimitBytes,
@@ -44,20 +57,25 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS }: Ap
     },
     frameworkErrors,
     clientErrorHandler,
+    // Behind a trusted proxy, request.ip is the client it names in X-Forwarded-For, so the
+    // per-address limits tell apart the clients behind one proxy.
+    trustProxy: limits.trustedProxies.length > 0 ? limits.trustedProxies : false,
     // Never redirect: clients refuse redirects because following one would leak the key.
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   installValidation(app);
   installJsonParser(app);
-  installNulGuard(app);
+  installWireValueParsing(app);
   installErrorHandling(app);
   await installRateLimit(app, limits.rateLimitPerMinute);
+  installWriteDeadline(app, limits.responseWriteTimeoutMs);
+  installMetrics(app, metrics);
   // Ids are stored in lower case; a path id in upper case names the same resource.
   app.addHook('preHandler', async (request) => {
     const params = request.params as Record<string, unknown> | undefined;
     for (const [name, value] of Object.entries(params ?? {})) {
-      if (typeof value === 'string' && UUID_TEXT.test(value)) params![name] = value.toLowerCase();
+      if (typeof value === 'string' && isUuid(value)) params![name] = value.toLowerCase();
     }
   });
   app.addHook('onSend', async (request, reply) => {
@@ -70,38 +88,58 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS }: Ap
       info: {
         title: 'Berth Deployment Control Plane API',
         version: '0.1.0',
-        description:
-          'Deployments of agent servers, their revisions, listeners and OAuth providers. Every path is also served under `/api-host`.',
+        description: 'Deployments of agent servers, their revisions, listeners and OAuth providers. Every path is also served under `/api-host`.',
       },
       components: {
         securitySchemes: {
-          'API Key': { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-          'Tenant ID': { type: 'apiKey', in: 'header', name: 'X-Tenant-Id' },
-          'Bearer Auth': { type: 'http', scheme: 'bearer' },
+          APIKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+          TenantID: { type: 'apiKey', in: 'header', name: 'X-Tenant-Id' },
+          BearerAuth: { type: 'http', scheme: 'bearer' },
         },
       },
-      security: [{ 'API Key': [], 'Tenant ID': [] }, { 'Bearer Auth': [], 'Tenant ID': [] }],
+      security: [
+        { APIKey: [], TenantID: [] },
+        { BearerAuth: [], TenantID: [] },
+      ],
     },
+    transformObject: (documents) => withNamedSchemas('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject, ErrorBody),
   });
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith(SELF_HOSTED_PREFIX)) route.schema = { ...route.schema, hide: true };
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // Each copy in a scope of its own: the plugin decorates the instance it is registered on.
+  for (const prefix of ['', SELF_HOSTED_PREFIX]) {
+    await app.register(async (scope) => scope.register(swaggerUi, { routePrefix: `${prefix}/docs` }));
+  }
+  for (const prefix of ['', SELF_HOSTED_PREFIX]) {
+    app.get(`${prefix}/openapi.json`, { schema: { hide: true } }, async () => app.swagger());
+  }
 
   await app.register(healthRoutes);
+  await app.register(healthRoutes, { prefix: SELF_HOSTED_PREFIX });
   const guard = limits.rateLimitPerMinute > 0 ? new AuthFailureGuard(limits.rateLimitPerMinute) : undefined;
   const api = async (scope: FastifyInstance) => {
     installAuthentication(scope, services.tenancy, guard);
     await scope.register(deploymentRoutes, { services });
     await scope.register(revisionRoutes, { services });
     await scope.register(logRoutes, { services });
+    await scope.register(eventRoutes, { services, writeTimeoutMs: limits.responseWriteTimeoutMs });
     await scope.register(listenerRoutes, { services });
     await scope.register(oauthProviderRoutes, { services });
     await scope.register(adminRoutes, { services });
+    await scope.register(integrationRoutes, { services, publicUrl });
+    await scope.register(buildSourceRoutes, { services, publicUrl });
   };
   await app.register(api);
   await app.register(api, { prefix: SELF_HOSTED_PREFIX });
+  await app.register(webhookRoutes, { services });
+  await app.register(webhookRoutes, { services, prefix: SELF_HOSTED_PREFIX });
+  await app.register(uploadRoutes, { services });
+  await app.register(uploadRoutes, { services, prefix: SELF_HOSTED_PREFIX });
+  if (registry) {
+    await app.register(registryRoutes, { registry });
+    await app.register(registryRoutes, { registry, prefix: SELF_HOSTED_PREFIX });
+  }
   return app;
 }
 
@@ -110,78 +148,9 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS }: Ap
  * ("20" → 20); JSON bodies are typed already, and a wrong type there is an error.
  */
 function installValidation(app: FastifyInstance): void {
-  const options = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false } as const;
+  // strictNumbers: `strict: false` would otherwise let Infinity and NaN pass as numbers.
+  const options = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false, strictNumbers: true } as const;
   const coercing = addFormats.default(new Ajv.default({ ...options, coerceTypes: 'array' }));
   const exact = addFormats.default(new Ajv.default({ ...options, coerceTypes: false }));
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? exact : coercing).compile(schema));
-}
-
-/**
- * JSON bodies through Fastify's safe parser, except that an empty body counts as no body:
- * some clients send `Content-Type: application/json` on GET and DELETE without a body.
- * Malformed JSON becomes FastAPI's `json_invalid` 422.
- */
-function installJsonParser(app: FastifyInstance): void {
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
-    let value: unknown;
-    try {
-      // Rejects `__proto__` and `constructor.prototype` keys (prototype poisoning).
-      value = secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' });
-    } catch (error) {
-      // The parser's own message may quote part of the body (a secret, say), so only a
-      // fixed reason and the position go back.
-      const message = error instanceof Error ? error.message : '';
-      const position = Number(/position (\d+)/.exec(message)?.[1] ?? 0);
-      const reason = /end of JSON input/.test(message) ? 'Unexpected end of JSON input' : 'Invalid JSON';
-      return done(new JsonBodyError(position, reason), undefined);
-    }
-    const problem = unstorableJson(value);
-    done(problem, problem ? undefined : value);
-  });
-}
-
-/** Deeper than any request of this API; recursion over deeper values would exhaust the stack. */
-const MAX_JSON_DEPTH = 64;
-
-/**
- * What no route can accept, found without recursion: nesting beyond MAX_JSON_DEPTH, and
- * NUL characters, which PostgreSQL cannot store in text (SQLite could, so both reject).
- */
-function unstorableJson(root: unknown): DomainError | null {
-  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
-  while (stack.length > 0) {
-    const { value, path } = stack.pop() as { value: unknown; path: (string | number)[] };
-    if (typeof value === 'string') {
-      if (value.includes('\u0000')) return invalidField({ type: 'string_nul', loc: ['body', ...path], msg: 'Text must not contain NUL characters', input: '[redacted]' });
-      continue;
-    }
-    if (value === null || typeof value !== 'object') continue;
-    if (path.length >= MAX_JSON_DEPTH) {
-      return invalidField({ type: 'json_invalid', loc: ['body', ...path.slice(0, 3)], msg: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`, input: '{…}' });
-    }
-    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value);
-    for (const [key, inner] of entries) {
-      if (typeof key === 'string' && key.includes('\u0000')) return invalidField({ type: 'string_nul', loc: ['body', ...path], msg: 'Keys must not contain NUL characters', input: '[redacted]' });
-      stack.push({ value: inner, path: [...path, key] });
-    }
-  }
-  return null;
-}
-
-/** Query and path values with a NUL character: rejected for the same reason as in bodies. */
-function installNulGuard(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
-    for (const [part, values] of [
-      ['query', request.query],
-      ['path', request.params],
-    ] as const) {
-      for (const [name, value] of Object.entries((values ?? {}) as Record<string, unknown>)) {
-        if (typeof value === 'string' && value.includes('\u0000')) {
-          throw invalidField({ type: 'string_nul', loc: [part, name], msg: 'Text must not contain NUL characters', input: '[redacted]' });
-        }
-      }
-    }
-  });
 }

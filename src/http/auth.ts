@@ -1,14 +1,17 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { forbidden, invalidField, unauthorized } from '../domain/errors.js';
+import { withErrorCodes } from '../contract/errors.js';
+import { type ErrorCode, fail, invalidField } from '../domain/errors.js';
 import type { Principal, WorkspaceScope } from '../domain/tenancy.js';
 import type { TenancyService } from '../services/tenancy.js';
 import type { AuthFailureGuard } from './limits.js';
+import { isUuid } from '../domain/ids.js';
 
 /**
  * What a route needs from the caller: `workspace` (the default) acts in one workspace,
- * `organization` needs only a valid key, `admin` needs a key with the admin role.
+ * `organization` needs only a valid key, `admin` needs a key with the admin role, and
+ * `workspace-admin` an admin key acting in one workspace.
  */
-export type Access = 'workspace' | 'organization' | 'admin';
+export type Access = 'workspace' | 'organization' | 'admin' | 'workspace-admin';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -20,37 +23,43 @@ declare module 'fastify' {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** What authentication answers, by the access a route needs: documented on every route. */
+const ACCESS_ERRORS: Record<Access, ErrorCode[]> = {
+  organization: ['api_key_missing', 'api_key_invalid'],
+  admin: ['api_key_missing', 'api_key_invalid', 'admin_key_required'],
+  workspace: ['api_key_missing', 'api_key_invalid', 'workspace_required', 'workspace_forbidden'],
+  'workspace-admin': ['api_key_missing', 'api_key_invalid', 'admin_key_required', 'workspace_required', 'workspace_forbidden'],
+};
 
 /**
  * Authenticates every route of the plugin it is installed in. Runs before the body is
  * read, so an unauthenticated caller learns nothing about validation.
  */
 export function installAuthentication(app: FastifyInstance, tenancy: TenancyService, guard?: AuthFailureGuard): void {
-  app.addHook('onRequest', async (request, reply) => {
-    try {
-      guard?.check(request);
-    } catch (error) {
-      reply.header('retry-after', String((error as { retryAfter: number }).retryAfter));
-      throw error;
-    }
+  app.addHook('onRoute', (route) => {
+    if (route.schema)
+      route.schema = { ...route.schema, response: withErrorCodes(route.schema.response as never, ACCESS_ERRORS[route.config?.access ?? 'workspace']) };
+  });
+  app.addHook('onRequest', async (request) => {
     const key = presentedKey(request);
+    guard?.admit(request, key);
     if (!key) {
       guard?.recordFailure(request);
-      throw unauthorized("Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.");
+      throw fail('api_key_missing', "Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.");
     }
     const principal = await tenancy.authenticate(key);
     if (!principal) {
       guard?.recordFailure(request);
-      throw unauthorized('Invalid API key.');
+      throw fail('api_key_invalid', 'Invalid API key.');
     }
+    guard?.recordSuccess(key);
     request.principal = principal;
 
     const access = request.routeOptions.config.access ?? 'workspace';
-    if (access === 'admin' && principal.role !== 'admin') {
-      throw forbidden('This operation requires an admin API key.');
+    if ((access === 'admin' || access === 'workspace-admin') && principal.role !== 'admin') {
+      throw fail('admin_key_required', 'This operation requires an admin API key.');
     }
-    if (access === 'workspace') {
+    if (access === 'workspace' || access === 'workspace-admin') {
       request.workspaceScope = await tenancy.resolveWorkspace(principal, tenantHeader(request));
     }
   });
@@ -73,7 +82,7 @@ function tenantHeader(request: FastifyRequest): string | undefined {
   const header = request.headers['x-tenant-id'];
   const value = (Array.isArray(header) ? header[0] : header)?.trim();
   if (!value) return undefined;
-  if (!UUID.test(value)) {
+  if (!isUuid(value)) {
     throw invalidField({ type: 'uuid_parsing', loc: ['header', 'x-tenant-id'], msg: 'Input should be a valid UUID', input: value });
   }
   return value.toLowerCase();
@@ -87,4 +96,36 @@ export function principalOf(request: FastifyRequest): Principal {
 export function scopeOf(request: FastifyRequest): WorkspaceScope {
   if (!request.workspaceScope) throw new Error('workspace route reached without a workspace');
   return request.workspaceScope;
+}
+
+/**
+ * How often a long request (an event stream, a long poll) asks again whether its key is
+ * still valid. The answer comes from the key cache, so a key revoked on another server is
+ * noticed within API_KEY_CACHE_TTL_MS plus this.
+ */
+export const KEY_RECHECK_MS = 1000;
+
+/**
+ * Watches the key a request authenticated with, for requests that outlast it: `signal`
+ * aborts once the key no longer authenticates (it was revoked). A failed lookup (the
+ * database away for a moment) is not a revocation. Call `stop` when the request ends.
+ */
+export function watchKey(request: FastifyRequest, tenancy: TenancyService, everyMs = KEY_RECHECK_MS): { signal: AbortSignal; stop(): void } {
+  const revoked = new AbortController();
+  const key = presentedKey(request);
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    (key ? tenancy.authenticate(key) : Promise.resolve(null))
+      .then((principal) => {
+        if (principal === null || principal.keyId !== request.principal?.keyId) revoked.abort();
+      })
+      .catch(() => {})
+      .finally(() => {
+        checking = false;
+      });
+  }, everyMs);
+  timer.unref();
+  return { signal: revoked.signal, stop: () => clearInterval(timer) };
 }

@@ -1,16 +1,9 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DomainError, type ErrorKind, type FieldIssue } from '../domain/errors.js';
+import { STATUS_BY_CODE } from '../contract/errors.js';
+import { DomainError, type ErrorCode, type FieldIssue } from '../domain/errors.js';
+import { boundedIssues } from './echo.js';
 import { partOf, toFieldIssues } from './validation.js';
-
-const STATUS_BY_KIND: Record<ErrorKind, number> = {
-  bad_request: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
-  invalid: 422,
-};
 
 /** A malformed JSON body, raised by our content-type parser and answered as FastAPI does. */
 export class JsonBodyError extends Error {
@@ -34,22 +27,22 @@ export function installErrorHandling(app: FastifyInstance): void {
     } catch (failure) {
       // The handler itself must never fail over to Fastify's own error format.
       request.log.error({ err: failure }, 'error handler failed');
-      return reply.code(500).send({ detail: 'Internal Server Error' });
+      return send(reply, 'internal_error', 'Internal Server Error');
     }
   });
 
-  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not Found' }));
+  app.setNotFoundHandler((_request, reply) => send(reply, 'route_not_found', 'Not Found'));
 }
 
 function answer(error: FastifyError | DomainError | JsonBodyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof DomainError) {
-    const status = STATUS_BY_KIND[error.kind];
-    return status === 422 ? sendIssues(reply, error.issues) : reply.code(status).send({ detail: error.message });
+    if (error.code === 'validation_error') return sendIssues(reply, error.issues);
+    if (STATUS_BY_CODE[error.code] >= 500) request.log.error({ err: error }, 'request failed');
+    if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+    return send(reply, error.code, error.message);
   }
   if (error instanceof JsonBodyError) {
-    return sendIssues(reply, [
-      { type: 'json_invalid', loc: ['body', error.position], msg: 'JSON decode error', input: {}, ctx: { error: error.reason } } as FieldIssue,
-    ]);
+    return sendIssues(reply, [{ type: 'json_invalid', loc: ['body', error.position], msg: 'JSON decode error', input: {}, ctx: { error: error.reason } }]);
   }
   if (error.validation) {
     const part = partOf(error.validationContext);
@@ -58,9 +51,15 @@ function answer(error: FastifyError | DomainError | JsonBodyError, request: Fast
   const status = error.statusCode ?? 500;
   if (status >= 500) {
     request.log.error({ err: error }, 'request failed');
-    return reply.code(500).send({ detail: 'Internal Server Error' });
+    return send(reply, 'internal_error', 'Internal Server Error');
   }
-  return reply.code(status).send({ detail: clientMessage(error, status) });
+  const code = codeOfFrameworkError(error, status);
+  return send(reply, code, clientMessage(error, code));
+}
+
+/** Every error answer: `{detail, code}` with the code's status. */
+export function send(reply: FastifyReply, code: ErrorCode, detail: string) {
+  return reply.code(STATUS_BY_CODE[code]).send({ detail, code });
 }
 
 /**
@@ -74,12 +73,12 @@ export function frameworkErrors(error: FastifyError, _request: FastifyRequest, r
       : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
         ? 'A path parameter is too long.'
         : 'Bad request.';
-  return reply.code(error.statusCode && error.statusCode < 500 ? error.statusCode : 400).send({ detail });
+  return send(reply, 'malformed_request', detail);
 }
 
-const CLIENT_ERRORS: Record<string, [number, string, string]> = {
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'The request was not received in time.'],
-  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'The request headers (or the URL) are too large.'],
+const CLIENT_ERRORS: Record<string, [ErrorCode, string, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: ['request_timeout', 'Request Timeout', 'The request was not received in time.'],
+  HPE_HEADER_OVERFLOW: ['headers_too_large', 'Request Header Fields Too Large', 'The request headers (or the URL) are too large.'],
 };
 
 /**
@@ -88,8 +87,9 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
  */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, reason, detail] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'Bad Request', 'Malformed HTTP request.'];
-  const body = JSON.stringify({ detail });
+  const [code, reason, detail] = CLIENT_ERRORS[error.code ?? ''] ?? ['malformed_request', 'Bad Request', 'Malformed HTTP request.'];
+  const status = STATUS_BY_CODE[code];
+  const body = JSON.stringify({ detail, code });
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`,
@@ -99,7 +99,7 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
 }
 
 function sendIssues(reply: FastifyReply, issues: FieldIssue[]) {
-  return reply.code(422).send({ detail: issues });
+  return reply.code(STATUS_BY_CODE.validation_error).send({ detail: boundedIssues(issues), code: 'validation_error' });
 }
 
 function dataFor(request: FastifyRequest, part: ReturnType<typeof partOf>): unknown {
@@ -115,14 +115,30 @@ function dataFor(request: FastifyRequest, part: ReturnType<typeof partOf>): unkn
   }
 }
 
+const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
+  404: 'route_not_found',
+  408: 'request_timeout',
+  413: 'body_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  431: 'headers_too_large',
+};
+
+/** Fastify's own client errors by status; the rest are plain bad requests. */
+function codeOfFrameworkError(error: FastifyError, status: number): ErrorCode {
+  return CODE_BY_STATUS[status] ?? 'bad_request';
+}
+
 /** Framework errors below 500 (oversize body, wrong media type, …) in plain words. */
-function clientMessage(error: FastifyError, status: number): string {
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+function clientMessage(error: FastifyError, code: ErrorCode): string {
+  switch (code) {
+    case 'body_too_large':
       return 'Request body is too large.';
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'unsupported_media_type':
       return `Unsupported media type; send 'Content-Type: application/json'.`;
+    case 'route_not_found':
+      return 'Not Found';
     default:
-      return status === 404 ? 'Not Found' : error.message;
+      return error.message;
   }
 }

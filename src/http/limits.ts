@@ -1,18 +1,9 @@
 import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import { rateLimited } from '../domain/errors.js';
 import { presentedKey } from './auth.js';
-
-export interface RequestLimits {
-  /** Requests per minute per API key (per client address without a key); 0 turns limiting off. */
-  rateLimitPerMinute: number;
-  /** Largest accepted request body; larger bodies get 413. */
-  bodyLimitBytes: number;
-  /** Time a client has to send a whole request (headers and body); slower ones get 408. */
-  requestTimeoutMs: number;
-}
-
-export const DEFAULT_LIMITS: RequestLimits = { rateLimitPerMinute: 6000, bodyLimitBytes: 1024 * 1024, requestTimeoutMs: 30_000 };
 
 /**
  * Per-key rate limiting, counted in this process (each replica counts its own), answered
@@ -22,46 +13,55 @@ export const DEFAULT_LIMITS: RequestLimits = { rateLimitPerMinute: 6000, bodyLim
 export async function installRateLimit(app: FastifyInstance, perMinute: number): Promise<void> {
   if (perMinute <= 0) return;
   await app.register(rateLimit, { global: false, timeWindow: WINDOW_MS });
-  const perKey = app.createRateLimit({ max: perMinute, keyGenerator: rateLimitKey, allowList: (request) => request.url === '/ok' });
-  app.addHook('onRequest', async (request, reply) => {
+  const perKey = app.createRateLimit({ max: perMinute, keyGenerator: rateLimitKey, allowList: (request) => HEALTH_CHECKS.has(request.url) });
+  app.addHook('onRequest', async (request) => {
     const result = await perKey(request);
     if (result.isAllowed || !result.isExceeded) return;
-    reply.header('retry-after', String(result.ttlInSeconds));
-    throw tooManyRequests(`at most ${result.max} requests per minute`, result.ttlInSeconds);
+    throw rateLimited(`at most ${result.max} requests per minute`, result.ttlInSeconds);
   });
 }
 
 const WINDOW_MS = 60_000;
 
-function tooManyRequests(limit: string, retryAfterSeconds: number): Error {
-  return Object.assign(new Error(`Rate limit exceeded: ${limit}. Retry in ${retryAfterSeconds} s.`), { statusCode: 429 });
-}
+/** The health check is never limited, at the root or under the self-hosted prefix. */
+const HEALTH_CHECKS = new Set(['/ok', '/api-host/ok']);
 
 /** A digest, so raw keys are not kept in memory as map keys. */
 function rateLimitKey(request: FastifyRequest): string {
   const key = presentedKey(request);
-  return key ? `key:${createHash('sha256').update(key).digest('base64url')}` : `ip:${request.ip}`;
+  return key ? `key:${digestOf(key)}` : `ip:${request.ip}`;
 }
+
+/** How long a key that authenticated stays known here, so its address's exhausted budget does not stop it. */
+const KNOWN_KEY_TTL_MS = 60 * 60 * 1000;
 
 /**
  * Guessing keys: a new key per request would get a fresh per-key budget each time, so
- * failed authentications are counted per client address as well. An address past the
- * budget is refused (429) for the rest of the window, valid key or not, so answers cannot
- * tell a guessed key from a wrong one.
+ * failed authentications are counted per client address as well. Past the budget an
+ * address's requests are refused (429) before their key is looked up, so guessing stays
+ * as slow as the budget and costs the database nothing, and the answers cannot tell a
+ * guessed key from a wrong one. Keys that authenticated on this server within the last
+ * hour are still let through: clients that share an address with a guesser (behind one
+ * NAT or proxy) keep working. A key never used here before must wait out the minute.
  */
 export class AuthFailureGuard {
   readonly #failures = new Map<string, { count: number; resetAt: number }>();
+  /** Digests of keys that authenticated, never the keys themselves. */
+  readonly #knownKeys = new LRUCache<string, true>({ max: 10_000, ttl: KNOWN_KEY_TTL_MS });
 
   constructor(private readonly perMinute: number) {}
 
-  check(request: FastifyRequest): void {
+  /** Throws 429 when the address is past its budget, unless the key has authenticated here before. */
+  admit(request: FastifyRequest, key: string | undefined): void {
     const entry = this.#current(request.ip);
-    if (entry && entry.count >= this.perMinute) {
-      const seconds = Math.ceil((entry.resetAt - Date.now()) / 1000);
-      throw Object.assign(tooManyRequests(`at most ${this.perMinute} failed authentications per minute from one address`, seconds), {
-        retryAfter: seconds,
-      });
-    }
+    if (!entry || entry.count < this.perMinute) return;
+    if (key !== undefined && this.#knownKeys.has(digestOf(key))) return;
+    const seconds = Math.ceil((entry.resetAt - Date.now()) / 1000);
+    throw rateLimited(`at most ${this.perMinute} failed authentications per minute from one address`, seconds);
+  }
+
+  recordSuccess(key: string): void {
+    this.#knownKeys.set(digestOf(key), true);
   }
 
   recordFailure(request: FastifyRequest): void {
@@ -81,4 +81,8 @@ export class AuthFailureGuard {
     }
     return entry;
   }
+}
+
+function digestOf(key: string): string {
+  return createHash('sha256').update(key).digest('base64url');
 }

@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv';
 import type { FieldIssue } from '../domain/errors.js';
+import { MAX_ISSUES } from './echo.js';
 
 /** Where a value came from, named as FastAPI names it in `loc`. */
 export type Part = 'body' | 'query' | 'path' | 'header';
@@ -19,14 +20,15 @@ export function partOf(validationContext: string | undefined): Part {
  * Translates Ajv errors into pydantic v2's vocabulary (`missing`, `uuid_parsing`,
  * `int_parsing`, `greater_than_equal`, …), which clients of the real service have seen.
  * Query, path and header values arrive as strings, so their type errors are `*_parsing`;
- * body values are JSON, so theirs are `*_type`.
+ * body values are JSON, so theirs are `*_type`. Only the first MAX_ISSUES distinct
+ * issues are translated: the answer shows no more (`boundedIssues` redacts and cuts them).
  */
 export function toFieldIssues(errors: ErrorObject[], part: Part, data: unknown): FieldIssue[] {
   const issues: FieldIssue[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
+    if (issues.length >= MAX_ISSUES) break;
     const issue = toFieldIssue(error, part, data);
-    if ('input' in issue) issue.input = redact(issue.loc, issue.input);
     const key = JSON.stringify([issue.loc, issue.type]);
     if (seen.has(key)) continue;
     seen.add(key);
@@ -81,7 +83,11 @@ function toFieldIssue(error: ErrorObject, part: Part, data: unknown): FieldIssue
         input,
       };
     case 'maxItems':
-      return { type: 'too_long', loc: [part, ...path], msg: `List should have at most ${String(params.limit)} items`, input };
+    case 'maxProperties':
+      return sizeIssue('too_long', 'at most', error.keyword === 'maxItems', params.limit, part, path, input);
+    case 'minItems':
+    case 'minProperties':
+      return sizeIssue('too_short', 'at least', error.keyword === 'minItems', params.limit, part, path, input);
     case 'pattern':
       return {
         type: 'string_pattern_mismatch',
@@ -139,6 +145,20 @@ function bound(
   return { type, loc: [part, ...path], msg: `Input should be ${words} ${String(limit)}`, input, ctx: { [ctxKey]: limit } };
 }
 
+/** pydantic's `too_long`/`too_short` of lists and dictionaries, with the actual size. */
+function sizeIssue(type: string, words: string, isList: boolean, limit: unknown, part: Part, path: (string | number)[], input: unknown): FieldIssue {
+  const fieldType = isList ? 'List' : 'Dictionary';
+  const actual = Array.isArray(input) ? input.length : input !== null && typeof input === 'object' ? Object.keys(input).length : undefined;
+  const bound = Number(limit);
+  return {
+    type,
+    loc: [part, ...path],
+    msg: `${fieldType} should have ${words} ${bound} item${bound === 1 ? '' : 's'} after validation${actual === undefined ? '' : `, not ${actual}`}`,
+    input,
+    ctx: { field_type: fieldType, [type === 'too_long' ? 'max_length' : 'min_length']: bound, ...(actual === undefined ? {} : { actual_length: actual }) },
+  };
+}
+
 function pointerToPath(pointer: string): (string | number)[] {
   if (!pointer) return [];
   return pointer
@@ -155,34 +175,4 @@ function valueAt(data: unknown, path: (string | number)[]): unknown {
     current = (current as Record<string | number, unknown>)[key];
   }
   return current;
-}
-
-/** Names of fields whose values are secret: deployment secret values, OAuth client secrets, keys. */
-const SENSITIVE_FIELD = /^(value|client_secret|secret|password|token|api_key|key)$/i;
-
-/**
- * A 422 echoes the offending input, as FastAPI does, but never a secret and never without
- * bound: a secret value itself becomes "[redacted]", so does every secret inside an echoed
- * object or list, a body that is not JSON is opaque (it may hold secrets), and structures
- * deeper than a few levels are cut.
- */
-export function redact(loc: (string | number)[], input: unknown): unknown {
-  if (loc.length === 1 && typeof input === 'string') return '[redacted]';
-  const field = [...loc].reverse().find((item): item is string => typeof item === 'string');
-  if (field !== undefined && SENSITIVE_FIELD.test(field) && input !== undefined && input !== null) return '[redacted]';
-  return redactDeep(input, ECHO_DEPTH);
-}
-
-const ECHO_DEPTH = 4;
-
-function redactDeep(value: unknown, depth: number): unknown {
-  if (value === null || typeof value !== 'object') return value;
-  if (depth === 0) return Array.isArray(value) ? '[…]' : '{…}';
-  if (Array.isArray(value)) return value.map((item) => redactDeep(item, depth - 1));
-  return Object.fromEntries(
-    Object.entries(value as Record<string, unknown>).map(([key, inner]) => [
-      key,
-      SENSITIVE_FIELD.test(key) && inner !== null && inner !== undefined ? '[redacted]' : redactDeep(inner, depth - 1),
-    ]),
-  );
 }

@@ -18,7 +18,11 @@ export function digestsEqual(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
-/** What may be shown of a key after creation: enough to tell keys apart, useless to an attacker. */
+/**
+ * What may be shown of a key after creation: its last 4 characters (after the public
+ * prefix of generated keys), enough to tell keys apart and too little to help guess one,
+ * even next to its unsalted digest.
+ */
 export function keyHint(key: string): string {
-  return `${key.slice(0, KEY_PREFIX.length + 4)}…${key.slice(-4)}`;
+  return `${key.startsWith(KEY_PREFIX) ? KEY_PREFIX : ''}…${key.slice(-4)}`;
 }

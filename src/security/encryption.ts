@@ -1,6 +1,7 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fail } from '../domain/errors.js';
 
 const FORMAT = 'v1';
 
@@ -11,10 +12,18 @@ const FORMAT = 'v1';
  */
 export class Encryptor {
   readonly #key: Buffer;
+  readonly #digestKey: Buffer;
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('encryption key must be 32 bytes');
     this.#key = key;
+    // A key of its own for digests, derived so that no digest can ever help with the cipher.
+    this.#digestKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'berth digest key', 32));
+  }
+
+  /** A keyed digest (HMAC-SHA256) of a value: equal values give equal digests, and nothing else can be learnt from it. */
+  digest(value: string, purpose: string): string {
+    return createHmac('sha256', this.#digestKey).update(`${purpose}\u0000${value}`).digest('hex');
   }
 
   encrypt(plaintext: string, context: string): string {
@@ -25,16 +34,27 @@ export class Encryptor {
     return `${FORMAT}:${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`;
   }
 
+  /**
+   * Fails with `secrets_unreadable` (503) when the value was written under another key or
+   * moved to another row: the operator's key is wrong, which no client can fix.
+   */
   decrypt(stored: string, context: string): string {
     const [format, payload] = stored.split(':', 2);
-    if (format !== FORMAT || !payload) throw new Error('unrecognised ciphertext format');
-    const raw = Buffer.from(payload, 'base64');
-    const decipher = createDecipheriv('aes-256-gcm', this.#key, raw.subarray(0, 12));
-    decipher.setAAD(Buffer.from(context, 'utf8'));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    if (format !== FORMAT || !payload) throw unreadable();
+    try {
+      const raw = Buffer.from(payload, 'base64');
+      const decipher = createDecipheriv('aes-256-gcm', this.#key, raw.subarray(0, 12));
+      decipher.setAAD(Buffer.from(context, 'utf8'));
+      decipher.setAuthTag(raw.subarray(12, 28));
+      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    } catch {
+      throw unreadable();
+    }
   }
 }
+
+const unreadable = () =>
+  fail('secrets_unreadable', "Stored secrets cannot be read with this server's encryption key; its operator checks BERTH_ENCRYPTION_KEY.");
 
 /** Accepts 32 bytes as 64 hex characters or as base64; anything else is a boot error. */
 export function parseEncryptionKey(value: string): Buffer {

@@ -1,11 +1,18 @@
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { Db } from '../store/database.js';
-import { DeploymentRecords } from './deployment-records.js';
+import { createDeploymentRecords, type DeploymentRecords } from './deployment-records.js';
 import { createDeploymentService } from './deployments.js';
+import { type CodehostOptions, createIntegrationService, type IntegrationService } from './integrations.js';
 import { createListenerService } from './listeners.js';
 import { createLogService } from './logs.js';
+import { createDeploymentEventService } from './deployment-events.js';
 import { createOAuthProviderService } from './oauth-providers.js';
+import { createPushBuildService } from './push-builds.js';
+import { createPushTokenService } from './push-tokens.js';
+import { createUploadService, type UploadService } from './uploads.js';
+import type { UploadStore } from '../build/uploads.js';
+import type { Registry } from '../registry/setup.js';
 import { createRevisionService } from './revisions.js';
 import { createTenancyService } from './tenancy.js';
 
@@ -16,19 +23,39 @@ export interface ServiceDeps {
   bus: EventBus;
 }
 
-/** What the deployment and revision services share: one view of deployments and their secrets. */
-export interface DeploymentServiceDeps extends ServiceDeps {
-  records: DeploymentRecords;
+export interface ServiceOptions {
+  /** Revisions kept per deployment: older finished ones are removed (never the active or the latest). */
+  revisionsKept: number;
+  codehost: CodehostOptions;
+  /** Where uploaded project archives are kept until built. */
+  uploadStore: UploadStore;
+  /** Berth's image registry, when BERTH_REGISTRY is set. */
+  registry: Registry | undefined;
 }
 
-export function createServices(deps: ServiceDeps) {
-  const deploymentDeps = { ...deps, records: new DeploymentRecords(deps.encryptor) };
+/** What the deployment and revision services share: one view of deployments and their secrets. */
+export interface DeploymentServiceDeps extends ServiceDeps, ServiceOptions {
+  records: DeploymentRecords;
+  integrations: IntegrationService;
+  uploads: UploadService;
+}
+
+export function createServices(deps: ServiceDeps, options: ServiceOptions) {
+  const integrations = createIntegrationService({ ...deps, codehost: options.codehost });
+  const uploads = createUploadService({ db: deps.db, uploads: options.uploadStore });
+  const deploymentDeps = { ...deps, ...options, integrations, uploads, records: createDeploymentRecords(deps.encryptor) };
+  const revisions = createRevisionService(deploymentDeps);
   return {
     tenancy: createTenancyService(deps.db),
     deployments: createDeploymentService(deploymentDeps),
-    revisions: createRevisionService(deploymentDeps),
+    revisions,
+    pushBuilds: createPushBuildService({ ...deps, revisions, codehost: options.codehost }),
+    uploads,
+    pushTokens: createPushTokenService({ db: deps.db, registry: options.registry }),
     logs: createLogService(deps),
+    deploymentEvents: createDeploymentEventService(deps),
     listeners: createListenerService(deps),
+    integrations,
     oauthProviders: createOAuthProviderService(deps),
   };
 }

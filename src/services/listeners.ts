@@ -1,55 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, listenerNotFound } from '../domain/errors.js';
+import { fail, listenerNotFound } from '../domain/errors.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { type Executor, isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/listeners.js';
+import type { CreateListenerInput, ListenerView, PatchListenerInput } from '../contract/listeners.js';
+import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
 
 export { listListenerIds } from '../store/repositories/listeners.js';
 
-export type ComputeType = 'k8s';
-
-export interface ListenerView {
-  id: string;
-  compute_type: ComputeType;
-  compute_id: string;
-  compute_config: { k8s_namespaces: string[] };
-  version: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-/** Request shape of `compute_config`: every field may be null or absent. */
-export interface ComputeConfigInput {
-  k8s_namespaces?: string[] | null;
-}
-
-export interface CreateListenerInput {
-  compute_type: ComputeType;
-  compute_id: string;
-  compute_config: ComputeConfigInput;
-  version?: string | null;
-}
-
-export interface PatchListenerInput {
-  version?: string | null;
-  compute_config?: ComputeConfigInput | null;
-  /** Immutable; accepted only when equal to the stored value. */
-  compute_type?: string | null;
-  compute_id?: string | null;
-}
-
 export function createListenerService({ db }: ServiceDeps) {
   return {
     async create(scope: WorkspaceScope, input: CreateListenerInput): Promise<ListenerView> {
+      const { compute_type, compute_id, compute_config, version, ...unread } = input;
+      allFieldsRead(unread);
       const now = nowIso();
       const record: repo.ListenerRecord = {
         id: randomUUID(),
         workspace_id: scope.workspaceId,
-        compute_type: input.compute_type,
-        compute_id: input.compute_id,
-        compute_config: { k8s_namespaces: uniqueNamespaces(input.compute_config.k8s_namespaces) },
-        version: input.version ?? null,
+        compute_type,
+        compute_id,
+        compute_config: { k8s_namespaces: uniqueNamespaces(compute_config.k8s_namespaces) },
+        version: version ?? null,
         created_at: now,
         updated_at: now,
       };
@@ -58,9 +30,7 @@ export function createListenerService({ db }: ServiceDeps) {
         await repo.insertListener(db, record);
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw conflict(
-            `Listener for LangSmith workspace ID '${scope.workspaceId}' and compute ID '${input.compute_id}' already exists.`,
-          );
+          throw fail('listener_exists', `Listener for LangSmith workspace ID '${scope.workspaceId}' and compute ID '${compute_id}' already exists.`);
         }
         throw error;
       }
@@ -81,25 +51,34 @@ export function createListenerService({ db }: ServiceDeps) {
 
     async update(scope: WorkspaceScope, listenerId: string, input: PatchListenerInput): Promise<ListenerView> {
       const id = listenerId.toLowerCase();
-      const current = await repo.findListener(db, scope.workspaceId, id);
-      if (!current) throw listenerNotFound(id);
-      rejectImmutableChange('compute_type', current.compute_type, input.compute_type);
-      rejectImmutableChange('compute_id', current.compute_id, input.compute_id);
+      // The row lock (as for a delete) makes a concurrent placement on a namespace either
+      // finish first and be seen below, or wait and then find the namespace gone.
+      return db.transaction().execute(async (trx) => {
+        const current = await repo.findListener(trx, scope.workspaceId, id, 'update');
+        if (!current) throw listenerNotFound(id);
+        const { compute_type, compute_id, version, compute_config, ...unread } = input;
+        allFieldsRead(unread);
+        rejectImmutableChange('compute_type', current.compute_type, compute_type);
+        rejectImmutableChange('compute_id', current.compute_id, compute_id);
 
-      const changes: repo.ListenerChanges = { updated_at: nowIso() };
-      if (input.version != null && input.version !== current.version) changes.version = input.version;
-      const namespaces = input.compute_config?.k8s_namespaces;
-      if (namespaces != null) {
-        const next = uniqueNamespaces(namespaces);
-        if (!sameList(next, current.compute_config.k8s_namespaces)) changes.compute_config = { k8s_namespaces: next };
-      }
-      // Nothing really changes: leave updated_at alone.
-      if (changes.version === undefined && changes.compute_config === undefined) return toView(current);
+        const changes: repo.ListenerChanges = { updated_at: nowIso() };
+        if (version != null && version !== current.version) changes.version = version;
+        const namespaces = compute_config?.k8s_namespaces;
+        if (namespaces != null) {
+          const next = uniqueNamespaces(namespaces);
+          if (!sameList(next, current.compute_config.k8s_namespaces)) {
+            await rejectRemovingUsedNamespaces(trx, id, current.compute_config.k8s_namespaces, next);
+            changes.compute_config = { k8s_namespaces: next };
+          }
+        }
+        // Nothing really changes: leave updated_at alone.
+        if (changes.version === undefined && changes.compute_config === undefined) return toView(current);
 
-      if (!(await repo.updateListener(db, scope.workspaceId, id, changes))) throw listenerNotFound(id);
-      const updated = await repo.findListener(db, scope.workspaceId, id);
-      if (!updated) throw listenerNotFound(id);
-      return toView(updated);
+        if (!(await repo.updateListener(trx, scope.workspaceId, id, changes))) throw listenerNotFound(id);
+        const updated = await repo.findListener(trx, scope.workspaceId, id);
+        if (!updated) throw listenerNotFound(id);
+        return toView(updated);
+      });
     },
 
     async delete(scope: WorkspaceScope, listenerId: string): Promise<void> {
@@ -112,7 +91,8 @@ export function createListenerService({ db }: ServiceDeps) {
         const deployments = await repo.countDeploymentsOnListener(trx, id);
         if (deployments > 0) {
           const noun = deployments === 1 ? 'deployment still runs' : 'deployments still run';
-          throw conflict(
+          throw fail(
+            'listener_in_use',
             `Listener ID ${id} cannot be deleted: ${deployments} ${noun} on it. Delete those deployments first, then delete the listener.`,
           );
         }
@@ -121,8 +101,6 @@ export function createListenerService({ db }: ServiceDeps) {
     },
   };
 }
-
-export type ListenerService = ReturnType<typeof createListenerService>;
 
 /**
  * The listener a new deployment is placed on, or undefined when the workspace has no such
@@ -134,9 +112,24 @@ export async function findListenerForPlacement(db: Executor, workspaceId: string
   return record && toView(record);
 }
 
+/** A namespace deployments run in stays, as a listener with deployments stays (DELETE answers 409 too). */
+async function rejectRemovingUsedNamespaces(db: Executor, listenerId: string, current: string[], next: string[]): Promise<void> {
+  const removed = current.filter((namespace) => !next.includes(namespace));
+  if (removed.length === 0) return;
+  const inUse = await repo.namespacesInUse(db, listenerId);
+  const stillUsed = removed.filter((namespace) => inUse.has(namespace));
+  if (stillUsed.length === 0) return;
+  const names = stillUsed.map((namespace) => `'${namespace}'`).join(', ');
+  throw fail(
+    'listener_namespace_in_use',
+    `Listener ID ${listenerId} cannot stop watching namespace${stillUsed.length === 1 ? '' : 's'} ${names}: deployments still run there. ` +
+      'Delete those deployments first, then remove the namespace.',
+  );
+}
+
 function rejectImmutableChange(field: 'compute_type' | 'compute_id', stored: string, requested: string | null | undefined): void {
   if (requested == null || requested === stored) return;
-  throw badRequest(`'${field}' cannot be changed after a listener is created (it is '${stored}'); create a new listener instead.`);
+  throw fail('field_immutable', `'${field}' cannot be changed after a listener is created (it is '${stored}'); create a new listener instead.`);
 }
 
 /** Kubernetes namespaces are a set; the first occurrence keeps its place. */
@@ -151,8 +144,7 @@ function sameList(a: string[], b: string[]): boolean {
 function toView(record: repo.ListenerRecord): ListenerView {
   return {
     id: record.id,
-    // Only validated compute types are ever stored.
-    compute_type: record.compute_type as ComputeType,
+    compute_type: record.compute_type,
     compute_id: record.compute_id,
     compute_config: { k8s_namespaces: record.compute_config.k8s_namespaces },
     version: record.version,

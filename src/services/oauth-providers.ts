@@ -1,50 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { conflict, notFound } from '../domain/errors.js';
+import { fail } from '../domain/errors.js';
 import type { Principal } from '../domain/tenancy.js';
 import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/oauth-providers.js';
+import type { NewOAuthProvider, OAuthProviderPatch, OAuthProviderView } from '../contract/oauth-providers.js';
+import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
-
-/** What callers see of a provider: everything but the client secret. */
-export interface OAuthProviderView {
-  id: string;
-  organization_id: string;
-  provider_id: string;
-  name: string;
-  client_id: string;
-  auth_url: string;
-  token_url: string;
-  uses_pkce: boolean;
-  code_challenge_method: string | null;
-  provider_type: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface NewOAuthProvider {
-  provider_id: string;
-  name: string;
-  client_id: string;
-  client_secret: string;
-  auth_url: string;
-  token_url: string;
-  /** Null counts as not given, as clients send explicit nulls for "not set". */
-  uses_pkce?: boolean | null;
-  code_challenge_method?: string | null;
-  provider_type?: string | null;
-}
-
-/** Null or absent leaves a field as it is. */
-export type OAuthProviderPatch = {
-  [K in 'name' | 'client_id' | 'client_secret' | 'auth_url' | 'token_url' | 'code_challenge_method' | 'provider_type']?: string | null;
-} & { uses_pkce?: boolean | null };
 
 export const DEFAULT_CODE_CHALLENGE_METHOD = 'S256';
 
 /** Binds a ciphertext to its row, so it cannot be replayed onto another provider. */
-const secretContext = (id: string) => `oauth_provider:${id}:client_secret`;
+export const secretContext = (id: string) => `oauth_provider:${id}:client_secret`;
 
-const providerNotFound = (providerId: string) => notFound(`OAuth provider '${providerId}' not found.`);
+const providerNotFound = (providerId: string) => fail('provider_not_found', `OAuth provider '${providerId}' not found.`);
 
 /** OAuth providers belong to an organization; every workspace of it shares them. */
 export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
@@ -56,20 +24,22 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
 
   return {
     async create(principal: Principal, input: NewOAuthProvider): Promise<OAuthProviderView> {
+      const { provider_id, name, client_id, client_secret, auth_url, token_url, uses_pkce, code_challenge_method, provider_type, ...unread } = input;
+      allFieldsRead(unread);
       const id = randomUUID();
       const now = nowIso();
       const row: repo.OAuthProviderRow = {
         id,
         organization_id: principal.organizationId,
-        provider_id: input.provider_id,
-        name: input.name,
-        client_id: input.client_id,
-        client_secret_encrypted: encryptor.encrypt(input.client_secret, secretContext(id)),
-        auth_url: input.auth_url,
-        token_url: input.token_url,
-        uses_pkce: input.uses_pkce ? 1 : 0,
-        code_challenge_method: input.code_challenge_method ?? DEFAULT_CODE_CHALLENGE_METHOD,
-        provider_type: input.provider_type ?? null,
+        provider_id,
+        name,
+        client_id,
+        client_secret_encrypted: encryptor.encrypt(client_secret, secretContext(id)),
+        auth_url,
+        token_url,
+        uses_pkce: uses_pkce ? 1 : 0,
+        code_challenge_method: code_challenge_method ?? DEFAULT_CODE_CHALLENGE_METHOD,
+        provider_type: provider_type ?? null,
         created_at: now,
         updated_at: now,
       };
@@ -77,7 +47,7 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         await repo.insertOAuthProvider(db, row);
       } catch (error) {
         // The unique constraint, not a prior lookup, decides: concurrent creates stay safe.
-        if (isUniqueViolation(error)) throw conflict(`OAuth provider '${input.provider_id}' already exists in this organization.`);
+        if (isUniqueViolation(error)) throw fail('provider_exists', `OAuth provider '${provider_id}' already exists in this organization.`);
         throw error;
       }
       return toView(row);
@@ -93,15 +63,15 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
 
     async update(principal: Principal, providerId: string, patch: OAuthProviderPatch): Promise<OAuthProviderView> {
       const current = await rowOf(principal, providerId);
+      const { client_secret, uses_pkce, ...plain } = patch;
+      const { name, client_id, auth_url, token_url, code_challenge_method, provider_type, ...unread } = plain;
+      allFieldsRead(unread);
       const changes: repo.OAuthProviderChanges = { updated_at: laterThan(current.updated_at) };
-      for (const field of ['name', 'client_id', 'auth_url', 'token_url', 'code_challenge_method', 'provider_type'] as const) {
-        const value = patch[field];
-        if (value !== undefined && value !== null) changes[field] = value;
+      for (const [field, value] of Object.entries({ name, client_id, auth_url, token_url, code_challenge_method, provider_type })) {
+        if (value != null) changes[field as keyof typeof plain] = value;
       }
-      if (patch.uses_pkce !== undefined && patch.uses_pkce !== null) changes.uses_pkce = patch.uses_pkce ? 1 : 0;
-      if (patch.client_secret !== undefined && patch.client_secret !== null) {
-        changes.client_secret_encrypted = encryptor.encrypt(patch.client_secret, secretContext(current.id));
-      }
+      if (uses_pkce != null) changes.uses_pkce = uses_pkce ? 1 : 0;
+      if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, secretContext(current.id));
       const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes);
       if (!updated) throw providerNotFound(providerId);
       return toView(updated);
@@ -118,8 +88,6 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
     },
   };
 }
-
-export type OAuthProviderService = ReturnType<typeof createOAuthProviderService>;
 
 function toView(row: repo.OAuthProviderRow): OAuthProviderView {
   return {

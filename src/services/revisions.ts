@@ -1,25 +1,20 @@
-import { badRequest, deploymentNotFound, revisionNotFound } from '../domain/errors.js';
+import { beingDeleted, deploymentNotFound, fail, revisionNotFound } from '../domain/errors.js';
 import { planExplicitRevision } from '../domain/patch.js';
-import type { ResourceSpec, RevisionConfig, RevisionConfigInput } from '../domain/deployment-config.js';
 import { canTransition, isInProgress } from '../domain/revision-status.js';
-import type { Secret } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
-import { announce, recordStatus } from '../events/recorder.js';
+import { recordLog } from '../events/recorder.js';
+import { moveRevision } from '../lifecycle/revisions.js';
 import { type Executor, nowIso } from '../store/database.js';
 import * as deployments from '../store/repositories/deployments.js';
 import * as revisions from '../store/repositories/revisions.js';
-import { deploymentView, type DeploymentView, revisionView, type RevisionView } from './deployment-records.js';
+import type { CreateRevisionInput, DeploymentView, RevisionView } from '../contract/deployments.js';
+import { allFieldsRead } from './all-fields-read.js';
+import { deploymentView, revisionView } from './deployment-records.js';
 import type { DeploymentServiceDeps } from './index.js';
+import { PageBudget } from './page-size.js';
 import { appendRevision } from './revision-writer.js';
 
-export interface CreateRevisionInput {
-  source_revision_config?: RevisionConfigInput | null;
-  source_config?: { resource_spec?: ResourceSpec | null; install_command?: string | null; build_command?: string | null } | null;
-  secrets?: Secret[] | null;
-  tracked_packages?: string[] | null;
-}
-
-export function createRevisionService({ db, records, bus }: DeploymentServiceDeps) {
+export function createRevisionService({ db, records, bus, revisionsKept, uploads }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
 
   async function deploymentOrFail(executor: Executor, scope: WorkspaceScope, deploymentId: string) {
@@ -31,7 +26,8 @@ export function createRevisionService({ db, records, bus }: DeploymentServiceDep
   async function lockedDeploymentOrFail(executor: Executor, scope: WorkspaceScope, deploymentId: string, now: string) {
     const row = await deployments.lockDeployment(executor, scope.workspaceId, deploymentId, now);
     if (!row) throw deploymentNotFound(deploymentId);
-    if (row.status === 'AWAITING_DELETE') throw badRequest(`Deployment ID ${deploymentId} is being deleted.`);
+    // The same answer as a PATCH of a deployment being deleted: one status for one condition.
+    if (row.status === 'AWAITING_DELETE') throw beingDeleted(deploymentId);
     return row;
   }
 
@@ -39,12 +35,14 @@ export function createRevisionService({ db, records, bus }: DeploymentServiceDep
     async list(
       scope: WorkspaceScope,
       deploymentId: string,
-      filters: { statuses?: string[]; remoteReconciled?: boolean },
+      filters: revisions.RevisionFilters,
       page: { limit: number; offset: number },
     ): Promise<{ resources: RevisionView[]; offset: number }> {
       await deploymentOrFail(db, scope, deploymentId);
       const rows = await revisions.listRevisions(db, deploymentId, filters, page);
-      return { resources: rows.map(revisionView), offset: page.offset + rows.length };
+      const budget = new PageBudget<RevisionView>();
+      for (const row of rows) if (!budget.add(revisionView(row))) break;
+      return { resources: budget.items, offset: page.offset + budget.items.length };
     },
 
     async get(scope: WorkspaceScope, deploymentId: string, revisionId: string): Promise<RevisionView> {
@@ -60,24 +58,42 @@ export function createRevisionService({ db, records, bus }: DeploymentServiceDep
         const now = nowIso();
         const row = await lockedDeploymentOrFail(trx, scope, deploymentId, now);
         const state = await records.state(trx, await records.withLatest(trx, row));
-        const plan = planExplicitRevision(state, {
-          source_revision_config: input.source_revision_config,
-          resource_spec: input.source_config?.resource_spec,
-          secrets: input.secrets,
-          tracked_packages: input.tracked_packages,
-        });
-        const { install_command, build_command } = input.source_config ?? {};
+        const { source_revision_config, source_config, secrets, tracked_packages, ...unread } = input;
+        allFieldsRead(unread);
+        const tarball = source_revision_config?.source_tarball_path;
+        if (tarball != null) await uploads.checkTarball(deploymentId, tarball);
+        const { resource_spec, install_command, build_command, ...unreadConfig } = source_config ?? {};
+        allFieldsRead(unreadConfig);
+        const plan = planExplicitRevision(state, { source_revision_config, resource_spec, secrets, tracked_packages });
         if (install_command != null || build_command != null) {
           const sourceConfig = {
             ...state.sourceConfig,
             ...(install_command != null ? { install_command } : {}),
             ...(build_command != null ? { build_command } : {}),
           };
-          await deployments.updateDeployment(trx, deploymentId, { source_config: JSON.stringify(sourceConfig) });
+          await deployments.updateDeployment(trx, deploymentId, { source_config: sourceConfig, updated_at: now });
         }
-        return revisionView(await appendRevision(trx, records, row, plan, now));
+        return revisionView(await appendRevision(trx, records, row, plan, { now, keep: revisionsKept }));
       });
       wakeEngine(deploymentId);
+      return created;
+    },
+
+    /**
+     * A new revision of the latest one as it is, for build on push: its branch is fetched
+     * again, so it builds the new commit. Null for a deployment being deleted.
+     */
+    async rebuild(deployment: deployments.DeploymentRecord, reason: string): Promise<string | null> {
+      const created = await db.transaction().execute(async (trx) => {
+        const now = nowIso();
+        const row = await deployments.lockDeployment(trx, deployment.workspace_id, deployment.id, now);
+        if (!row || row.status === 'AWAITING_DELETE') return null;
+        const plan = planExplicitRevision(await records.state(trx, await records.withLatest(trx, row)), {});
+        const revision = await appendRevision(trx, records, row, plan, { now, keep: revisionsKept });
+        await recordLog(trx, { deploymentId: row.id, revisionId: revision.id, logType: 'build', level: 'INFO', message: `Build on push: ${reason}.` });
+        return revision.id;
+      });
+      if (created) wakeEngine(deployment.id);
       return created;
     },
 
@@ -92,18 +108,14 @@ export function createRevisionService({ db, records, bus }: DeploymentServiceDep
         const source = await revisions.findRevision(trx, deploymentId, revisionId);
         if (!source) throw revisionNotFound(revisionId);
         if (isInProgress(source.status)) {
-          throw badRequest(
+          throw fail(
+            'revision_in_progress',
             `Revision ID ${revisionId} is still in progress (${source.status}); wait for it to finish or interrupt it before redeploying it.`,
           );
         }
-        const secrets = (await records.secretsOf(trx, [source.id])).get(source.id) ?? [];
-        const plan = {
-          config: JSON.parse(source.source_revision_config) as RevisionConfig,
-          resourceSpec: source.resource_spec ? (JSON.parse(source.resource_spec) as ResourceSpec) : {},
-          secrets,
-          imageRef: source.image_ref,
-        };
-        return deploymentView(row, await appendRevision(trx, records, row, plan, now), secrets);
+        const secrets = await records.secretsOfRevision(trx, source);
+        const plan = { config: source.source_revision_config, resourceSpec: source.resource_spec ?? {}, secrets, imageRef: source.image_ref };
+        return deploymentView(row, await appendRevision(trx, records, row, plan, { now, keep: revisionsKept }), secrets);
       });
       wakeEngine(deploymentId);
       return redeployed;
@@ -117,22 +129,18 @@ export function createRevisionService({ db, records, bus }: DeploymentServiceDep
         if (!row) throw revisionNotFound(revisionId);
         if (row.status === 'INTERRUPTED') return revisionView(row);
         if (!canTransition(row.status, 'INTERRUPTED')) {
-          throw badRequest(`Revision ID ${revisionId} is not in progress (${row.status}); only in-progress revisions can be interrupted.`);
+          throw fail(
+            'revision_not_in_progress',
+            `Revision ID ${revisionId} is not in progress (${row.status}); only in-progress revisions can be interrupted.`,
+          );
         }
         const message = 'Interrupted by request.';
-        const now = nowIso();
-        // Compare-and-set: if the engine moved the revision meanwhile, look again.
-        const moved = await db.transaction().execute(async (trx) => {
-          const ok = await revisions.transitionRevision(trx, { revisionId, deploymentId, from: row.status, to: 'INTERRUPTED', message, now });
-          if (ok) await recordStatus(trx, { deploymentId, revisionId, status: 'INTERRUPTED', message, at: now });
-          return ok;
-        });
-        if (moved) {
-          // The engine hears this and stops the running step; the next revision may start.
-          announce(bus, deploymentId);
-          wakeEngine(deploymentId);
-          return revisionView({ ...row, status: 'INTERRUPTED', status_message: message, updated_at: now });
-        }
+        const result = await moveRevision({ db, bus }, row, 'INTERRUPTED', { message, fence: { kind: 'api' } });
+        // Another writer (the engine) moved the revision meanwhile: look again.
+        if (result.outcome !== 'ok') continue;
+        // The engine hears this and stops the running step; the next revision may start.
+        wakeEngine(deploymentId);
+        return revisionView({ ...row, status: 'INTERRUPTED', status_message: message, updated_at: result.at });
       }
     },
   };

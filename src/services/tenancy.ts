@@ -1,30 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { conflict, forbidden, notFound } from '../domain/errors.js';
-import { type ApiKeyRole, DEFAULT_ORGANIZATION, DEFAULT_WORKSPACE, type Principal, type WorkspaceScope } from '../domain/tenancy.js';
+import { fail } from '../domain/errors.js';
+import { type ApiKeyRole, DEFAULT_ORGANIZATION, DEFAULT_WORKSPACE, type Principal, type WorkspaceScope, workspaceName } from '../domain/tenancy.js';
 import { digestsEqual, generateApiKey, hashApiKey, keyHint } from '../security/api-keys.js';
 import { type Db, isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/tenancy.js';
+import type { ApiKeyView, CreatedApiKeyView, NewApiKey, WorkspaceView } from '../contract/admin.js';
+import { allFieldsRead } from './all-fields-read.js';
 
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  role: ApiKeyRole;
-  organization_id: string;
-  workspace_id: string | null;
-  key_hint: string;
-  created_at: string;
-}
-
-export interface WorkspaceView {
-  id: string;
-  organization_id: string;
-  name: string;
-  created_at: string;
-}
-
-export type BootstrapResult =
-  | { created: false }
-  | { created: true; organizationId: string; workspaceId: string; apiKey: string; generated: boolean };
+export type BootstrapResult = { created: false } | { created: true; organizationId: string; workspaceId: string; apiKey: string; generated: boolean };
 
 /**
  * How long a process reuses a successful API key lookup instead of asking the database.
@@ -58,7 +41,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
      */
     async bootstrap(configuredKey: string | undefined): Promise<BootstrapResult> {
       if ((await repo.countOrganizations(db)) > 0) return { created: false };
-      const created = await this.createOrganization(DEFAULT_ORGANIZATION, configuredKey);
+      const created = await createOrganization(db, DEFAULT_ORGANIZATION, configuredKey);
       return created ? { created: true, ...created, generated: configuredKey === undefined } : { created: false };
     },
 
@@ -66,29 +49,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
      * An organization with one workspace named `default` and an admin key bound to it.
      * Answers null when an organization of that name exists already.
      */
-    async createOrganization(
-      name: string,
-      apiKey: string = generateApiKey(),
-    ): Promise<{ organizationId: string; workspaceId: string; apiKey: string } | null> {
-      const now = nowIso();
-      const organizationId = randomUUID();
-      const workspaceId = randomUUID();
-      return db.transaction().execute(async (trx) => {
-        if (!(await repo.insertOrganizationIfAbsent(trx, { id: organizationId, name, created_at: now }))) return null;
-        await repo.insertWorkspace(trx, { id: workspaceId, organization_id: organizationId, name: DEFAULT_WORKSPACE, created_at: now });
-        await repo.insertApiKey(trx, {
-          id: randomUUID(),
-          organization_id: organizationId,
-          workspace_id: workspaceId,
-          name: 'bootstrap',
-          role: 'admin',
-          key_hash: hashApiKey(apiKey),
-          key_hint: keyHint(apiKey),
-          created_at: now,
-        });
-        return { organizationId, workspaceId, apiKey };
-      });
-    },
+    createOrganization: (name: string, apiKey?: string) => createOrganization(db, name, apiKey),
 
     /**
      * The principal of a key, or null for an unknown or revoked key. Successful lookups
@@ -123,32 +84,37 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
 
     /**
      * The workspace a request acts in: the tenant header when given, else the key's bound
-     * workspace. Another organization's workspace and a workspace outside the key's binding
-     * get the same answer as one that does not exist, so ids cannot be probed.
+     * workspace. Admin keys and unbound keys may name any workspace of their organization
+     * (admins create workspaces and must be able to work in them); member keys bound to a
+     * workspace stay in it. Another organization's workspace and a workspace outside the
+     * key's reach get the same answer as one that does not exist, so ids cannot be probed.
      */
     async resolveWorkspace(principal: Principal, requestedWorkspaceId: string | undefined): Promise<WorkspaceScope> {
       if (requestedWorkspaceId === undefined) {
         if (principal.boundWorkspaceId === null) {
-          throw forbidden(
+          throw fail(
+            'workspace_required',
             'This organization-scoped API key requires workspace specification: send the workspace id in the X-Tenant-Id header.',
           );
         }
         return { ...principal, workspaceId: principal.boundWorkspaceId };
       }
       const allowed =
-        principal.boundWorkspaceId === null
-          ? (await repo.findWorkspace(db, principal.organizationId, requestedWorkspaceId)) !== undefined
-          : principal.boundWorkspaceId === requestedWorkspaceId;
-      if (!allowed) throw forbidden(`This API key has no access to workspace '${requestedWorkspaceId}'.`);
+        principal.boundWorkspaceId === requestedWorkspaceId ||
+        ((principal.boundWorkspaceId === null || principal.role === 'admin') &&
+          (await repo.findWorkspace(db, principal.organizationId, requestedWorkspaceId)) !== undefined);
+      if (!allowed) throw fail('workspace_forbidden', `This API key has no access to workspace '${requestedWorkspaceId}'.`);
       return { ...principal, workspaceId: requestedWorkspaceId };
     },
 
-    async createWorkspace(principal: Principal, name: string): Promise<WorkspaceView> {
+    async createWorkspace(principal: Principal, requestedName: string): Promise<WorkspaceView> {
+      const name = workspaceName(requestedName);
       const row = { id: randomUUID(), organization_id: principal.organizationId, name, created_at: nowIso() };
       try {
         await repo.insertWorkspace(db, row);
       } catch (error) {
-        if (isUniqueViolation(error)) throw conflict(`Workspace '${name}' already exists in this organization.`);
+        if (isUniqueViolation(error))
+          throw fail('workspace_name_taken', `Workspace '${name}' already exists in this organization (names are compared without regard to case).`);
         throw error;
       }
       return row;
@@ -158,20 +124,19 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       return repo.listWorkspaces(db, principal.organizationId);
     },
 
-    async createApiKey(
-      principal: Principal,
-      input: { name: string; workspaceId: string | null; role: ApiKeyRole },
-    ): Promise<ApiKeyView & { key: string }> {
-      if (input.workspaceId !== null && !(await repo.findWorkspace(db, principal.organizationId, input.workspaceId))) {
-        throw notFound(`Workspace ID ${input.workspaceId} not found.`);
+    async createApiKey(principal: Principal, input: NewApiKey): Promise<CreatedApiKeyView> {
+      const { name = 'api-key', workspace_id = null, role = 'member', ...unread } = input;
+      allFieldsRead(unread);
+      if (workspace_id !== null && !(await repo.findWorkspace(db, principal.organizationId, workspace_id))) {
+        throw fail('workspace_not_found', `Workspace ID ${workspace_id} not found.`);
       }
       const key = generateApiKey();
       const row = {
         id: randomUUID(),
         organization_id: principal.organizationId,
-        workspace_id: input.workspaceId,
-        name: input.name,
-        role: input.role,
+        workspace_id,
+        name,
+        role,
         key_hash: hashApiKey(key),
         key_hint: keyHint(key),
         created_at: nowIso(),
@@ -185,9 +150,9 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
     },
 
     async revokeApiKey(principal: Principal, keyId: string): Promise<void> {
-      if (keyId === principal.keyId) throw conflict('An API key cannot revoke itself; revoke it with another admin key.');
+      if (keyId === principal.keyId) throw fail('api_key_self_revoke', 'An API key cannot revoke itself; revoke it with another admin key.');
       revocations += 1;
-      if (!(await repo.deleteApiKey(db, principal.organizationId, keyId))) throw notFound(`API key ID ${keyId} not found.`);
+      if (!(await repo.deleteApiKey(db, principal.organizationId, keyId))) throw fail('api_key_not_found', `API key ID ${keyId} not found.`);
       // Other processes forget it when their entry expires (API_KEY_CACHE_TTL_MS).
       for (const [digest, entry] of keyCache) if (entry.principal.keyId === keyId) keyCache.delete(digest);
     },
@@ -195,6 +160,31 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
 }
 
 export type TenancyService = ReturnType<typeof createTenancyService>;
+
+async function createOrganization(
+  db: Db,
+  name: string,
+  apiKey: string = generateApiKey(),
+): Promise<{ organizationId: string; workspaceId: string; apiKey: string } | null> {
+  const now = nowIso();
+  const organizationId = randomUUID();
+  const workspaceId = randomUUID();
+  return db.transaction().execute(async (trx) => {
+    if (!(await repo.insertOrganizationIfAbsent(trx, { id: organizationId, name, created_at: now }))) return null;
+    await repo.insertWorkspace(trx, { id: workspaceId, organization_id: organizationId, name: DEFAULT_WORKSPACE, created_at: now });
+    await repo.insertApiKey(trx, {
+      id: randomUUID(),
+      organization_id: organizationId,
+      workspace_id: workspaceId,
+      name: 'bootstrap',
+      role: 'admin',
+      key_hash: hashApiKey(apiKey),
+      key_hint: keyHint(apiKey),
+      created_at: now,
+    });
+    return { organizationId, workspaceId, apiKey };
+  });
+}
 
 function toKeyView(row: repo.ApiKeyRow): ApiKeyView {
   return {

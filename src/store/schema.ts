@@ -1,21 +1,25 @@
 import type { Generated } from 'kysely';
-
+import type { SourceSpelling } from '../domain/deployment-config.js';
+import type { DeploymentStatus } from '../domain/deployment-status.js';
+import type { RevisionStatus } from '../domain/revision-status.js';
 
 /**
  * Table shapes shared by SQLite and PostgreSQL. Both databases get the same portable
  * column types: ids are UUID text, timestamps are ISO-8601 UTC text (they sort as
- * strings), booleans are 0/1 integers and structured values are JSON text. The
- * repositories convert to and from domain values.
+ * strings), booleans are 0/1 integers and structured values are JSON text. These are the
+ * raw columns: repositories decode them into typed records and encode on write, so no
+ * JSON column is read or written outside `store/`.
  */
 export interface Database {
   organizations: { id: string; name: string; created_at: string };
-  workspaces: { id: string; organization_id: string; name: string; created_at: string };
+  /** `name_key`: the name in the form that makes it unique without regard to case (domain/tenancy.ts). */
+  workspaces: { id: string; organization_id: string; name: string; name_key: string | null; created_at: string };
   api_keys: {
     id: string;
     organization_id: string;
     workspace_id: string | null;
     name: string;
-    role: string;
+    role: 'admin' | 'member';
     key_hash: string;
     key_hint: string;
     created_at: string;
@@ -25,12 +29,15 @@ export interface Database {
     workspace_id: string;
     name: string;
     display_name: string | null;
-    source: string;
+    source: SourceSpelling;
+    /** JSON: SourceConfig. */
     source_config: string;
     deployment_type: string;
     listener_id: string | null;
+    /** The code-host integration a code-host deployment builds from (also in source_config). */
+    integration_id: string | null;
     image_version: string | null;
-    status: string;
+    status: DeploymentStatus;
     remote_reconciled: number;
     latest_revision_id: string | null;
     active_revision_id: string | null;
@@ -45,10 +52,12 @@ export interface Database {
     id: string;
     deployment_id: string;
     seq: number;
-    source: string;
+    source: SourceSpelling;
+    /** JSON: RevisionConfig. */
     source_revision_config: string;
-    resource_spec: string | null;
-    status: string;
+    resource_spec_id: string | null;
+    secret_set_id: string | null;
+    status: RevisionStatus;
     status_message: string | null;
     remote_reconciled: number;
     image_ref: string | null;
@@ -57,17 +66,79 @@ export interface Database {
     created_at: string;
     updated_at: string;
   };
-  revision_secrets: {
-    revision_id: string;
+  /**
+   * Resource specs by content, per deployment: revisions that share one (every PATCH
+   * that does not change it) refer to the same row instead of copying it.
+   */
+  resource_specs: {
+    id: string;
+    deployment_id: string;
+    /** SHA-256 of the spec's canonical JSON. */
+    digest: string;
+    /** JSON: ResourceSpec. */
+    spec: string;
+    created_at: string;
+  };
+  /**
+   * Secret sets by content, per deployment, shared by the revisions that use the same
+   * secrets. The digest is keyed (HMAC with a key derived from the encryption key), so it
+   * tells nothing about the values; sets migrated from before it existed have none.
+   */
+  secret_sets: {
+    id: string;
+    deployment_id: string;
+    digest: string | null;
+    created_at: string;
+  };
+  secret_set_entries: {
+    set_id: string;
     position: number;
     name: string;
+    /** AES-256-GCM, bound to the set id and the name. */
     value_encrypted: string;
+  };
+  codehost_integrations: {
+    id: string;
+    workspace_id: string;
+    provider: 'git' | 'github';
+    name: string;
+    /** GitHub's installation id; for `git`, a number derived from the integration id. */
+    installation_id: number | string;
+    /** JSON: the provider's settings without credentials. */
+    settings: string;
+    /** AES-256-GCM of the JSON credentials, bound to the integration id. */
+    credentials_encrypted: string | null;
+    created_at: string;
+    updated_at: string;
+  };
+  /** What the git poller last saw of each branch, to start builds only on change. */
+  codehost_branch_heads: {
+    integration_id: string;
+    repository: string;
+    branch: string;
+    commit_sha: string;
+    seen_at: string;
+  };
+  /** Push deliveries acted on, so a redelivered push builds nothing twice. */
+  codehost_deliveries: {
+    integration_id: string;
+    delivery_id: string;
+    received_at: string;
+  };
+  /** A database or cache provisioned for a deployment. */
+  deployment_resources: {
+    deployment_id: string;
+    kind: 'postgres' | 'redis';
+    /** AES-256-GCM of the URI the deployment's containers get, bound to the deployment and kind. */
+    uri_encrypted: string;
+    created_at: string;
   };
   listeners: {
     id: string;
     workspace_id: string;
-    compute_type: string;
+    compute_type: 'k8s';
     compute_id: string;
+    /** JSON: ComputeConfig. */
     compute_config: string;
     version: string | null;
     created_at: string;
@@ -81,7 +152,7 @@ export interface Database {
     kind: 'status' | 'log';
     log_type: 'build' | 'deploy' | null;
     level: string | null;
-    status: string | null;
+    status: RevisionStatus | null;
     message: string | null;
     created_at: string;
   };
@@ -111,4 +182,3 @@ export interface Database {
     updated_at: string;
   };
 }
-

@@ -13,6 +13,7 @@ import {
   type SourceConfig,
 } from '../../src/domain/deployment-config.js';
 import { DomainError } from '../../src/domain/errors.js';
+import { STATUS_BY_CODE } from '../../src/contract/errors.js';
 import { type DeploymentState, planExplicitRevision, planPatch } from '../../src/domain/patch.js';
 import { resolvePlacement } from '../../src/domain/placement.js';
 import { RESERVED_SECRET_NAMES, sameSecrets, validateSecrets } from '../../src/domain/secrets.js';
@@ -25,7 +26,7 @@ const OTHER = '33333333-3333-4333-8333-333333333333';
 function badRequest(fn: () => unknown, message?: RegExp): void {
   assert.throws(fn, (error: unknown) => {
     assert.ok(error instanceof DomainError, `expected a DomainError, got ${String(error)}`);
-    assert.equal(error.kind, 'bad_request');
+    assert.equal(STATUS_BY_CODE[error.code], 400, error.code);
     if (message) assert.match(error.message, message);
     return true;
   });
@@ -55,6 +56,7 @@ function dockerState(overrides: Partial<DeploymentState> = {}): DeploymentState 
       { name: 'A', value: 'a' },
       { name: 'B', value: 'b' },
     ],
+    latestImage: null,
     ...overrides,
   };
 }
@@ -67,6 +69,7 @@ function codehostState(overrides: Partial<DeploymentState> = {}): DeploymentStat
     revisionConfig: revisionConfig({ repo_ref: 'main', graph_config_path: 'langgraph.json', repo_commit_sha: 'abc123' }),
     resourceSpec: { ...RESOURCE_SPEC_DEFAULTS },
     secrets: [],
+    latestImage: null,
     ...overrides,
   };
 }
@@ -185,17 +188,47 @@ test('planPatch: revision fields must suit the source', () => {
 test('planPatch: secrets [] count as omitted; the same secrets in any order make no revision; changed ones do', () => {
   const state = dockerState();
   assert.equal(planPatch(state, { secrets: [] }).revision, null);
-  assert.equal(planPatch(state, { secrets: [{ name: 'B', value: 'b' }, { name: 'A', value: 'a' }] }).revision, null);
+  assert.equal(
+    planPatch(state, {
+      secrets: [
+        { name: 'B', value: 'b' },
+        { name: 'A', value: 'a' },
+      ],
+    }).revision,
+    null,
+  );
 
-  const changedValue = planPatch(state, { secrets: [{ name: 'A', value: 'a2' }, { name: 'B', value: 'b' }] });
-  assert.deepEqual(changedValue.revision?.secrets, [{ name: 'A', value: 'a2' }, { name: 'B', value: 'b' }]);
+  const changedValue = planPatch(state, {
+    secrets: [
+      { name: 'A', value: 'a2' },
+      { name: 'B', value: 'b' },
+    ],
+  });
+  assert.deepEqual(changedValue.revision?.secrets, [
+    { name: 'A', value: 'a2' },
+    { name: 'B', value: 'b' },
+  ]);
   assert.equal(changedValue.revision?.config.image_uri, 'registry/agent:v1');
   const fewer = planPatch(state, { secrets: [{ name: 'A', value: 'a' }] });
   assert.deepEqual(fewer.revision?.secrets, [{ name: 'A', value: 'a' }]);
-  const renamed = planPatch(state, { secrets: [{ name: 'A', value: 'a' }, { name: 'C', value: 'b' }] });
+  const renamed = planPatch(state, {
+    secrets: [
+      { name: 'A', value: 'a' },
+      { name: 'C', value: 'b' },
+    ],
+  });
   assert.ok(renamed.revision);
 
-  badRequest(() => planPatch(state, { secrets: [{ name: 'X', value: '1' }, { name: 'X', value: '2' }] }), /Duplicate secret name 'X'/);
+  badRequest(
+    () =>
+      planPatch(state, {
+        secrets: [
+          { name: 'X', value: '1' },
+          { name: 'X', value: '2' },
+        ],
+      }),
+    /Duplicate secret name 'X'/,
+  );
   badRequest(() => planPatch(state, { secrets: [{ name: 'LANGCHAIN_API_KEY', value: 'k' }] }), /reserved/);
 });
 
@@ -250,7 +283,9 @@ const listener = { id: LISTENER, namespaces: ['agents'] };
 test('resolvePlacement: without a listener id', () => {
   badRequest(
     () => resolvePlacement({ requiresListener: true, listenerId: null, namespace: null, listener: undefined, availableListenerIds: [LISTENER, OTHER] }),
-    new RegExp(`^Source configuration error: 'source_config.listener_id' is required for workspace with available listener IDs: \\['${LISTENER}', '${OTHER}'\\]$`),
+    new RegExp(
+      `^Source configuration error: 'source_config.listener_id' is required for workspace with available listener IDs: \\['${LISTENER}', '${OTHER}'\\]$`,
+    ),
   );
   assert.equal(
     resolvePlacement({ requiresListener: true, listenerId: null, namespace: null, listener: undefined, availableListenerIds: [] }),
@@ -384,42 +419,101 @@ test('sameJson: key order does not matter; array order and values do', () => {
 
 test('validateSecrets: unique, non-reserved names pass', () => {
   validateSecrets([]);
-  validateSecrets([{ name: 'OPENAI_API_KEY', value: 'x' }, { name: 'LANGSMITH_API_KEY', value: 'y' }, { name: 'PORT', value: '1' }]);
+  validateSecrets([
+    { name: 'OPENAI_API_KEY', value: 'x' },
+    { name: 'LANGSMITH_API_KEY', value: 'y' },
+    { name: 'PORT', value: '1' },
+  ]);
 });
 
 test('validateSecrets: duplicates and every always-reserved name are rejected; the message never carries the value', () => {
   const value = 'very-secret-value-123';
-  badRequest(() => validateSecrets([{ name: 'X', value }, { name: 'X', value: `${value}-2` }]), /^Duplicate secret name 'X'/);
+  badRequest(
+    () =>
+      validateSecrets([
+        { name: 'X', value },
+        { name: 'X', value: `${value}-2` },
+      ]),
+    /^Duplicate secret name 'X'/,
+  );
   assert.throws(
-    () => validateSecrets([{ name: 'X', value }, { name: 'X', value }]),
+    () =>
+      validateSecrets([
+        { name: 'X', value },
+        { name: 'X', value },
+      ]),
     (error: Error) => !error.message.includes(value),
   );
   const alwaysReserved = [
-    'LANGCHAIN_TRACING_V2', 'LANGSMITH_TRACING_V2', 'LANGCHAIN_ENDPOINT', 'LANGCHAIN_PROJECT', 'LANGSMITH_PROJECT',
-    'LANGSMITH_LANGGRAPH_GIT_REPO', 'LANGGRAPH_GIT_REPO_PATH', 'LANGCHAIN_API_KEY', 'LANGSMITH_CONTROL_PLANE_API_KEY',
-    'POSTGRES_URI', 'POSTGRES_PASSWORD', 'DATABASE_URI', 'LANGSMITH_LANGGRAPH_GIT_REF', 'LANGSMITH_LANGGRAPH_GIT_REF_SHA',
-    'LANGGRAPH_AUTH_TYPE', 'LANGSMITH_AUTH_ENDPOINT', 'LANGSMITH_TENANT_ID', 'LANGSMITH_AUTH_VERIFY_TENANT_ID',
-    'LANGSMITH_HOST_PROJECT_ID', 'LANGSMITH_HOST_PROJECT_NAME', 'LANGSMITH_HOST_REVISION_ID', 'LOG_JSON',
-    'LOG_DICT_TRACEBACKS', 'REDIS_URI', 'LANGCHAIN_CALLBACKS_BACKGROUND', 'DD_TRACE_PSYCOPG_ENABLED',
-    'DD_TRACE_REDIS_ENABLED', 'LANGSMITH_DEPLOYMENT_NAME', 'LANGGRAPH_CLOUD_LICENSE_KEY',
+    'LANGCHAIN_TRACING_V2',
+    'LANGSMITH_TRACING_V2',
+    'LANGCHAIN_ENDPOINT',
+    'LANGCHAIN_PROJECT',
+    'LANGSMITH_PROJECT',
+    'LANGSMITH_LANGGRAPH_GIT_REPO',
+    'LANGGRAPH_GIT_REPO_PATH',
+    'LANGCHAIN_API_KEY',
+    'LANGSMITH_CONTROL_PLANE_API_KEY',
+    'POSTGRES_URI',
+    'POSTGRES_PASSWORD',
+    'DATABASE_URI',
+    'LANGSMITH_LANGGRAPH_GIT_REF',
+    'LANGSMITH_LANGGRAPH_GIT_REF_SHA',
+    'LANGGRAPH_AUTH_TYPE',
+    'LANGSMITH_AUTH_ENDPOINT',
+    'LANGSMITH_TENANT_ID',
+    'LANGSMITH_AUTH_VERIFY_TENANT_ID',
+    'LANGSMITH_HOST_PROJECT_ID',
+    'LANGSMITH_HOST_PROJECT_NAME',
+    'LANGSMITH_HOST_REVISION_ID',
+    'LOG_JSON',
+    'LOG_DICT_TRACEBACKS',
+    'REDIS_URI',
+    'LANGCHAIN_CALLBACKS_BACKGROUND',
+    'DD_TRACE_PSYCOPG_ENABLED',
+    'DD_TRACE_REDIS_ENABLED',
+    'LANGSMITH_DEPLOYMENT_NAME',
+    'LANGGRAPH_CLOUD_LICENSE_KEY',
   ];
   assert.deepEqual([...RESERVED_SECRET_NAMES].sort(), [...alwaysReserved].sort());
   for (const name of alwaysReserved) {
     assert.throws(
-      () => validateSecrets([{ name: 'FINE', value: 'f' }, { name, value }]),
+      () =>
+        validateSecrets([
+          { name: 'FINE', value: 'f' },
+          { name, value },
+        ]),
       (error: unknown) =>
-        error instanceof DomainError && error.kind === 'bad_request' && error.message.includes(`'${name}'`) && !error.message.includes(value),
+        error instanceof DomainError && error.code === 'secrets_invalid' && error.message.includes(`'${name}'`) && !error.message.includes(value),
       name,
     );
   }
 });
 
 test('sameSecrets: same names and values in any order', () => {
-  const a = [{ name: 'A', value: '1' }, { name: 'B', value: '2' }];
-  assert.ok(sameSecrets(a, [{ name: 'B', value: '2' }, { name: 'A', value: '1' }]));
+  const a = [
+    { name: 'A', value: '1' },
+    { name: 'B', value: '2' },
+  ];
+  assert.ok(
+    sameSecrets(a, [
+      { name: 'B', value: '2' },
+      { name: 'A', value: '1' },
+    ]),
+  );
   assert.ok(sameSecrets([], []));
   assert.ok(!sameSecrets(a, [{ name: 'A', value: '1' }]));
-  assert.ok(!sameSecrets(a, [{ name: 'A', value: '1' }, { name: 'B', value: '3' }]));
-  assert.ok(!sameSecrets(a, [{ name: 'A', value: '1' }, { name: 'C', value: '2' }]));
+  assert.ok(
+    !sameSecrets(a, [
+      { name: 'A', value: '1' },
+      { name: 'B', value: '3' },
+    ]),
+  );
+  assert.ok(
+    !sameSecrets(a, [
+      { name: 'A', value: '1' },
+      { name: 'C', value: '2' },
+    ]),
+  );
   assert.ok(!sameSecrets([{ name: 'A', value: '' }], [{ name: 'B', value: '' }]));
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { type GitIntegrationFixture, gitIntegration } from '../support/codehost.js';
 import { type Client, client } from '../support/http.js';
 import { GatedRuntime, eventually } from '../support/runtimes.js';
 import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
@@ -13,10 +14,13 @@ const imageDeployment = (name: string, extra: Record<string, unknown> = {}) => (
 });
 
 async function revisionStatus(api: Client, deploymentId: string, revisionId: string, wanted: string[]) {
-  return eventually(async () => {
-    const res = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}`);
-    return wanted.includes(res.body.status) ? res.body : undefined;
-  }, `revision ${revisionId} to reach ${wanted.join('/')}`);
+  return eventually(
+    async () => {
+      const res = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}`);
+      return wanted.includes(res.body.status) ? res.body : undefined;
+    },
+    `revision ${revisionId} to reach ${wanted.join('/')}`,
+  );
 }
 
 for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
@@ -29,13 +33,18 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     let server: TestServer;
     let api: Client;
     let runtime: GatedRuntime;
+    let integration: GitIntegrationFixture;
     before(async () => {
       runtime = new GatedRuntime();
       runtime.open();
       server = await startTestServer(kind, { overrides: { runtime } });
       api = client(server.url, { key: server.adminKey });
+      integration = await gitIntegration(api);
     });
-    after(async () => server.close());
+    after(async () => {
+      await server.close();
+      await integration.remove();
+    });
 
     test('an image deployment reaches DEPLOYED on its own, healthy at its URL', async () => {
       const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-basic') });
@@ -82,7 +91,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
         body: {
           name: 'engine-codehost',
           source: 'github',
-          source_config: { integration_id: '6f1c3a2e-8d4b-4f7a-9c1e-2b3d4e5f6a7b', repo_url: 'https://git.example/acme/agent' },
+          source_config: { integration_id: integration.integrationId, repo_url: integration.repoUrl },
           source_revision_config: { repo_ref: 'main', langgraph_config_path: 'langgraph.json' },
           secrets: [],
         },
@@ -187,7 +196,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
         body: {
           name: 'engine-rollback',
           source: 'codehost',
-          source_config: { integration_id: '6f1c3a2e-8d4b-4f7a-9c1e-2b3d4e5f6a7b', repo_url: 'https://git.example/acme/agent' },
+          source_config: { integration_id: integration.integrationId, repo_url: integration.repoUrl },
           source_revision_config: { repo_ref: 'main' },
           secrets: [],
         },
@@ -198,7 +207,10 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       const second = await revisionStatus(api, created.body.id, redeployed.body.latest_revision_id, ['DEPLOYED']);
       assert.equal(second.source_revision_config.repo_commit_sha, first.source_revision_config.repo_commit_sha);
       const steps = await server.berth.db.selectFrom('engine_step_runs').select('step').where('revision_id', '=', second.id).execute();
-      assert.deepEqual(steps.map((s) => s.step), ['deploy']);
+      assert.deepEqual(
+        steps.map((s) => s.step),
+        ['deploy'],
+      );
     });
   });
 }

@@ -214,7 +214,11 @@ exec '${runtime.binary}' "$@"
     const deploymentId = newDeployment();
     const otherId = newDeployment();
     const request = (id: string) => ({ deploymentId: id, revisionId: randomUUID(), instanceName: 'td', image: IMAGE, env: {}, resources: {} });
-    const [a, b, other] = await Promise.all([driver.start(request(deploymentId), ctx), driver.start(request(deploymentId), ctx), driver.start(request(otherId), ctx)]);
+    const [a, b, other] = await Promise.all([
+      driver.start(request(deploymentId), ctx),
+      driver.start(request(deploymentId), ctx),
+      driver.start(request(otherId), ctx),
+    ]);
     assert.notEqual(a.url, b.url);
     assert.equal((await containersOf(deploymentId)).length, 2);
 
@@ -312,6 +316,27 @@ exec '${runtime.binary}' "$@"
     const took = Date.now() - abortedAt;
     process.stdout.write(`# abort to rejection (including removal) took ${took} ms\n`);
     assert.ok(took < 3_000, `took ${took} ms after the abort`);
+    assert.deepEqual(await containersOf(deploymentId), []);
+  });
+
+  test('on the host network the container serves on a free port of the host, told by PORT', async () => {
+    const driver = new LocalContainerRuntime({ env: runtime.env, healthTimeoutMs: 60_000, network: 'host' });
+    const deploymentId = newDeployment();
+    const running = await driver.start(
+      { deploymentId, revisionId: randomUUID(), instanceName: 'hostnet', image: IMAGE, env: {}, resources: {} },
+      stepContext(),
+    );
+    try {
+      assert.match(running.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+      assert.equal((await fetch(`${running.url}/ok`)).status, 200);
+      assert.equal((await rt('inspect', '--format', '{{.HostConfig.NetworkMode}}', running.handle)).trim(), 'host');
+      const port = new URL(running.url).port;
+      const envNames = await (await fetch(`${running.url}/env-names`)).text();
+      assert.match(envNames, /^PORT$/m);
+      assert.ok(port.length > 0);
+    } finally {
+      await driver.retire(running.handle, stepContext());
+    }
     assert.deepEqual(await containersOf(deploymentId), []);
   });
 });

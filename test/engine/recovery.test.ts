@@ -11,6 +11,7 @@ import { type Client, client } from '../support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../support/process.js';
 import { eventually } from '../support/runtimes.js';
 import { createPostgresDatabase, postgresUnavailable } from '../support/server.js';
+import { holdMachineTurnForSuite } from '../support/machine-lock.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const IMAGE = 'localhost/berth-test-agent:v1';
@@ -18,6 +19,7 @@ const SLOW_IMAGE = 'localhost/berth-test-agent:slow';
 
 /** Real processes and real containers: what a user sees when a server dies mid-revision. */
 describe('engine recovery with real processes and containers', async () => {
+  holdMachineTurnForSuite({ before, after });
   const unavailable = await new LocalContainerRuntime({ runtime: 'podman' }).unavailableReason();
   if (unavailable) {
     process.stdout.write(`# SKIP engine recovery: ${unavailable}\n`);
@@ -65,7 +67,13 @@ describe('engine recovery with real processes and containers', async () => {
     const first = await start(env);
     let api = client(first.url, { key });
     const created = await api('POST', '/v2/deployments', {
-      body: { name: 'crash-me', source: 'external_docker', source_config: { resource_spec: { cpu: 0.5, memory_mb: 64 } }, source_revision_config: { image_uri: SLOW_IMAGE }, secrets: [] },
+      body: {
+        name: 'crash-me',
+        source: 'external_docker',
+        source_config: { resource_spec: { cpu: 0.5, memory_mb: 64 } },
+        source_revision_config: { image_uri: SLOW_IMAGE },
+        secrets: [],
+      },
     });
     assert.equal(created.status, 201);
     const { id, latest_revision_id: revisionId } = created.body;
@@ -74,10 +82,14 @@ describe('engine recovery with real processes and containers', async () => {
 
     const second = await start(env);
     api = client(second.url, { key });
-    const done = await eventually(async () => {
-      const r = await revision(api, id, revisionId);
-      return r.status === 'DEPLOYED' || r.status.endsWith('FAILED') ? r : undefined;
-    }, 'the revision to finish after the restart', 60_000);
+    const done = await eventually(
+      async () => {
+        const r = await revision(api, id, revisionId);
+        return r.status === 'DEPLOYED' || r.status.endsWith('FAILED') ? r : undefined;
+      },
+      'the revision to finish after the restart',
+      60_000,
+    );
     assert.equal(done.status, 'DEPLOYED', done.status_message);
     assert.equal((await fetch(`${done.url}/ok`)).status, 200);
     const containers = podman('ps', '-a', '--filter', `label=berth.deployment=${id}`, '--format', '{{.Names}}').trim().split('\n').filter(Boolean);
@@ -96,12 +108,22 @@ describe('engine recovery with real processes and containers', async () => {
     const berth = await start({ BERTH_DATA_DIR: dataDir, BERTH_BOOTSTRAP_API_KEY: key });
     const api = client(berth.url, { key });
     const created = await api('POST', '/v2/deployments', {
-      body: { name: 'no-such-image', source: 'external_docker', source_config: { resource_spec: {} }, source_revision_config: { image_uri: 'localhost/berth-no-such-image:v1' }, secrets: [] },
+      body: {
+        name: 'no-such-image',
+        source: 'external_docker',
+        source_config: { resource_spec: {} },
+        source_revision_config: { image_uri: 'localhost/berth-no-such-image:v1' },
+        secrets: [],
+      },
     });
-    const failed = await eventually(async () => {
-      const r = await revision(api, created.body.id, created.body.latest_revision_id);
-      return r.status === 'DEPLOY_FAILED' ? r : undefined;
-    }, 'the revision to fail', 60_000);
+    const failed = await eventually(
+      async () => {
+        const r = await revision(api, created.body.id, created.body.latest_revision_id);
+        return r.status === 'DEPLOY_FAILED' ? r : undefined;
+      },
+      'the revision to fail',
+      60_000,
+    );
     assert.match(failed.status_message, /^Deploy failed: .*localhost\/berth-no-such-image:v1/);
     assert.equal(podman('ps', '-a', '--filter', `label=berth.deployment=${created.body.id}`, '--format', '{{.Names}}').trim(), '');
     const deployment = (await api('GET', `/v2/deployments/${created.body.id}`)).body;
@@ -133,7 +155,13 @@ describe('engine recovery with real processes and containers', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 6; i += 1) {
       const res = await (apis[i % 2] as Client)('POST', '/v2/deployments', {
-        body: { name: `replica-${i}`, source: 'external_docker', source_config: { resource_spec: { cpu: 0.25, memory_mb: 32 } }, source_revision_config: { image_uri: IMAGE }, secrets: [{ name: 'N', value: String(i) }] },
+        body: {
+          name: `replica-${i}`,
+          source: 'external_docker',
+          source_config: { resource_spec: { cpu: 0.25, memory_mb: 32 } },
+          source_revision_config: { image_uri: IMAGE },
+          secrets: [{ name: 'N', value: String(i) }],
+        },
       });
       assert.equal(res.status, 201);
       ids.push(res.body.id);
@@ -147,19 +175,28 @@ describe('engine recovery with real processes and containers', async () => {
     assert.ok(patches.every((p) => p.status === 200));
 
     for (const id of ids) {
-      await eventually(async () => {
-        const d = (await (apis[0] as Client)('GET', `/v2/deployments/${id}`)).body;
-        const latest = await revision(apis[0] as Client, id, d.latest_revision_id);
-        return latest.status === 'DEPLOYED' && d.active_revision_id === d.latest_revision_id;
-      }, `deployment ${id} to run its latest revision`, 90_000);
+      await eventually(
+        async () => {
+          const d = (await (apis[0] as Client)('GET', `/v2/deployments/${id}`)).body;
+          const latest = await revision(apis[0] as Client, id, d.latest_revision_id);
+          return latest.status === 'DEPLOYED' && d.active_revision_id === d.latest_revision_id;
+        },
+        `deployment ${id} to run its latest revision`,
+        90_000,
+      );
     }
 
     const db = new pg.Client({ connectionString: database.url });
     await db.connect();
     try {
-      const { rows } = await db.query<{ revision_id: string; step: string; worker: string; started_at: string; finished_at: string | null; outcome: string | null }>(
-        'select revision_id, step, worker, started_at, finished_at, outcome from engine_step_runs order by started_at',
-      );
+      const { rows } = await db.query<{
+        revision_id: string;
+        step: string;
+        worker: string;
+        started_at: string;
+        finished_at: string | null;
+        outcome: string | null;
+      }>('select revision_id, step, worker, started_at, finished_at, outcome from engine_step_runs order by started_at');
       assert.ok(rows.length >= ids.length, 'steps were recorded');
       const byRevision = new Map<string, typeof rows>();
       for (const row of rows) byRevision.set(row.revision_id, [...(byRevision.get(row.revision_id) ?? []), row]);

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { before, test } from 'node:test';
+import { after, before, test } from 'node:test';
+import { type GitIntegrationFixture, gitIntegration } from '../support/codehost.js';
 import { type Client, client } from '../support/http.js';
 import { describeOnEachDatabase, otherTenants, type SuiteContext } from '../support/suite.js';
 
@@ -33,13 +34,13 @@ function dockerBody(overrides: Body = {}): Body {
 }
 
 /** The docs / GHA code-host create body (real-clients.md 3.2), explicit nulls included. */
-function githubBody(overrides: Body = {}): Body {
+function codehostBody(integration: GitIntegrationFixture, overrides: Body = {}): Body {
   return {
     name: uniqueName('gh'),
     source: 'github',
     source_config: {
-      integration_id: randomUUID(),
-      repo_url: 'https://github.com/acme/agent',
+      integration_id: integration.integrationId,
+      repo_url: integration.repoUrl,
       deployment_type: 'dev',
       build_on_push: false,
       custom_url: null,
@@ -94,7 +95,7 @@ async function waitUntilGone(api: Client, id: string, limitMs = 20000): Promise<
   for (;;) {
     const res = await api('GET', `/v2/deployments/${id}`);
     if (res.status === 404) {
-      assert.deepEqual(res.body, { detail: `Deployment ID ${id} not found.` });
+      assert.deepEqual(res.body, { detail: `Deployment ID ${id} not found.`, code: 'deployment_not_found' });
       return;
     }
     assert.equal(res.status, 200, res.text);
@@ -134,6 +135,14 @@ function assertSourceConfigError(res: { status: number; body: any; text: string 
 }
 
 describeOnEachDatabase('deployments', (ctx) => {
+  // The code-host integration this suite's code-host deployments build from.
+  let integration: GitIntegrationFixture;
+  const githubBody = (overrides: Body = {}) => codehostBody(integration, overrides);
+  before(async () => {
+    integration = await gitIntegration(ctx().api);
+  });
+  after(async () => integration.remove());
+
   before(() => stopEngine(ctx()));
 
   // ---------------------------------------------------------------- create
@@ -177,7 +186,7 @@ describeOnEachDatabase('deployments', (ctx) => {
       api,
       githubBody({
         source: 'codehost',
-        source_config: { integration_id: randomUUID(), repo_url: 'https://example.com/acme/agent' },
+        source_config: { integration_id: integration.integrationId, repo_url: integration.repoUrl },
         source_revision_config: { repo_ref: 'release' },
       }),
     );
@@ -190,10 +199,7 @@ describeOnEachDatabase('deployments', (ctx) => {
 
   test('create: langgraph_config_path and graph_config_path are one field, answered under both names', async () => {
     const { api } = ctx();
-    const viaAlias = await createDeployment(
-      api,
-      githubBody({ source_revision_config: { repo_ref: 'main', langgraph_config_path: 'agents/langgraph.json' } }),
-    );
+    const viaAlias = await createDeployment(api, githubBody({ source_revision_config: { repo_ref: 'main', langgraph_config_path: 'agents/langgraph.json' } }));
     assert.equal(viaAlias.source_revision_config.graph_config_path, 'agents/langgraph.json');
     assert.equal(viaAlias.source_revision_config.langgraph_config_path, 'agents/langgraph.json');
     const viaCanonical = await createDeployment(
@@ -206,7 +212,12 @@ describeOnEachDatabase('deployments', (ctx) => {
 
   test('create (external_docker): resource_spec {} and null get the defaults; secrets are echoed', async () => {
     const { api } = ctx();
-    const body = dockerBody({ secrets: [{ name: 'A', value: secretValue() }, { name: 'B', value: secretValue() }] });
+    const body = dockerBody({
+      secrets: [
+        { name: 'A', value: secretValue() },
+        { name: 'B', value: secretValue() },
+      ],
+    });
     const d = await createDeployment(api, body);
     assert.equal(d.source, 'external_docker');
     assert.equal(d.source_revision_config.image_uri, 'registry.example.com/agent:v1');
@@ -260,7 +271,7 @@ describeOnEachDatabase('deployments', (ctx) => {
     assert.match(res.body.latest_revision_id, UUID);
   });
 
-  test('create (code host) without integration_id, repo_url or repo_ref is a 400 source configuration error', async () => {
+  test('create (code host) without integration_id or repo_url is a 400 source configuration error', async () => {
     const { api } = ctx();
     const base = githubBody();
     const noIntegration = await api('POST', '/v2/deployments', {
@@ -271,12 +282,6 @@ describeOnEachDatabase('deployments', (ctx) => {
       body: { ...base, source: 'codehost', source_config: { integration_id: randomUUID() } },
     });
     assertSourceConfigError(noRepo, /repo_url/);
-    const noRef = await api('POST', '/v2/deployments', {
-      body: { ...base, source_revision_config: { repo_ref: null, langgraph_config_path: 'langgraph.json' } },
-    });
-    assertSourceConfigError(noRef, /repo_ref/);
-    const emptyRevisionConfig = await api('POST', '/v2/deployments', { body: { ...base, source_revision_config: {} } });
-    assertSourceConfigError(emptyRevisionConfig, /repo_ref/);
 
     const notUuid = await api('POST', '/v2/deployments', {
       body: { ...base, source_config: { ...base.source_config, integration_id: 'not-a-uuid' } },
@@ -284,6 +289,34 @@ describeOnEachDatabase('deployments', (ctx) => {
     assertIssue(notUuid, ['body', 'source_config', 'integration_id'], 'uuid_parsing');
     // Nothing was created by the failed attempts.
     assert.equal((await api('GET', `/v2/deployments?name=${base.name}`)).body.resources.length, 0);
+  });
+
+  test("create (code host): repo_ref defaults to the default branch; the integration and repository must be the workspace's", async () => {
+    const { api } = ctx();
+    const base = githubBody();
+    const noRef = await createDeployment(api, { ...base, source_revision_config: { repo_ref: null, langgraph_config_path: 'langgraph.json' } });
+    assert.equal(noRef.source_revision_config.repo_ref, integration.defaultBranch);
+    const emptyRevisionConfig = await createDeployment(api, { ...githubBody(), source_revision_config: {} });
+    assert.equal(emptyRevisionConfig.source_revision_config.repo_ref, integration.defaultBranch);
+
+    const unknown = randomUUID();
+    const noSuchIntegration = await api('POST', '/v2/deployments', { body: githubBody({ source_config: { ...base.source_config, integration_id: unknown } }) });
+    assert.equal(noSuchIntegration.status, 404, noSuchIntegration.text);
+    assert.deepEqual(noSuchIntegration.body, { detail: `Integration ID ${unknown} not found.`, code: 'integration_not_found' });
+
+    const otherRepo = await api('POST', '/v2/deployments', {
+      body: githubBody({ source_config: { ...base.source_config, repo_url: 'https://user:hunter2@git.example/acme/other.git' } }),
+    });
+    assert.equal(otherRepo.status, 400, otherRepo.text);
+    assert.match(otherRepo.body.detail, /repository 'https:\/\/git\.example\/acme\/other\.git' is not one of integration/);
+    assert.ok(!otherRepo.text.includes('hunter2'), 'credentials in a repository URL are never echoed');
+
+    // Another workspace's integration is as absent as an unknown one.
+    const { otherWorkspaceKey } = await otherTenants(ctx());
+    const other = client(ctx().server.url, { key: otherWorkspaceKey });
+    const foreign = await other('POST', '/v2/deployments', { body: githubBody() });
+    assert.equal(foreign.status, 404, foreign.text);
+    assert.deepEqual(foreign.body, { detail: `Integration ID ${integration.integrationId} not found.`, code: 'integration_not_found' });
   });
 
   test('create (external_docker) without image_uri is a 400 source configuration error', async () => {
@@ -353,7 +386,12 @@ describeOnEachDatabase('deployments', (ctx) => {
     const { api } = ctx();
     const value = secretValue();
     const duplicate = await api('POST', '/v2/deployments', {
-      body: dockerBody({ secrets: [{ name: 'TOKEN', value }, { name: 'TOKEN', value: `${value}-2` }] }),
+      body: dockerBody({
+        secrets: [
+          { name: 'TOKEN', value },
+          { name: 'TOKEN', value: `${value}-2` },
+        ],
+      }),
     });
     assert.equal(duplicate.status, 400, duplicate.text);
     assert.equal(typeof duplicate.body.detail, 'string');
@@ -419,7 +457,7 @@ describeOnEachDatabase('deployments', (ctx) => {
 
     const unknown = await api('GET', `/v2/deployments/${UNKNOWN_ID}`);
     assert.equal(unknown.status, 404);
-    assert.deepEqual(unknown.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.` });
+    assert.deepEqual(unknown.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.`, code: 'deployment_not_found' });
 
     const malformed = await api('GET', '/v2/deployments/not-a-uuid');
     assertIssue(malformed, ['path', 'deployment_id'], 'uuid_parsing');
@@ -472,15 +510,24 @@ describeOnEachDatabase('deployments', (ctx) => {
     assert.deepEqual(Object.keys(page1.body).sort(), ['offset', 'resources']);
     assert.equal(page1.body.resources.length, 20, 'default limit is 20');
     assert.equal(page1.body.offset, 20);
-    assert.deepEqual(page1.body.resources.map((d: Body) => d.id), newestFirst.slice(0, 20));
+    assert.deepEqual(
+      page1.body.resources.map((d: Body) => d.id),
+      newestFirst.slice(0, 20),
+    );
     assert.deepEqual(page1.body.resources[0], created[21], 'list items are full deployments');
 
     const page2 = await api('GET', `/v2/deployments?offset=${page1.body.offset}`);
-    assert.deepEqual(page2.body.resources.map((d: Body) => d.id), newestFirst.slice(20));
+    assert.deepEqual(
+      page2.body.resources.map((d: Body) => d.id),
+      newestFirst.slice(20),
+    );
     assert.equal(page2.body.offset, 22);
 
     const small = await api('GET', '/v2/deployments?limit=5&offset=3');
-    assert.deepEqual(small.body.resources.map((d: Body) => d.id), newestFirst.slice(3, 8));
+    assert.deepEqual(
+      small.body.resources.map((d: Body) => d.id),
+      newestFirst.slice(3, 8),
+    );
     assert.equal(small.body.offset, 8);
     assert.deepEqual((await api('GET', '/v2/deployments?limit=100&offset=50')).body, { resources: [], offset: 50 });
     assert.equal((await api('GET', '/v2/deployments?limit=100')).body.resources.length, 22);
@@ -631,7 +678,10 @@ describeOnEachDatabase('deployments', (ctx) => {
 
   test('PATCH secrets: [] and the same secrets make no revision; changed secrets do and replace them', async () => {
     const { api } = ctx();
-    const secrets = [{ name: 'A', value: secretValue() }, { name: 'B', value: secretValue() }];
+    const secrets = [
+      { name: 'A', value: secretValue() },
+      { name: 'B', value: secretValue() },
+    ];
     const created = await createDeployment(api, dockerBody({ secrets }));
 
     const empty = await patch(api, created.id, { secrets: [] });
@@ -654,7 +704,12 @@ describeOnEachDatabase('deployments', (ctx) => {
     assert.equal(res.body.source_revision_config.image_uri, created.source_revision_config.image_uri);
     assert.equal((await revisionsOf(api, created.id)).length, 2);
 
-    const duplicate = await patch(api, created.id, { secrets: [{ name: 'A', value: 'x' }, { name: 'A', value: 'y' }] });
+    const duplicate = await patch(api, created.id, {
+      secrets: [
+        { name: 'A', value: 'x' },
+        { name: 'A', value: 'y' },
+      ],
+    });
     assert.equal(duplicate.status, 400, duplicate.text);
     const reserved = await patch(api, created.id, { secrets: [{ name: 'LANGCHAIN_API_KEY', value: 'x' }] });
     assert.equal(reserved.status, 400, reserved.text);
@@ -769,7 +824,7 @@ describeOnEachDatabase('deployments', (ctx) => {
 
     const unknown = await patch(api, UNKNOWN_ID, { display_name: 'x' });
     assert.equal(unknown.status, 404);
-    assert.deepEqual(unknown.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.` });
+    assert.deepEqual(unknown.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.`, code: 'deployment_not_found' });
     assertIssue(await patch(api, 'not-a-uuid', { display_name: 'x' }), ['path', 'deployment_id'], 'uuid_parsing');
   });
 
@@ -895,14 +950,13 @@ describeOnEachDatabase('deployments', (ctx) => {
 
   test('PATCH cannot move a deployment to another listener or namespace (400); resending the placement is fine', async () => {
     const { api } = await freshWorkspace(ctx());
-    const l1 = await api('POST', '/v2/listeners', { body: { compute_type: 'k8s', compute_id: 'one', compute_config: { k8s_namespaces: ['agents', 'other'] } } });
+    const l1 = await api('POST', '/v2/listeners', {
+      body: { compute_type: 'k8s', compute_id: 'one', compute_config: { k8s_namespaces: ['agents', 'other'] } },
+    });
     const l2 = await api('POST', '/v2/listeners', { body: { compute_type: 'k8s', compute_id: 'two', compute_config: { k8s_namespaces: ['agents'] } } });
     assert.equal(l1.status, 201, l1.text);
     assert.equal(l2.status, 201, l2.text);
-    const placed = await createDeployment(
-      api,
-      dockerBody({ source_config: { listener_id: l1.body.id, listener_config: { k8s_namespace: 'agents' } } }),
-    );
+    const placed = await createDeployment(api, dockerBody({ source_config: { listener_id: l1.body.id, listener_config: { k8s_namespace: 'agents' } } }));
     const move = await patch(api, placed.id, { source_config: { listener_id: l2.body.id } });
     assert.equal(move.status, 400, move.text);
     const ns = await patch(api, placed.id, { source_config: { listener_config: { k8s_namespace: 'other' } } });
@@ -963,11 +1017,14 @@ describeOnEachDatabase('deployments', (ctx) => {
       for (const [method, url, body] of calls.slice(0, 3)) {
         const res = await caller(method, url, { body });
         assert.equal(res.status, 404, `${name}: ${method} ${url}: ${res.text}`);
-        assert.deepEqual(res.body, { detail: `Deployment ID ${created.id} not found.` });
+        assert.deepEqual(res.body, { detail: `Deployment ID ${created.id} not found.`, code: 'deployment_not_found' });
       }
       const list = await caller('GET', '/v2/deployments?limit=100');
       assert.equal(list.status, 200);
-      assert.ok(list.body.resources.every((d: Body) => d.id !== created.id), name);
+      assert.ok(
+        list.body.resources.every((d: Body) => d.id !== created.id),
+        name,
+      );
       const byId = await caller('GET', `/v2/deployments?deployment_ids=${created.id}`);
       assert.deepEqual(byId.body.resources, [], name);
       const byName = await caller('GET', `/v2/deployments?name=${created.name}`);
@@ -1011,7 +1068,10 @@ describeOnEachDatabase('deployments', (ctx) => {
       assert.equal(got.body.id, created.id);
     }
     const listed = await orgKey('GET', `/v2/deployments?deployment_ids=${created.id}`, { headers: { 'X-Tenant-ID': server.workspaceId } });
-    assert.deepEqual(listed.body.resources.map((d: Body) => d.id), [created.id]);
+    assert.deepEqual(
+      listed.body.resources.map((d: Body) => d.id),
+      [created.id],
+    );
     const patched = await orgKey('PATCH', path, { body: { display_name: 'via org key' }, headers: { 'X-Tenant-ID': server.workspaceId } });
     assert.equal(patched.status, 200, patched.text);
     assert.equal(patched.body.display_name, 'via org key');
@@ -1044,7 +1104,10 @@ describeOnEachDatabase('deployments', (ctx) => {
     const id = created.body.id;
     assert.equal((await api('GET', `/api-host/v2/deployments/${id}`)).status, 200);
     const listed = await api('GET', `/api-host/v2/deployments?deployment_ids=${id}`);
-    assert.deepEqual(listed.body.resources.map((d: Body) => d.id), [id]);
+    assert.deepEqual(
+      listed.body.resources.map((d: Body) => d.id),
+      [id],
+    );
     const patched = await api('PATCH', `/api-host/v2/deployments/${id}`, { body: { source_revision_config: { image_uri: 'r/x:2' } } });
     assert.equal(patched.status, 200, patched.text);
     const revisions = await api('GET', `/api-host/v2/deployments/${id}/revisions?limit=1`);
@@ -1064,7 +1127,7 @@ describeOnEachDatabase('deployments', (ctx) => {
     const created = await createDeployment(api, dockerBody({ secrets: [{ name: 'AT_REST', value }] }));
     await patch(api, created.id, { secrets: [{ name: 'AT_REST', value: `${value}-v2` }] });
     const db = server.berth.db;
-    const secretRows = await db.selectFrom('revision_secrets').selectAll().execute();
+    const secretRows = await db.selectFrom('secret_set_entries').selectAll().execute();
     const mine = secretRows.filter((r) => r.name === 'AT_REST');
     assert.equal(mine.length, 2);
     for (const row of secretRows) {
@@ -1103,7 +1166,7 @@ describeOnEachDatabase('deployment deletion', (ctx) => {
     assert.equal(del.text, '');
     await waitUntilGone(api, created.id);
 
-    const notFound = { detail: `Deployment ID ${created.id} not found.` };
+    const notFound = { detail: `Deployment ID ${created.id} not found.`, code: 'deployment_not_found' };
     const again = await api('DELETE', `/v2/deployments/${created.id}`);
     assert.equal(again.status, 404);
     assert.deepEqual(again.body, notFound);
@@ -1124,11 +1187,7 @@ describeOnEachDatabase('deployment deletion', (ctx) => {
     assert.deepEqual((await api('GET', `/v2/deployments?deployment_ids=${created.id}`)).body.resources, []);
     const rows = await ctx().server.berth.db.selectFrom('revisions').select('id').where('deployment_id', '=', created.id).execute();
     assert.deepEqual(rows, [], 'the revisions went with the deployment');
-    const secrets = await ctx()
-      .server.berth.db.selectFrom('revision_secrets')
-      .select('revision_id')
-      .where('revision_id', '=', created.latest_revision_id)
-      .execute();
+    const secrets = await ctx().server.berth.db.selectFrom('secret_sets').select('id').where('deployment_id', '=', created.id).execute();
     assert.deepEqual(secrets, [], 'the secrets went with the deployment');
 
     // The name is free again.

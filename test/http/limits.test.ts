@@ -44,9 +44,7 @@ describe('abuse limits', () => {
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = net.connect(Number(port), '127.0.0.1', () => {
         // Headers announce a body that never comes.
-        socket.write(
-          `POST /v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na`,
-        );
+        socket.write(`POST /v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na`);
       });
       let data = '';
       socket.on('data', (chunk) => {

@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { findListenerForPlacement, listListenerIds } from '../../src/services/listeners.js';
 import { type Client, client } from '../support/http.js';
+import { newSourceConfig } from '../../src/domain/deployment-config.js';
+import { insertDeployment as insertDeploymentRecord } from '../../src/store/repositories/deployments.js';
 import { deploymentRow } from '../support/rows.js';
 import { describeOnEachDatabase, otherTenants, type SuiteContext } from '../support/suite.js';
 
@@ -24,14 +26,14 @@ async function createListener(api: Client, overrides: Record<string, unknown> = 
 /** A deployments row placed on the listener, written directly: deployments have their own routes. */
 function deploymentOnListener(workspaceId: string, listenerId: string) {
   return deploymentRow(workspaceId, {
-    source_config: JSON.stringify({ listener_id: listenerId, listener_config: { k8s_namespace: 'agents' } }),
+    source_config: { ...newSourceConfig('external_docker', {}), listener_id: listenerId, listener_config: { k8s_namespace: 'agents' } },
     listener_id: listenerId,
   });
 }
 
 async function insertDeployment(ctx: SuiteContext, listenerId: string): Promise<string> {
   const row = deploymentOnListener(ctx.server.workspaceId, listenerId);
-  await ctx.server.berth.db.insertInto('deployments').values(row).execute();
+  await insertDeploymentRecord(ctx.server.berth.db, row);
   return row.id;
 }
 
@@ -69,10 +71,7 @@ describeOnEachDatabase('listeners', (ctx) => {
     await createListener(api, { compute_id: computeId });
     const again = await api('POST', '/v2/listeners', { body: { compute_type: 'k8s', compute_id: computeId, compute_config: {} } });
     assert.equal(again.status, 409);
-    assert.equal(
-      again.body.detail,
-      `Listener for LangSmith workspace ID '${server.workspaceId}' and compute ID '${computeId}' already exists.`,
-    );
+    assert.equal(again.body.detail, `Listener for LangSmith workspace ID '${server.workspaceId}' and compute ID '${computeId}' already exists.`);
 
     const other = await otherTenants(ctx());
     const otherApi = client(server.url, { key: other.otherWorkspaceKey });
@@ -101,10 +100,16 @@ describeOnEachDatabase('listeners', (ctx) => {
     assert.deepEqual(all.body.resources, created);
     assert.equal(all.body.offset, 3);
     const first = await api('GET', '/v2/listeners?limit=2');
-    assert.deepEqual(first.body.resources.map((l: { id: string }) => l.id), [created[0].id, created[1].id]);
+    assert.deepEqual(
+      first.body.resources.map((l: { id: string }) => l.id),
+      [created[0].id, created[1].id],
+    );
     assert.equal(first.body.offset, 2);
     const second = await api('GET', `/v2/listeners?limit=2&offset=${first.body.offset}`);
-    assert.deepEqual(second.body.resources.map((l: { id: string }) => l.id), [created[2].id]);
+    assert.deepEqual(
+      second.body.resources.map((l: { id: string }) => l.id),
+      [created[2].id],
+    );
     assert.equal(second.body.offset, 3);
     const past = await api('GET', '/v2/listeners?offset=10');
     assert.deepEqual(past.body, { resources: [], offset: 10 });
@@ -135,7 +140,7 @@ describeOnEachDatabase('listeners', (ctx) => {
 
     const unknown = await api('GET', `/v2/listeners/${UNKNOWN_ID}`);
     assert.equal(unknown.status, 404);
-    assert.deepEqual(unknown.body, { detail: `Listener ID ${UNKNOWN_ID} not found.` });
+    assert.deepEqual(unknown.body, { detail: `Listener ID ${UNKNOWN_ID} not found.`, code: 'listener_not_found' });
 
     const malformed = await api('GET', '/v2/listeners/not-a-uuid');
     assert.equal(malformed.status, 422);
@@ -231,7 +236,13 @@ describeOnEachDatabase('listeners', (ctx) => {
     const listener = await createListener(api);
     const patch = await api('PATCH', `/v2/listeners/${listener.id}`, { body: { version: 5, compute_config: { k8s_namespaces: 'x' } } });
     assert.equal(patch.status, 422);
-    assert.deepEqual(patch.body.detail.map((d: { loc: unknown }) => d.loc), [['body', 'version'], ['body', 'compute_config', 'k8s_namespaces']]);
+    assert.deepEqual(
+      patch.body.detail.map((d: { loc: unknown }) => d.loc),
+      [
+        ['body', 'version'],
+        ['body', 'compute_config', 'k8s_namespaces'],
+      ],
+    );
   });
 
   test('delete answers 204 with an empty body, then the listener is gone', async () => {
@@ -243,7 +254,7 @@ describeOnEachDatabase('listeners', (ctx) => {
     assert.equal(res.text, '');
     assert.equal((await api('GET', `/v2/listeners/${listener.id}`)).status, 404);
     const again = await api('DELETE', `/v2/listeners/${listener.id}`);
-    assert.deepEqual([again.status, again.body], [404, { detail: `Listener ID ${listener.id} not found.` }]);
+    assert.deepEqual([again.status, again.body], [404, { detail: `Listener ID ${listener.id} not found.`, code: 'listener_not_found' }]);
     const compute = await createListener(api, { compute_id: listener.compute_id });
     assert.notEqual(compute.id, listener.id, 'the compute_id is free again');
   });
@@ -275,7 +286,7 @@ describeOnEachDatabase('listeners', (ctx) => {
       placementHoldsListener(found !== undefined);
       if (!found) return;
       await gate;
-      await trx.insertInto('deployments').values(deploymentOnListener(server.workspaceId, listener.id)).execute();
+      await insertDeploymentRecord(trx, deploymentOnListener(server.workspaceId, listener.id));
     });
     // The delete goes out only once the placement holds the listener: on a busy machine it
     // could otherwise reach the row first and (rightly) delete it.
@@ -342,7 +353,7 @@ describeOnEachDatabase('listeners', (ctx) => {
       const list = await stranger('GET', '/v2/listeners?limit=100');
       assert.equal(list.status, 200);
       assert.ok(list.body.resources.every((l: { id: string }) => l.id !== listener.id));
-      const notFound = { detail: `Listener ID ${listener.id} not found.` };
+      const notFound = { detail: `Listener ID ${listener.id} not found.`, code: 'listener_not_found' };
       const get = await stranger('GET', `/v2/listeners/${listener.id}`);
       assert.deepEqual([get.status, get.body], [404, notFound]);
       const patch = await stranger('PATCH', `/v2/listeners/${listener.id}`, { body: { version: 'hijack' } });

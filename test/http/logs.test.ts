@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import type { RevisionStatus } from '../../src/domain/revision-status.js';
 import { announce, recordLog, recordStatus } from '../../src/events/recorder.js';
 import { insertEvent } from '../../src/store/repositories/events.js';
 import { client } from '../support/http.js';
@@ -31,7 +32,7 @@ async function createDeployment(ctx: SuiteContext): Promise<{ id: string; latest
 }
 
 let seq = 0;
-async function addRevision(ctx: SuiteContext, deploymentId: string, status = 'DEPLOYED'): Promise<string> {
+async function addRevision(ctx: SuiteContext, deploymentId: string, status: RevisionStatus = 'DEPLOYED'): Promise<string> {
   const db = ctx.server.berth.db;
   // The configuration of the API-created revision, so the row reads back like a real one.
   const real = await db.selectFrom('revisions').select('source_revision_config').where('deployment_id', '=', deploymentId).executeTakeFirstOrThrow();
@@ -41,7 +42,7 @@ async function addRevision(ctx: SuiteContext, deploymentId: string, status = 'DE
 }
 
 /** A deployment plus a revision of the test's own. */
-async function fixture(ctx: SuiteContext, status?: string) {
+async function fixture(ctx: SuiteContext, status?: RevisionStatus) {
   const deployment = await createDeployment(ctx);
   const revisionId = await addRevision(ctx, deployment.id, status);
   return { deploymentId: deployment.id, revisionId, token: `tok${randomUUID().slice(0, 8)}` };
@@ -107,7 +108,11 @@ describeOnEachDatabase('revision logs', (ctx) => {
 
   test('paging through next_offset visits every line once, in order, in both directions', async () => {
     const f = await fixture(ctx());
-    const ids = await writeLines(ctx(), f, Array.from({ length: 7 }, (_, i) => `${f.token} line ${i}`));
+    const ids = await writeLines(
+      ctx(),
+      f,
+      Array.from({ length: 7 }, (_, i) => `${f.token} line ${i}`),
+    );
     for (const order of ['asc', 'desc'] as const) {
       const seen: string[] = [];
       let offset: string | null = null;
@@ -130,7 +135,10 @@ describeOnEachDatabase('revision logs', (ctx) => {
     const f = await fixture(ctx());
     for (const level of LEVELS) await writeLines(ctx(), f, [`${f.token} at ${level}`], { level });
     const warnings = await ctx().api('GET', logsPath(f, 'type=build&level=WARNING'));
-    assert.deepEqual(messages(warnings), ['WARNING', 'ERROR', 'CRITICAL'].map((l) => `${f.token} at ${l}`));
+    assert.deepEqual(
+      messages(warnings),
+      ['WARNING', 'ERROR', 'CRITICAL'].map((l) => `${f.token} at ${l}`),
+    );
     assert.deepEqual(messages(await ctx().api('GET', logsPath(f, 'type=build&level=error'))).length, 2);
     assert.equal((await ctx().api('GET', logsPath(f, 'type=build&level=LOUD'))).status, 422);
 
@@ -229,7 +237,10 @@ describeOnEachDatabase('revision logs', (ctx) => {
     assert.equal(emptyJson.status, 200);
 
     const perRevision = await ctx().api('POST', `${base}/revisions/${f.revisionId}/deploy_logs`, { body: { limit: 100, order: 'desc' } });
-    assert.deepEqual(messages(perRevision).filter((m) => m.startsWith(f.token)), [`${f.token} deploy a`]);
+    assert.deepEqual(
+      messages(perRevision).filter((m) => m.startsWith(f.token)),
+      [`${f.token} deploy a`],
+    );
 
     // All revisions; other lines (an engine's) are filtered out with the query.
     const all = await ctx().api('POST', `${base}/deploy_logs`, { body: { limit: 100, order: 'desc', query: f.token } });
@@ -355,27 +366,40 @@ describeOnEachDatabase('revision logs', (ctx) => {
     assert.match(first.contentType ?? '', /^text\/event-stream/);
 
     await writeLines(ctx(), f, [`${f.token} one`], { logType: 'deploy', level: 'WARNING' });
-    await recordStatus(db, { deploymentId: f.deploymentId, revisionId: f.revisionId, status: 'DEPLOYED', message: `${f.token} done`, at: new Date().toISOString() });
+    await recordStatus(db, {
+      deploymentId: f.deploymentId,
+      revisionId: f.revisionId,
+      status: 'DEPLOYED',
+      message: `${f.token} done`,
+      at: new Date().toISOString(),
+    });
     announce(ctx().server.berth.bus, f.deploymentId);
     const received = await first.until((e) => e.data?.message === `${f.token} done`);
     first.close();
     const log = received.find((e) => e.data?.message === `${f.token} one`);
     assert.ok(log, 'the log line arrived before the status');
     assert.equal(log.event, 'log');
-    assert.deepEqual({ ...log.data, timestamp: typeof log.data.timestamp }, {
-      revision_id: f.revisionId,
-      type: 'deploy',
-      level: 'WARNING',
-      message: `${f.token} one`,
-      timestamp: 'number',
-    });
+    assert.deepEqual(
+      { ...log.data, timestamp: typeof log.data.timestamp },
+      {
+        revision_id: f.revisionId,
+        type: 'deploy',
+        level: 'WARNING',
+        message: `${f.token} one`,
+        timestamp: 'number',
+      },
+    );
     const status = received.at(-1)!;
     assert.equal(status.event, 'status');
     assert.equal(status.data.status, 'DEPLOYED');
     assert.equal(status.data.revision_id, f.revisionId);
     assert.equal(typeof status.data.at, 'string');
     const ids = received.map((e) => Number(e.id));
-    assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'ids increase');
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a, b) => a - b),
+      'ids increase',
+    );
 
     // Written while nobody listens; a reconnect with Last-Event-ID gets only what came after.
     await writeLines(ctx(), f, [`${f.token} two`], { logType: 'deploy' });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { type ApiResponse, client } from '../support/http.js';
+import { resolved } from '../support/openapi.js';
 import { type SuiteContext, describeOnEachDatabase, otherTenants } from '../support/suite.js';
 
 const FIELDS = [
@@ -163,9 +164,13 @@ describeOnEachDatabase('OAuth providers', (ctx) => {
     const racing = await Promise.all([1, 2, 3].map(() => api('POST', '/v2/auth/providers', { body: body('racing') })));
     assert.deepEqual(racing.map((r) => r.status).sort(), [200, 409, 409]);
 
-    const expected = { detail: "OAuth provider 'nope' not found." };
+    const expected = { detail: "OAuth provider 'nope' not found.", code: 'provider_not_found' };
     assert.deepEqual((await api('GET', '/v2/auth/providers/nope')).body, expected);
-    for (const [method, options] of [['GET', {}], ['PATCH', { body: { name: 'x' } }], ['DELETE', {}]] as const) {
+    for (const [method, options] of [
+      ['GET', {}],
+      ['PATCH', { body: { name: 'x' } }],
+      ['DELETE', {}],
+    ] as const) {
       const res = await api(method, '/v2/auth/providers/nope', options);
       assert.equal(res.status, 404, method);
       assert.deepEqual(res.body, expected);
@@ -270,8 +275,8 @@ describeOnEachDatabase('OAuth providers', (ctx) => {
     const doc = (await ctx().anonymous('GET', '/openapi.json')).body;
     const create = doc.paths['/v2/auth/providers'].post;
     assert.deepEqual(create.tags, ['oauth providers']);
-    assert.ok(create.requestBody.content['application/json'].schema.required.includes('client_secret'));
-    const answer = create.responses['200'].content['application/json'].schema;
+    assert.ok(resolved(doc, create.requestBody.content['application/json'].schema).required.includes('client_secret'));
+    const answer = resolved(doc, create.responses['200'].content['application/json'].schema);
     assert.deepEqual(Object.keys(answer.properties).sort(), FIELDS);
     for (const method of ['get', 'patch', 'delete']) assert.ok(doc.paths['/v2/auth/providers/{provider_id}'][method].responses['404']);
   });

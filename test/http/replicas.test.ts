@@ -60,7 +60,10 @@ describe('two servers on one database [postgres]', async () => {
     assert.equal(read.body.latest_revision_id, patched.body.latest_revision_id);
     assert.deepEqual(read.body.secrets, changed);
     const listed = await viaSecond('GET', `/v2/deployments?name_contains=${created.body.name}`);
-    assert.deepEqual(listed.body.resources.map((d: { secrets: unknown }) => d.secrets), [changed]);
+    assert.deepEqual(
+      listed.body.resources.map((d: { secrets: unknown }) => d.secrets),
+      [changed],
+    );
 
     // Rolling back through the second server brings the first revision's secrets back everywhere.
     const settled = await viaSecond('GET', `/v2/deployments/${id}/revisions/${firstRevision}?wait_for_terminal=30`);

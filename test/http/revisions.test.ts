@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { before, test } from 'node:test';
+import { after, before, test } from 'node:test';
+import type { RevisionStatus } from '../../src/domain/revision-status.js';
+import { type GitIntegrationFixture, gitIntegration } from '../support/codehost.js';
 import { type Client, client } from '../support/http.js';
 import { describeOnEachDatabase, otherTenants, type SuiteContext } from '../support/suite.js';
 
@@ -29,10 +31,10 @@ async function createDeployment(api: Client, overrides: Body = {}): Promise<Body
   return res.body;
 }
 
-async function createGithubDeployment(api: Client): Promise<Body> {
+async function createGithubDeployment(api: Client, integration: GitIntegrationFixture): Promise<Body> {
   return createDeployment(api, {
     source: 'github',
-    source_config: { integration_id: randomUUID(), repo_url: 'https://github.com/acme/agent', deployment_type: 'dev' },
+    source_config: { integration_id: integration.integrationId, repo_url: integration.repoUrl, deployment_type: 'dev' },
     source_revision_config: { repo_ref: 'main', langgraph_config_path: 'langgraph.json', image_uri: null },
   });
 }
@@ -49,7 +51,7 @@ async function listRevisions(api: Client, id: string, query = 'limit=100') {
   return res.body as { resources: Body[]; offset: number };
 }
 
-async function setRevisionStatus(ctx: SuiteContext, revisionId: string, status: string): Promise<void> {
+async function setRevisionStatus(ctx: SuiteContext, revisionId: string, status: RevisionStatus): Promise<void> {
   await ctx.server.berth.db.updateTable('revisions').set({ status }).where('id', '=', revisionId).execute();
 }
 
@@ -73,6 +75,11 @@ function assertIssue(res: { status: number; body: any; text: string }, loc: (str
 
 describeOnEachDatabase('revisions', (ctx) => {
   before(() => stopEngine(ctx()));
+  let integration: GitIntegrationFixture;
+  before(async () => {
+    integration = await gitIntegration(ctx().api);
+  });
+  after(async () => integration.remove());
 
   // ---------------------------------------------------------------- list
 
@@ -84,7 +91,10 @@ describeOnEachDatabase('revisions', (ctx) => {
 
     const all = await listRevisions(api, d.id);
     assert.deepEqual(Object.keys(all).sort(), ['offset', 'resources']);
-    assert.deepEqual(all.resources.map((r) => r.revision_number), [4, 3, 2, 1]);
+    assert.deepEqual(
+      all.resources.map((r) => r.revision_number),
+      [4, 3, 2, 1],
+    );
     assert.deepEqual(
       all.resources.map((r) => r.source_revision_config.image_uri),
       ['v4', 'v3', 'v2', 'v1'].map((tag) => `registry.example.com/agent:${tag}`),
@@ -108,16 +118,28 @@ describeOnEachDatabase('revisions', (ctx) => {
     for (const tag of ['v2', 'v3', 'v4', 'v5']) await patchImage(api, d.id, `registry.example.com/agent:${tag}`);
 
     const one = await listRevisions(api, d.id, 'limit=1');
-    assert.deepEqual(one.resources.map((r) => r.revision_number), [5]);
+    assert.deepEqual(
+      one.resources.map((r) => r.revision_number),
+      [5],
+    );
     assert.equal(one.offset, 1);
     const first = await listRevisions(api, d.id, 'limit=2');
-    assert.deepEqual(first.resources.map((r) => r.revision_number), [5, 4]);
+    assert.deepEqual(
+      first.resources.map((r) => r.revision_number),
+      [5, 4],
+    );
     assert.equal(first.offset, 2);
     const second = await listRevisions(api, d.id, `limit=2&offset=${first.offset}`);
-    assert.deepEqual(second.resources.map((r) => r.revision_number), [3, 2]);
+    assert.deepEqual(
+      second.resources.map((r) => r.revision_number),
+      [3, 2],
+    );
     assert.equal(second.offset, 4);
     const third = await listRevisions(api, d.id, `limit=2&offset=${second.offset}`);
-    assert.deepEqual(third.resources.map((r) => r.revision_number), [1]);
+    assert.deepEqual(
+      third.resources.map((r) => r.revision_number),
+      [1],
+    );
     assert.equal(third.offset, 5);
     assert.deepEqual(await listRevisions(api, d.id, 'limit=10&offset=10'), { resources: [], offset: 10 });
 
@@ -142,7 +164,10 @@ describeOnEachDatabase('revisions', (ctx) => {
     assert.deepEqual(await ids('limit=10&offset=0&status=DEPLOYED%2CDEPLOY_FAILED'), [r2, d.latest_revision_id]);
     assert.deepEqual(await ids('status=SKIPPED'), []);
     const page = await listRevisions(api, d.id, 'limit=1&status=DEPLOYED,DEPLOY_FAILED,CREATING');
-    assert.deepEqual(page.resources.map((r) => r.id), [r3]);
+    assert.deepEqual(
+      page.resources.map((r) => r.id),
+      [r3],
+    );
     assert.equal(page.offset, 1);
 
     const invalid = await api('GET', `/v2/deployments/${d.id}/revisions?status=CREATING,REPLACED`);
@@ -155,7 +180,7 @@ describeOnEachDatabase('revisions', (ctx) => {
     const { api } = ctx();
     const unknown = await api('GET', `/v2/deployments/${UNKNOWN_ID}/revisions`);
     assert.equal(unknown.status, 404);
-    assert.deepEqual(unknown.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.` });
+    assert.deepEqual(unknown.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.`, code: 'deployment_not_found' });
     assertIssue(await api('GET', '/v2/deployments/not-a-uuid/revisions'), ['path', 'deployment_id'], 'uuid_parsing');
   });
 
@@ -163,7 +188,7 @@ describeOnEachDatabase('revisions', (ctx) => {
 
   test('get answers the revision with its fields; status CREATING while no engine runs', async () => {
     const { api } = ctx();
-    const d = await createGithubDeployment(api);
+    const d = await createGithubDeployment(api, integration);
     const res = await api('GET', `/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`);
     assert.equal(res.status, 200, res.text);
     const r = res.body;
@@ -200,7 +225,7 @@ describeOnEachDatabase('revisions', (ctx) => {
     assert.equal(typeof crossed.body.detail, 'string');
     const unknownDeployment = await api('GET', `/v2/deployments/${UNKNOWN_ID}/revisions/${a.latest_revision_id}`);
     assert.equal(unknownDeployment.status, 404);
-    assert.deepEqual(unknownDeployment.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.` });
+    assert.deepEqual(unknownDeployment.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.`, code: 'deployment_not_found' });
     assertIssue(await api('GET', `/v2/deployments/${a.id}/revisions/not-a-uuid`), ['path', 'revision_id'], 'uuid_parsing');
   });
 
@@ -286,7 +311,7 @@ describeOnEachDatabase('revisions', (ctx) => {
 
     const unknown = await api('POST', `/v2/deployments/${UNKNOWN_ID}/revisions`, { body: {} });
     assert.equal(unknown.status, 404);
-    assert.deepEqual(unknown.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.` });
+    assert.deepEqual(unknown.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.`, code: 'deployment_not_found' });
   });
 
   // ---------------------------------------------------------------- interruption and redeploy
@@ -333,7 +358,10 @@ describeOnEachDatabase('revisions', (ctx) => {
     assert.equal(newest.body.revision_number, 3);
     assert.equal(newest.body.status, 'CREATING');
     assert.equal(newest.body.source_revision_config.image_uri, 'registry.example.com/agent:v1');
-    assert.deepEqual((await listRevisions(api, d.id)).resources.map((r) => r.id), [dep.latest_revision_id, r2, r1]);
+    assert.deepEqual(
+      (await listRevisions(api, d.id)).resources.map((r) => r.id),
+      [dep.latest_revision_id, r2, r1],
+    );
     assert.deepEqual((await api('GET', `/v2/deployments/${d.id}`)).body, dep);
   });
 
@@ -356,7 +384,7 @@ describeOnEachDatabase('revisions', (ctx) => {
     assert.equal(crossed.status, 404, crossed.text);
     const unknownDeployment = await api('POST', `/v2/deployments/${UNKNOWN_ID}/revisions/${d.latest_revision_id}/redeploy`);
     assert.equal(unknownDeployment.status, 404);
-    assert.deepEqual(unknownDeployment.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.` });
+    assert.deepEqual(unknownDeployment.body, { detail: `Deployment ID ${UNKNOWN_ID} not found.`, code: 'deployment_not_found' });
     assertIssue(await api('POST', `/v2/deployments/${d.id}/revisions/not-a-uuid/redeploy`), ['path', 'revision_id'], 'uuid_parsing');
     assert.equal((await listRevisions(api, d.id)).resources.length, 3);
   });
@@ -364,14 +392,14 @@ describeOnEachDatabase('revisions', (ctx) => {
   test('interruption of a revision in another terminal status is 400; unknown revision is 404', async () => {
     const { api } = ctx();
     const d = await createDeployment(api);
-    for (const status of ['DEPLOYED', 'BUILD_FAILED', 'SKIPPED']) {
+    for (const status of ['DEPLOYED', 'BUILD_FAILED', 'SKIPPED'] as const) {
       await setRevisionStatus(ctx(), d.latest_revision_id, status);
       const res = await api('POST', `/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/interruption`);
       assert.equal(res.status, 400, `${status}: ${res.text}`);
       assert.equal(typeof res.body.detail, 'string');
       assert.equal((await api('GET', `/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`)).body.status, status);
     }
-    for (const status of ['QUEUED', 'BUILDING', 'DEPLOYING']) {
+    for (const status of ['QUEUED', 'BUILDING', 'DEPLOYING'] as const) {
       await setRevisionStatus(ctx(), d.latest_revision_id, status);
       const res = await api('POST', `/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/interruption`);
       assert.equal(res.status, 200, `${status}: ${res.text}`);
@@ -405,7 +433,7 @@ describeOnEachDatabase('revisions', (ctx) => {
       for (const [method, path, body] of calls) {
         const res = await caller(method, path, { body });
         assert.equal(res.status, 404, `${name}: ${method} ${path}: ${res.text}`);
-        assert.deepEqual(res.body, { detail: `Deployment ID ${d.id} not found.` });
+        assert.deepEqual(res.body, { detail: `Deployment ID ${d.id} not found.`, code: 'deployment_not_found' });
       }
     }
     for (const [method, path, body] of calls) {

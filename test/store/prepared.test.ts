@@ -20,20 +20,31 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     before(async () => {
       ({ db, close: cleanup } = await openTestDatabase(kind));
       const at = new Date().toISOString();
-      await db.insertInto('organizations').values([
-        { id: 'org-a', name: 'alpha', created_at: at },
-        { id: 'org-b', name: 'beta', created_at: at },
-      ]).execute();
-      await db.insertInto('workspaces').values([
-        { id: 'ws-a1', organization_id: 'org-a', name: 'one', created_at: at },
-        { id: 'ws-a2', organization_id: 'org-a', name: 'two', created_at: at },
-        { id: 'ws-b1', organization_id: 'org-b', name: 'one', created_at: at },
-      ]).execute();
+      await db
+        .insertInto('organizations')
+        .values([
+          { id: 'org-a', name: 'alpha', created_at: at },
+          { id: 'org-b', name: 'beta', created_at: at },
+        ])
+        .execute();
+      await db
+        .insertInto('workspaces')
+        .values([
+          { id: 'ws-a1', organization_id: 'org-a', name: 'one', created_at: at },
+          { id: 'ws-a2', organization_id: 'org-a', name: 'two', created_at: at },
+          { id: 'ws-b1', organization_id: 'org-b', name: 'one', created_at: at },
+        ])
+        .execute();
     });
     after(async () => cleanup());
 
     const workspaceNamed = preparedQuery((executor, organizationId: string, name: string) =>
-      executor.selectFrom('workspaces').select(['id', 'name']).where('organization_id', '=', organizationId).where('name', '=', name).where('id', '!=', 'never'),
+      executor
+        .selectFrom('workspaces')
+        .select(['id', 'name'])
+        .where('organization_id', '=', organizationId)
+        .where('name', '=', name)
+        .where('id', '!=', 'never'),
     );
 
     test('each run binds its own values, in the order the SQL needs them', async () => {
@@ -45,7 +56,11 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
 
     test('a parameter used twice is bound in both places', async () => {
       const sameIdTwice = preparedQuery((executor, id: string) =>
-        executor.selectFrom('workspaces').select('id').where('id', '=', id).where('organization_id', 'in', executor.selectFrom('workspaces').select('organization_id').where('id', '=', id)),
+        executor
+          .selectFrom('workspaces')
+          .select('id')
+          .where('id', '=', id)
+          .where('organization_id', 'in', executor.selectFrom('workspaces').select('organization_id').where('id', '=', id)),
       );
       assert.deepEqual(await sameIdTwice(db, 'ws-a2'), [{ id: 'ws-a2' }]);
       assert.deepEqual(await sameIdTwice(db, 'ws-b1'), [{ id: 'ws-b1' }]);
@@ -61,7 +76,10 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
 
     test('a parameter transformed before binding is refused rather than bound wrong', async () => {
       const pattern = preparedQuery((executor, fragment: string) =>
-        executor.selectFrom('workspaces').select('id').where(sql<boolean>`name like ${`%${fragment}%`}`),
+        executor
+          .selectFrom('workspaces')
+          .select('id')
+          .where(sql<boolean>`name like ${`%${fragment}%`}`),
       );
       await assert.rejects(pattern(db, 'on'), /transformed before binding/);
       const unused = preparedQuery((executor, _ignored: string) => executor.selectFrom('workspaces').select('id'));

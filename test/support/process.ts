@@ -23,10 +23,14 @@ export interface BerthProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `berth serve` as a real child process and waits until it answers GET /ok. */
-export async function spawnBerth(env: Record<string, string>): Promise<BerthProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'serve'], {
+/**
+ * Starts `berth serve` as a real child process and waits until it answers GET /ok: from
+ * the TypeScript sources, or `compiled` from dist/ as `npm start` runs it (build it first).
+ */
+export async function spawnBerth(env: Record<string, string>, options: { compiled?: boolean; port?: number } = {}): Promise<BerthProcess> {
+  const port = options.port ?? (await freePort());
+  const entry = options.compiled ? [path.join(ROOT, 'dist/main.js')] : ['--import', 'tsx', path.join(ROOT, 'src/main.ts')];
+  const child = spawn(process.execPath, [...entry, 'serve'], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -39,7 +43,9 @@ export async function spawnBerth(env: Record<string, string>): Promise<BerthProc
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`berth exited during start:\n${output.join('')}`);
-    const ok = await fetch(`${url}/ok`).then((r) => r.status === 200).catch(() => false);
+    const ok = await fetch(`${url}/ok`)
+      .then((r) => r.status === 200)
+      .catch(() => false);
     if (ok) return { url, child, output, exited };
     if (Date.now() > deadline) {
       child.kill('SIGKILL');

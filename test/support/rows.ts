@@ -1,37 +1,31 @@
 import { randomUUID } from 'node:crypto';
-import type { DeploymentRow } from '../../src/store/repositories/deployments.js';
-import type { RevisionRow } from '../../src/store/repositories/revisions.js';
+import { newSourceConfig } from '../../src/domain/deployment-config.js';
+import type { NewDeployment } from '../../src/store/repositories/deployments.js';
+import type { Database } from '../../src/store/schema.js';
 
-/** A deployment row for tests that write the store directly; override what the test is about. */
-export function deploymentRow(workspaceId: string, overrides: Partial<DeploymentRow> = {}): DeploymentRow {
+/** A new deployment for tests that write the store directly (through its repository); override what the test is about. */
+export function deploymentRow(workspaceId: string, overrides: Partial<NewDeployment> = {}): NewDeployment {
   const id = overrides.id ?? randomUUID();
-  const now = new Date().toISOString();
   return {
     id,
     workspace_id: workspaceId,
     name: `dep-${id.slice(0, 8)}`,
     display_name: null,
     source: 'external_docker',
-    source_config: '{}',
+    source_config: newSourceConfig('external_docker', {}),
     deployment_type: 'prod',
     listener_id: null,
     image_version: null,
-    status: 'READY',
-    remote_reconciled: 0,
-    latest_revision_id: null,
-    active_revision_id: null,
-    revision_count: 0,
-    lease_owner: null,
-    lease_expires_at: null,
-    url: null,
-    created_at: now,
-    updated_at: now,
+    created_at: new Date().toISOString(),
     ...overrides,
   };
 }
 
-/** A finished revision row of a deployment; override what the test is about. */
-export function revisionRow(deploymentId: string, seq: number, overrides: Partial<RevisionRow> = {}): RevisionRow {
+/**
+ * A revision row in a status of the test's choosing, written as it is: for tests about
+ * reading revisions in states the engine would take time to reach.
+ */
+export function revisionRow(deploymentId: string, seq: number, overrides: Partial<Database['revisions']> = {}): Database['revisions'] {
   const now = new Date().toISOString();
   return {
     id: randomUUID(),
@@ -39,7 +33,8 @@ export function revisionRow(deploymentId: string, seq: number, overrides: Partia
     seq,
     source: 'external_docker',
     source_revision_config: '{}',
-    resource_spec: null,
+    resource_spec_id: null,
+    secret_set_id: null,
     status: 'DEPLOYED',
     status_message: null,
     remote_reconciled: 0,

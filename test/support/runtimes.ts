@@ -1,4 +1,4 @@
-import { InProcessRuntime } from '../../src/engine/drivers/in-process.js';
+import { InProcessRuntime } from './drivers/in-process.js';
 import type { RunRequest, RunningRevision, StepContext } from '../../src/engine/drivers/types.js';
 
 /**

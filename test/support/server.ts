@@ -5,10 +5,11 @@ import path from 'node:path';
 import pg from 'pg';
 import { Writable } from 'node:stream';
 import type { Config } from '../../src/config.js';
-import { DEFAULT_LIMITS, type RequestLimits } from '../../src/http/limits.js';
+import { DEFAULT_LIMITS, type RequestLimits } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { FakeBuildDriver } from '../../src/engine/drivers/fake-build.js';
-import { InProcessRuntime } from '../../src/engine/drivers/in-process.js';
+import { testConfig } from './config.js';
+import { FakeBuildDriver } from './drivers/fake-build.js';
+import { InProcessRuntime } from './drivers/in-process.js';
 import { type Berth, type BerthOverrides, startBerth } from '../../src/server.js';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
@@ -36,10 +37,7 @@ export function postgresUnavailable(): Promise<string | null> {
 }
 
 /** A throwaway database on the PostgreSQL server; dropped by the returned function. */
-export async function createPostgresDatabase(
-  adminUrl = POSTGRES_ADMIN_URL,
-  prefix = 'berth_test',
-): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function createPostgresDatabase(adminUrl = POSTGRES_ADMIN_URL, prefix = 'berth_test'): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -84,6 +82,12 @@ export interface TestServerOptions {
   /** BERTH_ENCRYPTION_KEY; servers sharing a database must share it (default: one per data directory). */
   encryptionKey?: string;
   limits?: Partial<RequestLimits>;
+  /** BERTH_REVISIONS_KEPT (default 100). */
+  revisionsKept?: number;
+  /** BERTH_GIT_POLL_SECONDS (default 0: no poller). */
+  gitPollSeconds?: number;
+  /** Per-deployment databases (BERTH_DEPLOYMENT_POSTGRES_URL / _REDIS_URL). */
+  provisioning?: Config['provisioning'];
 }
 
 /**
@@ -97,17 +101,22 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     kind === 'postgres' ? (options.postgresUrl ? { url: options.postgresUrl, drop: async () => {} } : await createPostgresDatabase()) : undefined;
   const adminKey = options.bootstrapApiKey ?? `berth_test_${randomUUID()}`;
   const runtime = options.overrides?.runtime ?? new InProcessRuntime();
-  const config: Config = {
-    port: 0,
-    host: '127.0.0.1',
-    database: postgres ? { kind: 'postgres', url: postgres.url } : { kind: 'sqlite', file: path.join(dataDir, 'berth.sqlite') },
-    dataDir,
-    bootstrapApiKey: adminKey,
-    encryptionKey: options.encryptionKey,
-    logLevel: process.env.TEST_LOG_LEVEL ?? 'info',
-    limits: { ...DEFAULT_LIMITS, ...options.limits },
-    engine: { enabled: options.engine ?? true, runtime: 'none', concurrency: 4 },
-  };
+  const config: Config = testConfig(
+    {
+      PORT: '0',
+      BERTH_DATA_DIR: dataDir,
+      BERTH_BOOTSTRAP_API_KEY: adminKey,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info',
+      BERTH_ENGINE: options.engine === false ? 'off' : 'on',
+      BERTH_CONTAINER_RUNTIME: 'none',
+      BERTH_BUILDER: 'none',
+      BERTH_REVISIONS_KEPT: String(options.revisionsKept ?? 100),
+      BERTH_GIT_POLL_SECONDS: String(options.gitPollSeconds ?? 0),
+      ...(options.encryptionKey ? { BERTH_ENCRYPTION_KEY: options.encryptionKey } : {}),
+      ...(postgres ? { DATABASE_URL: postgres.url } : {}),
+    },
+    { limits: { ...DEFAULT_LIMITS, ...options.limits }, provisioning: options.provisioning ?? {} },
+  );
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, callback) {
@@ -121,7 +130,7 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     runtime,
     engineSettings: { leaseMs: 3000, sweepMs: 250, ...options.overrides?.engineSettings },
   });
-  const address = await berth.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = berth.address;
   const principal = await berth.services.tenancy.authenticate(adminKey);
   if (!principal?.boundWorkspaceId) throw new Error('bootstrap did not create a bound admin key');
   return {

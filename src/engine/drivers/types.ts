@@ -1,3 +1,5 @@
+import type { GitAuth } from '../../codehost/index.js';
+
 /**
  * What the engine asks of the outside world. Each step of a revision calls one driver;
  * drivers know nothing of the database, statuses or leases.
@@ -29,6 +31,8 @@ export interface RunRequest {
   /** Secrets and settings, passed as environment; never logged. */
   env: Record<string, string>;
   resources: { cpu?: number; memoryMb?: number };
+  /** Credentials to pull the image with (an image in Berth's own registry); never logged. */
+  pull?: { username: string; password: string; tlsVerify: boolean };
 }
 
 export interface RunningRevision {
@@ -51,11 +55,16 @@ export interface RuntimeDriver {
   teardown(deploymentId: string, context: StepContext): Promise<void>;
 }
 
+/** Where a revision's source comes from: a commit of a repository, or an uploaded archive. */
+export type BuildSource = { kind: 'git'; url: string; ref: string; auth?: GitAuth } | { kind: 'archive'; path: string };
+
 export interface BuildRequest {
   deploymentId: string;
+  /** Names the image (`…/berth/<name>:<revision id>`). */
+  deploymentName: string;
   revisionId: string;
-  repoUrl: string;
-  repoRef: string;
+  source: BuildSource;
+  /** langgraph.json, relative to the source's root. */
   graphConfigPath: string;
   installCommand: string | null;
   buildCommand: string | null;
@@ -63,7 +72,8 @@ export interface BuildRequest {
 
 export interface BuiltImage {
   image: string;
-  commitSha: string;
+  /** The commit built, for a repository source. */
+  commitSha: string | null;
 }
 
 /** Fetches a revision's source and builds it into an image. */

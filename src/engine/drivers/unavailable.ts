@@ -1,13 +1,13 @@
 import { type BuildDriver, type BuiltImage, DriverError, type RunningRevision, type RuntimeDriver } from './types.js';
 
-/** Used until Berth can build from a code host: fails the build step and says what to do instead. */
+/** Configured with BERTH_BUILDER=none: this server builds nothing, and says what to do instead. */
 export class UnavailableBuildDriver implements BuildDriver {
   readonly name = 'none';
 
   async build(): Promise<BuiltImage> {
     throw new DriverError(
-      'Berth cannot build from a code-host repository yet. Build the image yourself and create an ' +
-        "'external_docker' deployment with source_revision_config.image_uri, or run the build in your CI.",
+      'this Berth server does not build images (BERTH_BUILDER=none). Set BERTH_BUILDER=auto with buildah, podman or docker installed, ' +
+        "or build the image yourself and create an 'external_docker' deployment with source_revision_config.image_uri.",
     );
   }
 }

@@ -1,26 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { ApiKey, ApiKeyCreate, ApiKeyParams, CreatedApiKey, Workspace, WorkspaceCreate } from '../../contract/admin.js';
+import { errorResponses } from '../../contract/errors.js';
 import type { Services } from '../../services/index.js';
 import { principalOf } from '../auth.js';
 import { NoContent, noContent } from '../replies.js';
-import { ErrorBody, Nullable, Uuid, commonErrors } from '../schemas/common.js';
-
-const Workspace = Type.Object({
-  id: Uuid(),
-  organization_id: Uuid(),
-  name: Type.String(),
-  created_at: Type.String({ format: 'date-time' }),
-});
-
-const ApiKey = Type.Object({
-  id: Uuid(),
-  name: Type.String(),
-  role: Type.Union([Type.Literal('admin'), Type.Literal('member')]),
-  organization_id: Uuid(),
-  workspace_id: Nullable(Uuid()),
-  key_hint: Type.String({ description: 'First and last characters of the key, to tell keys apart.' }),
-  created_at: Type.String({ format: 'date-time' }),
-});
 
 const tags = ['admin'];
 const config = { access: 'admin' as const };
@@ -34,10 +18,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     {
       config,
       schema: {
+        operationId: 'createWorkspace',
         summary: 'Create a workspace',
         tags,
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }),
-        response: { 201: Workspace, 409: ErrorBody, ...commonErrors },
+        body: WorkspaceCreate,
+        response: { 201: Workspace, ...errorResponses('workspace_name_taken') },
       },
     },
     async (request, reply) => reply.code(201).send(await tenancy.createWorkspace(principalOf(request), request.body.name)),
@@ -45,7 +30,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
 
   app.get(
     '/v1/workspaces',
-    { config, schema: { summary: 'List workspaces', tags, response: { 200: Type.Array(Workspace), ...commonErrors } } },
+    {
+      config,
+      schema: { operationId: 'listWorkspaces', summary: 'List workspaces', tags, response: { 200: Type.Array(Workspace), ...errorResponses() } },
+    },
     async (request) => tenancy.listWorkspaces(principalOf(request)),
   );
 
@@ -54,31 +42,23 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     {
       config,
       schema: {
+        operationId: 'createApiKey',
         summary: 'Create an API key',
         description: 'The key itself is in the answer once and never again; only its digest is stored.',
         tags,
-        body: Type.Object({
-          name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-          workspace_id: Type.Optional(Nullable(Uuid({ description: 'Bind the key to this workspace.' }))),
-          role: Type.Optional(Type.Union([Type.Literal('admin'), Type.Literal('member')], { default: 'member' })),
-        }),
-        response: { 201: Type.Intersect([ApiKey, Type.Object({ key: Type.String() })]), 404: ErrorBody, ...commonErrors },
+        body: ApiKeyCreate,
+        response: { 201: CreatedApiKey, ...errorResponses('workspace_not_found') },
       },
     },
-    async (request, reply) => {
-      const { name, workspace_id, role } = request.body;
-      const created = await tenancy.createApiKey(principalOf(request), {
-        name: name ?? 'api-key',
-        workspaceId: workspace_id ?? null,
-        role: role ?? 'member',
-      });
-      return reply.code(201).send(created);
-    },
+    async (request, reply) => reply.code(201).send(await tenancy.createApiKey(principalOf(request), request.body)),
   );
 
   app.get(
     '/v1/api-keys',
-    { config, schema: { summary: 'List API keys', tags, response: { 200: Type.Array(ApiKey), ...commonErrors } } },
+    {
+      config,
+      schema: { operationId: 'listApiKeys', summary: 'List API keys', tags, response: { 200: Type.Array(ApiKey), ...errorResponses() } },
+    },
     async (request) => tenancy.listApiKeys(principalOf(request)),
   );
 
@@ -87,10 +67,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     {
       config,
       schema: {
+        operationId: 'revokeApiKey',
         summary: 'Revoke an API key',
         tags,
-        params: Type.Object({ key_id: Uuid() }),
-        response: { 204: NoContent, 404: ErrorBody, 409: ErrorBody, ...commonErrors },
+        params: ApiKeyParams,
+        response: { 204: NoContent, ...errorResponses('api_key_not_found', 'api_key_self_revoke') },
       },
     },
     async (request, reply) => {

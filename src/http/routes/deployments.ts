@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
-import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES } from '../../domain/deployment-status.js';
+import { DEPLOYMENT_STATUSES } from '../../domain/deployment-status.js';
 import type { Services } from '../../services/index.js';
 import { scopeOf } from '../auth.js';
 import { NoContent, noContent } from '../replies.js';
-import { Envelope, ErrorBody, PaginationQuery, StringEnum, commonErrors } from '../schemas/common.js';
-import { CreateDeploymentBody, Deployment, DeploymentParams, PatchDeploymentBody } from '../schemas/deployment.js';
-import { commaList, uuidList } from '../schemas/query.js';
+import { Envelope } from '../../contract/common.js';
+import { CreateDeploymentBody, Deployment, DeploymentListQuery, DeploymentParams, PatchDeploymentBody } from '../../contract/deployments.js';
+import { errorResponses } from '../../contract/errors.js';
+import { commaList, uuidList } from '../query.js';
 
 const tags = ['deployments'];
 
@@ -17,11 +17,23 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
     '/v2/deployments',
     {
       schema: {
+        operationId: 'createDeployment',
         summary: 'Create a deployment',
         description: 'Creates the deployment and its first revision; `latest_revision_id` is that revision.',
         tags,
         body: CreateDeploymentBody,
-        response: { 201: Deployment, 400: ErrorBody, 409: ErrorBody, ...commonErrors },
+        response: {
+          201: Deployment,
+          ...errorResponses(
+            'source_config_invalid',
+            'listener_required',
+            'secrets_invalid',
+            'tarball_unknown',
+            'integration_not_found',
+            'deployment_name_taken',
+            'codehost_failed',
+          ),
+        },
       },
     },
     async (request, reply) => reply.code(201).send(await deployments.create(scopeOf(request), request.body)),
@@ -31,21 +43,12 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
     '/v2/deployments',
     {
       schema: {
+        operationId: 'listDeployments',
         summary: 'List deployments',
         description: 'Newest first. `offset` in the answer is where the next page starts.',
         tags,
-        querystring: Type.Object({
-          ...PaginationQuery,
-          name_contains: Type.Optional(Type.String({ maxLength: 256, description: 'Case-insensitive substring of the name.' })),
-          name: Type.Optional(Type.String({ maxLength: 256, description: 'Exact name.' })),
-          status: Type.Optional(Type.String({ description: `Comma-separated: ${DEPLOYMENT_STATUSES.join(', ')}.` })),
-          remote_reconciled: Type.Optional(Type.Boolean()),
-          tag_value_ids: Type.Optional(Type.String({ description: 'Comma-separated tag value ids. Berth has no tags yet, so a non-empty list matches nothing.' })),
-          image_version: Type.Optional(Type.String({ maxLength: 256 })),
-          deployment_type: Type.Optional(StringEnum(DEPLOYMENT_TYPES)),
-          deployment_ids: Type.Optional(Type.String({ description: 'Comma-separated deployment ids.' })),
-        }),
-        response: { 200: Envelope(Deployment), ...commonErrors },
+        querystring: DeploymentListQuery,
+        response: { 200: Envelope(Deployment), ...errorResponses() },
       },
     },
     async (request) => {
@@ -68,10 +71,11 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
     '/v2/deployments/:deployment_id',
     {
       schema: {
+        operationId: 'getDeployment',
         summary: 'Get a deployment',
         tags,
         params: DeploymentParams,
-        response: { 200: Deployment, 404: ErrorBody, ...commonErrors },
+        response: { 200: Deployment, ...errorResponses('deployment_not_found') },
       },
     },
     async (request) => deployments.get(scopeOf(request), request.params.deployment_id),
@@ -81,6 +85,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
     '/v2/deployments/:deployment_id',
     {
       schema: {
+        operationId: 'updateDeployment',
         summary: 'Update a deployment',
         description:
           'Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing ' +
@@ -90,7 +95,10 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         tags,
         params: DeploymentParams,
         body: PatchDeploymentBody,
-        response: { 200: Deployment, 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, ...commonErrors },
+        response: {
+          200: Deployment,
+          ...errorResponses('deployment_not_found', 'field_immutable', 'source_config_invalid', 'secrets_invalid', 'tarball_unknown', 'deployment_deleting'),
+        },
       },
     },
     async (request) => deployments.patch(scopeOf(request), request.params.deployment_id, request.body),
@@ -100,11 +108,12 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
     '/v2/deployments/:deployment_id',
     {
       schema: {
+        operationId: 'deleteDeployment',
         summary: 'Delete a deployment',
         description: 'The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404.',
         tags,
         params: DeploymentParams,
-        response: { 204: NoContent, 404: ErrorBody, ...commonErrors },
+        response: { 204: NoContent, ...errorResponses('deployment_not_found') },
       },
     },
     async (request, reply) => {

@@ -6,6 +6,7 @@ export async function healthRoutes(app: FastifyInstance) {
     '/ok',
     {
       schema: {
+        operationId: 'checkHealth',
         summary: 'Liveness check',
         tags: ['health'],
         security: [],

@@ -2,8 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Services } from '../../services/index.js';
 import { scopeOf } from '../auth.js';
 import { NoContent, noContent } from '../replies.js';
-import { Envelope, ErrorBody, commonErrors } from '../schemas/common.js';
-import { Listener, ListenerCreateBody, ListenerListQuery, ListenerParams, ListenerPatchBody } from '../schemas/listener.js';
+import { Envelope } from '../../contract/common.js';
+import { errorResponses } from '../../contract/errors.js';
+import { Listener, ListenerCreateBody, ListenerListQuery, ListenerParams, ListenerPatchBody } from '../../contract/listeners.js';
 
 const tags = ['listeners'];
 
@@ -15,11 +16,12 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/listeners',
     {
       schema: {
+        operationId: 'createListener',
         summary: 'Create a listener',
         description: 'The pair (workspace, `compute_id`) is unique.',
         tags,
         body: ListenerCreateBody,
-        response: { 201: Listener, 409: ErrorBody, ...commonErrors },
+        response: { 201: Listener, ...errorResponses('listener_exists') },
       },
     },
     async (request, reply) => reply.code(201).send(await listeners.create(scopeOf(request), request.body)),
@@ -29,11 +31,12 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/listeners',
     {
       schema: {
+        operationId: 'listListeners',
         summary: 'List listeners',
         description: 'Oldest first. `offset` in the answer is where the next page starts.',
         tags,
         querystring: ListenerListQuery,
-        response: { 200: Envelope(Listener), ...commonErrors },
+        response: { 200: Envelope(Listener), ...errorResponses() },
       },
     },
     async (request) => listeners.list(scopeOf(request), request.query),
@@ -43,10 +46,11 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/listeners/:listener_id',
     {
       schema: {
+        operationId: 'getListener',
         summary: 'Get a listener',
         tags,
         params: ListenerParams,
-        response: { 200: Listener, 404: ErrorBody, ...commonErrors },
+        response: { 200: Listener, ...errorResponses('listener_not_found') },
       },
     },
     async (request) => listeners.get(scopeOf(request), request.params.listener_id),
@@ -56,12 +60,15 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/listeners/:listener_id',
     {
       schema: {
+        operationId: 'updateListener',
         summary: 'Update a listener',
-        description: 'Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed.',
+        description:
+          'Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. ' +
+          'Removing a namespace that deployments still use is refused with 409.',
         tags,
         params: ListenerParams,
         body: ListenerPatchBody,
-        response: { 200: Listener, 400: ErrorBody, 404: ErrorBody, ...commonErrors },
+        response: { 200: Listener, ...errorResponses('listener_not_found', 'field_immutable', 'listener_namespace_in_use') },
       },
     },
     async (request) => listeners.update(scopeOf(request), request.params.listener_id, request.body),
@@ -71,11 +78,12 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/listeners/:listener_id',
     {
       schema: {
+        operationId: 'deleteListener',
         summary: 'Delete a listener',
         description: 'Refused with 409 while any deployment runs on the listener.',
         tags,
         params: ListenerParams,
-        response: { 204: NoContent, 404: ErrorBody, 409: ErrorBody, ...commonErrors },
+        response: { 204: NoContent, ...errorResponses('listener_not_found', 'listener_in_use') },
       },
     },
     async (request, reply) => {

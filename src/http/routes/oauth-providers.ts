@@ -1,14 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { errorResponses } from '../../contract/errors.js';
+import { OAuthProvider, OAuthProviderCreate, OAuthProviderUpdate, ProviderDeleted, ProviderParams } from '../../contract/oauth-providers.js';
 import type { Services } from '../../services/index.js';
 import { principalOf } from '../auth.js';
-import { ErrorBody, commonErrors } from '../schemas/common.js';
-import { OAuthProvider, OAuthProviderCreate, OAuthProviderUpdate, ProviderDeleted, ProviderId } from '../schemas/oauth-provider.js';
 
 const tags = ['oauth providers'];
-// Providers belong to the organization, so any key of it will do and no workspace is needed.
+// Providers belong to the organization, so any key of it may read them and no workspace is
+// needed; changing one changes where every workspace's users sign in, so writes need an admin key.
 const config = { access: 'organization' as const };
-const params = Type.Object({ provider_id: ProviderId('The `provider_id` chosen at creation, not the `id`.') });
+const adminConfig = { access: 'admin' as const };
+const params = ProviderParams;
 
 /** OAuth providers of the caller's organization. The auth SDK expects 200 on every call, create and delete included. */
 export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -17,12 +19,14 @@ export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services
   app.post(
     '/v2/auth/providers',
     {
-      config,
+      config: adminConfig,
       schema: {
+        operationId: 'createOAuthProvider',
         summary: 'Create an OAuth provider',
+        description: 'Needs an admin API key.',
         tags,
         body: OAuthProviderCreate,
-        response: { 200: OAuthProvider, 409: ErrorBody, ...commonErrors },
+        response: { 200: OAuthProvider, ...errorResponses('provider_exists') },
       },
     },
     async (request) => oauthProviders.create(principalOf(request), request.body),
@@ -33,10 +37,11 @@ export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services
     {
       config,
       schema: {
+        operationId: 'listOAuthProviders',
         summary: 'List OAuth providers',
         description: 'A bare array, not a page envelope.',
         tags,
-        response: { 200: Type.Array(OAuthProvider), ...commonErrors },
+        response: { 200: Type.Array(OAuthProvider), ...errorResponses() },
       },
     },
     async (request) => oauthProviders.list(principalOf(request)),
@@ -44,20 +49,31 @@ export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services
 
   app.get(
     '/v2/auth/providers/:provider_id',
-    { config, schema: { summary: 'Get an OAuth provider', tags, params, response: { 200: OAuthProvider, 404: ErrorBody, ...commonErrors } } },
+    {
+      config,
+      schema: {
+        operationId: 'getOAuthProvider',
+        summary: 'Get an OAuth provider',
+        tags,
+        params,
+        response: { 200: OAuthProvider, ...errorResponses('provider_not_found') },
+      },
+    },
     async (request) => oauthProviders.get(principalOf(request), request.params.provider_id),
   );
 
   app.patch(
     '/v2/auth/providers/:provider_id',
     {
-      config,
+      config: adminConfig,
       schema: {
+        operationId: 'updateOAuthProvider',
         summary: 'Update an OAuth provider',
+        description: 'Needs an admin API key.',
         tags,
         params,
         body: OAuthProviderUpdate,
-        response: { 200: OAuthProvider, 404: ErrorBody, ...commonErrors },
+        response: { 200: OAuthProvider, ...errorResponses('provider_not_found') },
       },
     },
     async (request) => oauthProviders.update(principalOf(request), request.params.provider_id, request.body),
@@ -65,7 +81,17 @@ export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services
 
   app.delete(
     '/v2/auth/providers/:provider_id',
-    { config, schema: { summary: 'Delete an OAuth provider', tags, params, response: { 200: ProviderDeleted, 404: ErrorBody, ...commonErrors } } },
+    {
+      config: adminConfig,
+      schema: {
+        operationId: 'deleteOAuthProvider',
+        summary: 'Delete an OAuth provider',
+        description: 'Needs an admin API key.',
+        tags,
+        params,
+        response: { 200: ProviderDeleted, ...errorResponses('provider_not_found') },
+      },
+    },
     async (request) => {
       const { provider_id } = request.params;
       await oauthProviders.delete(principalOf(request), provider_id);

@@ -1,11 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { REVISION_STATUSES } from '../../domain/revision-status.js';
 import type { Services } from '../../services/index.js';
-import { scopeOf } from '../auth.js';
-import { Envelope, ErrorBody, PaginationQuery, commonErrors } from '../schemas/common.js';
-import { CreateRevisionBody, Deployment, DeploymentParams, Revision, RevisionParams } from '../schemas/deployment.js';
-import { commaList } from '../schemas/query.js';
+import { fail } from '../../domain/errors.js';
+import { scopeOf, watchKey } from '../auth.js';
+import { Envelope } from '../../contract/common.js';
+import {
+  CreateRevisionBody,
+  Deployment,
+  DeploymentParams,
+  Revision,
+  RevisionListQuery,
+  RevisionParams,
+  RevisionWaitQuery,
+} from '../../contract/deployments.js';
+import { errorResponses } from '../../contract/errors.js';
+import { commaList } from '../query.js';
 
 const tags = ['revisions'];
 
@@ -16,16 +25,13 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/deployments/:deployment_id/revisions',
     {
       schema: {
+        operationId: 'listRevisions',
         summary: 'List revisions',
         description: 'Newest first. `offset` in the answer is where the next page starts.',
         tags,
         params: DeploymentParams,
-        querystring: Type.Object({
-          ...PaginationQuery,
-          status: Type.Optional(Type.String({ description: `Comma-separated: ${REVISION_STATUSES.join(', ')}.` })),
-          remote_reconciled: Type.Optional(Type.Boolean()),
-        }),
-        response: { 200: Envelope(Revision), 404: ErrorBody, ...commonErrors },
+        querystring: RevisionListQuery,
+        response: { 200: Envelope(Revision), ...errorResponses('deployment_not_found') },
       },
     },
     async (request) => {
@@ -39,12 +45,17 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/deployments/:deployment_id/revisions',
     {
       schema: {
+        operationId: 'createRevision',
         summary: 'Create a revision',
-        description: 'Always creates a revision from the latest one plus the given changes, and answers the revision.',
+        description:
+          'Always creates a revision from the latest one plus the given changes, and answers the revision. 409 while the deployment is being deleted.',
         tags,
         params: DeploymentParams,
         body: CreateRevisionBody,
-        response: { 201: Revision, 400: ErrorBody, 404: ErrorBody, ...commonErrors },
+        response: {
+          201: Revision,
+          ...errorResponses('deployment_not_found', 'source_config_invalid', 'secrets_invalid', 'tarball_unknown', 'deployment_deleting'),
+        },
       },
       // Every field is optional, so no body at all means the same as `{}`.
       preValidation: async (request) => {
@@ -58,15 +69,14 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/deployments/:deployment_id/revisions/:revision_id',
     {
       schema: {
+        operationId: 'getRevision',
         summary: 'Get a revision',
         description:
           'With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state.',
         tags,
         params: RevisionParams,
-        querystring: Type.Object({
-          wait_for_terminal: Type.Optional(Type.Number({ minimum: 0, maximum: 300, description: 'Seconds to wait at most (0..300).' })),
-        }),
-        response: { 200: Revision, 404: ErrorBody, ...commonErrors },
+        querystring: RevisionWaitQuery,
+        response: { 200: Revision, ...errorResponses('deployment_not_found', 'revision_not_found') },
       },
     },
     async (request, reply) => {
@@ -77,10 +87,17 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         // 'close' on the response fires when the client hangs up before the answer.
         const gone = new AbortController();
         reply.raw.once('close', () => gone.abort());
-        await services.logs.waitForTerminal(scope, deployment_id, revision_id, seconds, gone.signal);
+        // The wait outlives its authentication: it ends, answering 401, once its key is revoked.
+        const key = watchKey(request, services.tenancy);
+        try {
+          await services.deploymentEvents.waitForTerminal(scope, deployment_id, revision_id, seconds, AbortSignal.any([gone.signal, key.signal]));
+        } finally {
+          key.stop();
+        }
+        if (key.signal.aborted) throw fail('api_key_invalid', 'Invalid API key: it was revoked while the request waited.');
         // Cut short by shutdown: the server has already closed its idle connections, so
         // a kept-alive one would hold the shutdown until its keep-alive timeout.
-        if (services.logs.isClosing()) reply.header('connection', 'close');
+        if (services.deploymentEvents.isClosing()) reply.header('connection', 'close');
       }
       return revisions.get(scope, deployment_id, revision_id);
     },
@@ -90,11 +107,12 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/deployments/:deployment_id/revisions/:revision_id/redeploy',
     {
       schema: {
+        operationId: 'redeployRevision',
         summary: 'Redeploy a revision',
         description: "Creates a new revision with that revision's configuration, secrets and resources (rollback); answers the deployment.",
         tags,
         params: RevisionParams,
-        response: { 200: Deployment, 400: ErrorBody, 404: ErrorBody, ...commonErrors },
+        response: { 200: Deployment, ...errorResponses('deployment_not_found', 'revision_not_found', 'revision_in_progress', 'deployment_deleting') },
       },
     },
     async (request) => revisions.redeploy(scopeOf(request), request.params.deployment_id, request.params.revision_id),
@@ -104,11 +122,12 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     '/v2/deployments/:deployment_id/revisions/:revision_id/interruption',
     {
       schema: {
+        operationId: 'interruptRevision',
         summary: 'Interrupt a revision',
         description: 'Ends an in-progress revision as INTERRUPTED so the next one can run.',
         tags,
         params: RevisionParams,
-        response: { 200: Revision, 400: ErrorBody, 404: ErrorBody, ...commonErrors },
+        response: { 200: Revision, ...errorResponses('deployment_not_found', 'revision_not_found', 'revision_not_in_progress') },
       },
     },
     async (request) => revisions.interrupt(scopeOf(request), request.params.deployment_id, request.params.revision_id),

@@ -66,11 +66,7 @@ export const initialSchema: Migration = {
       .execute();
     // Names become DNS labels and Kubernetes names, where case does not count.
     await sql`create unique index deployments_workspace_name_unique on deployments (workspace_id, lower(name))`.execute(db);
-    await db.schema
-      .createIndex('deployments_workspace_created_idx')
-      .on('deployments')
-      .columns(['workspace_id', 'created_at', 'id'])
-      .execute();
+    await db.schema.createIndex('deployments_workspace_created_idx').on('deployments').columns(['workspace_id', 'created_at', 'id']).execute();
     await db.schema.createIndex('deployments_listener_idx').on('deployments').column('listener_id').execute();
 
     await db.schema

@@ -31,11 +31,7 @@ export const engineSchema: Migration = {
       .addColumn('created_at', 'text', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('deployment_events_deployment_idx').on('deployment_events').columns(['deployment_id', 'id']).execute();
-    await db.schema
-      .createIndex('deployment_events_revision_idx')
-      .on('deployment_events')
-      .columns(['revision_id', 'kind', 'log_type', 'id'])
-      .execute();
+    await db.schema.createIndex('deployment_events_revision_idx').on('deployment_events').columns(['revision_id', 'kind', 'log_type', 'id']).execute();
 
     await db.schema
       .createTable('engine_step_runs')

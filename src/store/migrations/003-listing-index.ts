@@ -13,11 +13,7 @@ import { type Kysely, type Migration, SqliteAdapter } from 'kysely';
 export const listingIndex: Migration = {
   async up(db: Kysely<unknown>) {
     if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return;
-    await db.schema
-      .createIndex('deployments_listing_idx')
-      .on('deployments')
-      .columns(['workspace_id', 'created_at', 'id', 'status', 'name'])
-      .execute();
+    await db.schema.createIndex('deployments_listing_idx').on('deployments').columns(['workspace_id', 'created_at', 'id', 'status', 'name']).execute();
     await db.schema.dropIndex('deployments_workspace_created_idx').execute();
   },
 };

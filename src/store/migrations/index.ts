@@ -2,12 +2,20 @@ import type { Migration, MigrationProvider } from 'kysely';
 import { initialSchema } from './001-initial-schema.js';
 import { engineSchema } from './002-engine.js';
 import { listingIndex } from './003-listing-index.js';
+import { workspaceNameCaseInsensitive } from './004-workspace-name-ci.js';
+import { revisionInputs } from './005-revision-inputs.js';
+import { codehost } from './006-codehost.js';
+import { deploymentResources } from './007-deployment-resources.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
   '001-initial-schema': initialSchema,
   '002-engine': engineSchema,
   '003-listing-index': listingIndex,
+  '004-workspace-name-ci': workspaceNameCaseInsensitive,
+  '005-revision-inputs': revisionInputs,
+  '006-codehost': codehost,
+  '007-deployment-resources': deploymentResources,
 };
 
 export const migrationProvider: MigrationProvider = {

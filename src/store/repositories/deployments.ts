@@ -1,21 +1,55 @@
-import { sql, type Updateable } from 'kysely';
+import type { SourceSpelling } from '../../domain/deployment-config.js';
+import { sql } from 'kysely';
+import type { SourceConfig } from '../../domain/deployment-config.js';
+import type { DeploymentStatus } from '../../domain/deployment-status.js';
+import { escapeLike } from '../like.js';
 import type { Executor } from '../database.js';
 import { preparedQuery } from '../prepared.js';
 import type { Database } from '../schema.js';
-import type { RevisionRow } from './revisions.js';
+import { REVISION_COLUMNS, type RevisionColumns, type RevisionRecord, decodeRevision } from './revisions.js';
 
-export type DeploymentRow = Database['deployments'];
+/** A deployment as the rest of Berth sees it; lease columns stay with the engine's repository. */
+export interface DeploymentRecord {
+  id: string;
+  workspace_id: string;
+  name: string;
+  display_name: string | null;
+  /** As given at creation (`github` and `codehost` are both kept as sent). */
+  source: SourceSpelling;
+  source_config: SourceConfig;
+  deployment_type: string;
+  listener_id: string | null;
+  image_version: string | null;
+  status: DeploymentStatus;
+  remote_reconciled: boolean;
+  latest_revision_id: string | null;
+  active_revision_id: string | null;
+  /** How many revisions were ever made: the next one is numbered one more. */
+  revision_count: number;
+  url: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** What a use case decides about a new deployment; counters and leases are the repository's. */
+export type NewDeployment = Omit<
+  DeploymentRecord,
+  'status' | 'remote_reconciled' | 'latest_revision_id' | 'active_revision_id' | 'revision_count' | 'url' | 'updated_at'
+>;
+
+/** Fields a use case may change in place. */
+export type DeploymentChanges = Partial<Pick<DeploymentRecord, 'source_config' | 'display_name' | 'image_version'>> & { updated_at: string };
 
 /** A deployment with its latest revision, read together because every answer shows both. */
 export interface DeploymentWithLatest {
-  deployment: DeploymentRow;
-  latest: RevisionRow | undefined;
+  deployment: DeploymentRecord;
+  latest: RevisionRecord | undefined;
 }
 
 export interface DeploymentFilters {
   nameContains?: string;
   name?: string;
-  statuses?: string[];
+  statuses?: DeploymentStatus[];
   remoteReconciled?: boolean;
   imageVersion?: string;
   deploymentType?: string;
@@ -24,61 +58,99 @@ export interface DeploymentFilters {
   tagValueIds?: string[];
 }
 
-export async function insertDeployment(db: Executor, row: DeploymentRow): Promise<void> {
-  await db.insertInto('deployments').values(row).execute();
-}
+const DEPLOYMENT_COLUMNS = [
+  'id',
+  'workspace_id',
+  'name',
+  'display_name',
+  'source',
+  'source_config',
+  'deployment_type',
+  'listener_id',
+  'image_version',
+  'status',
+  'remote_reconciled',
+  'latest_revision_id',
+  'active_revision_id',
+  'revision_count',
+  'url',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof Database['deployments'])[];
 
-const REVISION_COLUMNS = [
-  'id', 'deployment_id', 'seq', 'source', 'source_revision_config', 'resource_spec', 'status', 'status_message',
-  'remote_reconciled', 'image_ref', 'runtime_handle', 'url', 'created_at', 'updated_at',
-] as const satisfies readonly (keyof RevisionRow)[];
+type DeploymentColumns = Pick<Database['deployments'], (typeof DEPLOYMENT_COLUMNS)[number]>;
 
-const LATEST = 'latest__';
-
-/** Deployments joined to their latest revisions, whose columns come back prefixed `latest__`. */
-function selectWithLatest(db: Executor) {
-  return db
-    .selectFrom('deployments')
-    .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
-    .selectAll('deployments')
-    .select((eb) => REVISION_COLUMNS.map((column) => eb.ref(`latest.${column}`).as(`${LATEST}${column}`)))
-    .$castTo<JoinedRow>();
-}
-
-type JoinedRow = DeploymentRow & { [Column in (typeof REVISION_COLUMNS)[number] as `latest__${Column}`]: RevisionRow[Column] | null };
-
-/** Written out column by column: a generic copy over the joined columns was a tenth of a listing's time. */
-function splitLatest(row: JoinedRow): DeploymentWithLatest {
-  const deployment: DeploymentRow = {
+/** Written out field by field: a generic copy over the joined columns was a tenth of a listing's time. */
+function decodeDeployment(row: DeploymentColumns): DeploymentRecord {
+  return {
     id: row.id,
     workspace_id: row.workspace_id,
     name: row.name,
     display_name: row.display_name,
     source: row.source,
-    source_config: row.source_config,
+    source_config: JSON.parse(row.source_config) as SourceConfig,
     deployment_type: row.deployment_type,
     listener_id: row.listener_id,
     image_version: row.image_version,
     status: row.status,
-    remote_reconciled: row.remote_reconciled,
+    remote_reconciled: row.remote_reconciled === 1,
     latest_revision_id: row.latest_revision_id,
     active_revision_id: row.active_revision_id,
     revision_count: row.revision_count,
-    lease_owner: row.lease_owner,
-    lease_expires_at: row.lease_expires_at,
     url: row.url,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
+}
+
+export async function insertDeployment(db: Executor, deployment: NewDeployment): Promise<DeploymentRecord> {
+  const row: Database['deployments'] = {
+    ...deployment,
+    source_config: JSON.stringify(deployment.source_config),
+    integration_id: deployment.source_config.integration_id,
+    status: 'AWAITING_DATABASE',
+    remote_reconciled: 0,
+    latest_revision_id: null,
+    active_revision_id: null,
+    revision_count: 0,
+    lease_owner: null,
+    lease_expires_at: null,
+    url: null,
+    updated_at: deployment.created_at,
+  };
+  await db.insertInto('deployments').values(row).execute();
+  return decodeDeployment(row);
+}
+
+const LATEST = 'latest__';
+
+/** Deployments joined to their latest revisions (and its resource spec), whose columns come back prefixed `latest__`. */
+function selectWithLatest(db: Executor) {
+  return db
+    .selectFrom('deployments')
+    .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
+    .leftJoin('resource_specs as latest_spec', 'latest_spec.id', 'latest.resource_spec_id')
+    .select(DEPLOYMENT_COLUMNS.map((column) => `deployments.${column}` as const))
+    .select((eb) => REVISION_COLUMNS.map((column) => eb.ref(`latest.${column}`).as(`${LATEST}${column}`)))
+    .select('latest_spec.spec as latest__spec')
+    .$castTo<JoinedRow>();
+}
+
+type JoinedRow = DeploymentColumns & { [Column in keyof RevisionColumns as `latest__${Column}`]: RevisionColumns[Column] | null } & {
+  latest__spec: string | null;
+};
+
+function splitLatest(row: JoinedRow): DeploymentWithLatest {
+  const deployment = decodeDeployment(row);
   if (row.latest__id === null) return { deployment, latest: undefined };
-  const latest: RevisionRow = {
+  const latest: RevisionColumns = {
     id: row.latest__id,
     deployment_id: row.latest__deployment_id as string,
     seq: row.latest__seq as number,
-    source: row.latest__source as string,
+    source: row.latest__source as SourceSpelling,
     source_revision_config: row.latest__source_revision_config as string,
-    resource_spec: row.latest__resource_spec,
-    status: row.latest__status as string,
+    secret_set_id: row.latest__secret_set_id,
+    status: row.latest__status as RevisionColumns['status'],
     status_message: row.latest__status_message,
     remote_reconciled: row.latest__remote_reconciled as number,
     image_ref: row.latest__image_ref,
@@ -87,7 +159,7 @@ function splitLatest(row: JoinedRow): DeploymentWithLatest {
     created_at: row.latest__created_at as string,
     updated_at: row.latest__updated_at as string,
   };
-  return { deployment, latest };
+  return { deployment, latest: decodeRevision(latest, row.latest__spec) };
 }
 
 const selectOneWithLatest = preparedQuery((db, workspaceId: string, id: string) =>
@@ -99,13 +171,15 @@ export async function findDeploymentWithLatest(db: Executor, workspaceId: string
   return joined && splitLatest(joined);
 }
 
-export async function findDeployment(db: Executor, workspaceId: string, id: string): Promise<DeploymentRow | undefined> {
-  return db.selectFrom('deployments').selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
+export async function findDeployment(db: Executor, workspaceId: string, id: string): Promise<DeploymentRecord | undefined> {
+  const row = await db.selectFrom('deployments').select(DEPLOYMENT_COLUMNS).where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  return row && decodeDeployment(row);
 }
 
-/** For the engine, which works across workspaces. */
-export async function findDeploymentById(db: Executor, id: string): Promise<DeploymentRow | undefined> {
-  return db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+/** For the engine and the lifecycle, which work across workspaces. */
+export async function findDeploymentById(db: Executor, id: string): Promise<DeploymentRecord | undefined> {
+  const row = await db.selectFrom('deployments').select(DEPLOYMENT_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && decodeDeployment(row);
 }
 
 /**
@@ -113,33 +187,60 @@ export async function findDeploymentById(db: Executor, id: string): Promise<Depl
  * does on both databases), so concurrent PATCHes of one deployment queue up instead of
  * numbering two revisions alike.
  */
-export async function lockDeployment(db: Executor, workspaceId: string, id: string, now: string): Promise<DeploymentRow | undefined> {
-  return db
+export async function lockDeployment(db: Executor, workspaceId: string, id: string, now: string): Promise<DeploymentRecord | undefined> {
+  const row = await db
     .updateTable('deployments')
     .set({ updated_at: now })
     .where('id', '=', id)
     .where('workspace_id', '=', workspaceId)
-    .returningAll()
+    .returning(DEPLOYMENT_COLUMNS)
     .executeTakeFirst();
+  return row && decodeDeployment(row);
 }
 
-export async function updateDeployment(db: Executor, id: string, changes: Updateable<DeploymentRow>): Promise<void> {
-  await db.updateTable('deployments').set(changes).where('id', '=', id).execute();
-}
-
-/** Compare-and-set on the status; false when another writer moved it first. */
-export async function moveDeploymentStatus(db: Executor, id: string, from: string[], to: string, now: string): Promise<boolean> {
-  const result = await db
+export async function updateDeployment(db: Executor, id: string, changes: DeploymentChanges): Promise<void> {
+  const { source_config, ...plain } = changes;
+  await db
     .updateTable('deployments')
-    .set({ status: to, updated_at: now })
+    .set({ ...plain, ...(source_config ? { source_config: JSON.stringify(source_config) } : {}) })
     .where('id', '=', id)
-    .where('status', 'in', from)
-    .executeTakeFirst();
+    .execute();
+}
+
+/**
+ * Compare-and-set on the status, with what the new status brings along; false when
+ * another writer moved it first. Only the lifecycle module calls it.
+ */
+export async function compareAndSetDeploymentStatus(
+  db: Executor,
+  change: {
+    id: string;
+    from: readonly DeploymentStatus[];
+    to: DeploymentStatus;
+    now: string;
+    /** The engine worker that must hold the lease, when the engine writes. */
+    leaseOwner?: string;
+    set?: Partial<Pick<DeploymentRecord, 'active_revision_id' | 'url' | 'source_config'>>;
+    /** Only while nothing serves (a deployment that never deployed becomes UNUSED). */
+    requireInactive?: boolean;
+  },
+): Promise<boolean> {
+  const { source_config, ...plain } = change.set ?? {};
+  let query = db
+    .updateTable('deployments')
+    .set({ ...plain, ...(source_config ? { source_config: JSON.stringify(source_config) } : {}), status: change.to, updated_at: change.now })
+    .where('id', '=', change.id)
+    .where('status', 'in', change.from);
+  if (change.leaseOwner !== undefined) query = query.where('lease_owner', '=', change.leaseOwner);
+  if (change.requireInactive) query = query.where('active_revision_id', 'is', null);
+  const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function deleteDeployment(db: Executor, id: string): Promise<void> {
-  await db.deleteFrom('deployments').where('id', '=', id).execute();
+/** Deletes the deployment (its revisions, events and stored inputs cascade) if the engine worker still holds it. */
+export async function deleteDeploymentHeldBy(db: Executor, id: string, worker: string): Promise<boolean> {
+  const result = await db.deleteFrom('deployments').where('id', '=', id).where('lease_owner', '=', worker).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
 }
 
 export async function listDeployments(
@@ -151,7 +252,7 @@ export async function listDeployments(
   if (filters.tagValueIds && filters.tagValueIds.length > 0) return [];
   let query = selectWithLatest(db).where('deployments.workspace_id', '=', workspaceId);
   if (filters.nameContains) {
-    const pattern = `%${filters.nameContains.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const pattern = `%${escapeLike(filters.nameContains.toLowerCase())}%`;
     // Explicit ESCAPE: SQLite has no default escape character for LIKE.
     query = query.where(sql<boolean>`lower(deployments.name) like ${pattern} escape '\\'`);
   }
@@ -167,11 +268,25 @@ export async function listDeployments(
   if (filters.imageVersion !== undefined) query = query.where('deployments.image_version', '=', filters.imageVersion);
   if (filters.deploymentType !== undefined) query = query.where('deployments.deployment_type', '=', filters.deploymentType);
   if (filters.ids && filters.ids.length > 0) query = query.where('deployments.id', 'in', filters.ids);
-  const rows = await query
-    .orderBy('deployments.created_at', 'desc')
-    .orderBy('deployments.id', 'desc')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
+  const rows = await query.orderBy('deployments.created_at', 'desc').orderBy('deployments.id', 'desc').limit(page.limit).offset(page.offset).execute();
   return rows.map(splitLatest);
+}
+
+/** How many deployments build from the integration (deleting it is refused while any do). */
+export async function countDeploymentsOfIntegration(db: Executor, integrationId: string): Promise<number> {
+  const row = await db
+    .selectFrom('deployments')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('integration_id', '=', integrationId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Code-host deployments of an integration that build on push, each with its latest revision (whose ref it tracks). */
+export async function deploymentsBuildingOnPush(db: Executor, integrationId: string): Promise<DeploymentWithLatest[]> {
+  const rows = await selectWithLatest(db)
+    .where('deployments.integration_id', '=', integrationId)
+    .where('deployments.status', '!=', 'AWAITING_DELETE')
+    .execute();
+  return rows.map(splitLatest).filter(({ deployment }) => deployment.source_config.build_on_push === true);
 }

@@ -1,5 +1,6 @@
 import { type Insertable, type Selectable, sql } from 'kysely';
 import type { Executor } from '../database.js';
+import { escapeLike } from '../like.js';
 import type { Database } from '../schema.js';
 
 export type EventRow = Selectable<Database['deployment_events']>;
@@ -37,7 +38,7 @@ export async function listLogs(db: Executor, q: LogQuery): Promise<EventRow[]> {
   if (q.afterId !== undefined) query = query.where('id', q.order === 'asc' ? '>' : '<', q.afterId);
   if (q.levels && q.levels.length > 0) query = query.where('level', 'in', q.levels);
   if (q.query) {
-    const pattern = `%${q.query.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const pattern = `%${escapeLike(q.query.toLowerCase())}%`;
     // Explicit ESCAPE: SQLite has no default escape character for LIKE.
     query = query.where(sql<boolean>`lower(message) like ${pattern} escape '\\'`);
   }
@@ -60,11 +61,5 @@ export async function eventsAfter(db: Executor, deploymentId: string, afterId: n
 
 /** Status changes of one revision, oldest first: its timeline. */
 export async function revisionTimeline(db: Executor, revisionId: string): Promise<EventRow[]> {
-  return db
-    .selectFrom('deployment_events')
-    .selectAll()
-    .where('revision_id', '=', revisionId)
-    .where('kind', '=', 'status')
-    .orderBy('id', 'asc')
-    .execute();
+  return db.selectFrom('deployment_events').selectAll().where('revision_id', '=', revisionId).where('kind', '=', 'status').orderBy('id', 'asc').execute();
 }

@@ -1,47 +1,76 @@
 import { IN_PROGRESS_STATUSES } from '../../domain/revision-status.js';
+import { LISTENER_OWNED_STATUSES } from '../../domain/queue-policy.js';
+import { sql } from 'kysely';
 import type { Executor } from '../database.js';
-import type { DeploymentRow } from './deployments.js';
+import { escapeLike } from '../like.js';
 
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
 
 /**
- * Leases a deployment that has engine work: a revision in progress that is not waiting
- * on a listener, or a pending delete. The lease is the unit of exclusion: one worker
- * per deployment at a time, which also keeps one revision per deployment in flight.
- * The compare-and-set on the lease columns makes a double claim impossible on either
+ * Leases a deployment that has engine work: a revision in progress that the engine can
+ * move on, or a pending delete. The lease is the unit of exclusion: one worker per
+ * deployment at a time, which also keeps one revision per deployment in flight. The
+ * compare-and-set on the lease columns makes a double claim impossible on either
  * database; losing the race just means trying the next candidate.
+ *
+ * What the engine "can move on" mirrors `planQueue` (domain/queue-policy.ts): on a
+ * listener, a revision handed over or being deployed is the listener's, and a revision
+ * queued behind one the listener is deploying waits for the listener's report. A
+ * deployment claimed with nothing to do would be claimed again at once, forever.
+ *
+ * `skip` names deployments this worker found idle and parked (see Engine); they are left
+ * out so that they cannot crowd others out of the candidates.
  */
-export async function claimDeployment(db: Executor, worker: string, now: string, expiresAt: string): Promise<DeploymentRow | undefined> {
+export async function claimDeployment(
+  db: Executor,
+  worker: string,
+  now: string,
+  expiresAt: string,
+  skip: readonly string[] = [],
+): Promise<{ id: string } | undefined> {
   // Two narrow queries rather than one EXISTS over every deployment: both walk an index
   // (revisions by status, deployments by status), so the cost follows the amount of
   // pending work, not the number of deployments.
-  const withRevisions = await db
+  let withRevisions = db
     .selectFrom('revisions as r')
     .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
     .select('d.id')
     .where('r.status', 'in', IN_PROGRESS)
-    // A revision handed to a listener waits on the listener, not on the engine.
-    .where((eb) => eb.not(eb.and([eb('r.status', '=', 'AWAITING_DEPLOY'), eb('d.listener_id', 'is not', null)])))
-    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]))
-    .orderBy('r.created_at')
-    .limit(8)
-    .execute();
-  const deleting = await db
+    .where((eb) =>
+      eb.or([
+        eb('d.listener_id', 'is', null),
+        eb.and([
+          eb('r.status', 'not in', LISTENER_OWNED_STATUSES),
+          eb.not(
+            eb.and([
+              eb('r.status', '=', 'QUEUED'),
+              eb.exists(
+                eb.selectFrom('revisions as busy').select('busy.id').whereRef('busy.deployment_id', '=', 'd.id').where('busy.status', '=', 'DEPLOYING'),
+              ),
+            ]),
+          ),
+        ]),
+      ]),
+    )
+    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
+  if (skip.length > 0) withRevisions = withRevisions.where('d.id', 'not in', skip);
+  const pending = await withRevisions.orderBy('r.created_at').limit(8).execute();
+  let deletingQuery = db
     .selectFrom('deployments as d')
     .select('d.id')
     .where('d.status', '=', 'AWAITING_DELETE')
-    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]))
-    .limit(8)
-    .execute();
-  const candidates = [...new Set([...deleting, ...withRevisions].map((c) => c.id))].map((id) => ({ id }));
+    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
+  if (skip.length > 0) deletingQuery = deletingQuery.where('d.id', 'not in', skip);
+  const deleting = await deletingQuery.limit(8).execute();
+  const candidates = [...new Set([...deleting, ...pending].map((c) => c.id))];
 
-  for (const { id } of candidates) {
+  for (const id of candidates) {
     const claimed = await db
       .updateTable('deployments')
       .set({ lease_owner: worker, lease_expires_at: expiresAt })
       .where('id', '=', id)
       .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
-      .returningAll()
+      .returning('id')
       .executeTakeFirst();
     if (claimed) return claimed;
   }
@@ -66,4 +95,21 @@ export async function releaseLease(db: Executor, deploymentId: string, worker: s
     .where('id', '=', deploymentId)
     .where('lease_owner', '=', worker)
     .execute();
+}
+
+/** Lease holders whose worker id names this host, e.g. `host/1234/ab12cd`. */
+export async function leaseHoldersOn(db: Executor, host: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('deployments')
+    .select('lease_owner')
+    .distinct()
+    // Explicit ESCAPE: SQLite has no default escape character for LIKE.
+    .where(sql<boolean>`lease_owner like ${`${escapeLike(host)}/%`} escape '\\'`)
+    .execute();
+  return rows.flatMap((row) => (row.lease_owner ? [row.lease_owner] : []));
+}
+
+/** Releases every lease a worker holds (one that is gone for good). */
+export async function releaseLeasesOf(db: Executor, worker: string): Promise<void> {
+  await db.updateTable('deployments').set({ lease_owner: null, lease_expires_at: null }).where('lease_owner', '=', worker).execute();
 }

@@ -23,12 +23,7 @@ export async function insertListener(db: Executor, record: ListenerRecord): Prom
   await db.insertInto('listeners').values(encode(record)).execute();
 }
 
-export async function findListener(
-  db: Executor,
-  workspaceId: string,
-  id: string,
-  lock?: RowLock,
-): Promise<ListenerRecord | undefined> {
+export async function findListener(db: Executor, workspaceId: string, id: string, lock?: RowLock): Promise<ListenerRecord | undefined> {
   let query = db.selectFrom('listeners').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id);
   if (lock && db.getExecutor().adapter instanceof PostgresAdapter) {
     query = lock === 'share' ? query.forShare() : query.forUpdate();
@@ -37,11 +32,7 @@ export async function findListener(
   return row && decode(row);
 }
 
-export async function listListeners(
-  db: Executor,
-  workspaceId: string,
-  page: { limit: number; offset: number },
-): Promise<ListenerRecord[]> {
+export async function listListeners(db: Executor, workspaceId: string, page: { limit: number; offset: number }): Promise<ListenerRecord[]> {
   const rows = await db
     .selectFrom('listeners')
     .selectAll()
@@ -72,13 +63,7 @@ export async function deleteListener(db: Executor, workspaceId: string, id: stri
 }
 
 export async function listListenerIds(db: Executor, workspaceId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('listeners')
-    .select('id')
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const rows = await db.selectFrom('listeners').select('id').where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute();
   return rows.map((row) => row.id);
 }
 
@@ -89,6 +74,17 @@ export async function countDeploymentsOnListener(db: Executor, listenerId: strin
     .where('listener_id', '=', listenerId)
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** Namespaces the deployments placed on a listener use (deployments being deleted included). */
+export async function namespacesInUse(db: Executor, listenerId: string): Promise<Set<string>> {
+  const rows = await db.selectFrom('deployments').select('source_config').where('listener_id', '=', listenerId).execute();
+  const namespaces = new Set<string>();
+  for (const row of rows) {
+    const namespace = (JSON.parse(row.source_config) as { listener_config?: { k8s_namespace?: unknown } | null }).listener_config?.k8s_namespace;
+    if (typeof namespace === 'string') namespaces.add(namespace);
+  }
+  return namespaces;
 }
 
 function encode(record: ListenerRecord): Database['listeners'] {

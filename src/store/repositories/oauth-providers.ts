@@ -11,22 +11,11 @@ export async function insertOAuthProvider(db: Executor, row: OAuthProviderRow): 
 }
 
 export async function findOAuthProvider(db: Executor, organizationId: string, providerId: string): Promise<OAuthProviderRow | undefined> {
-  return db
-    .selectFrom('oauth_providers')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('provider_id', '=', providerId)
-    .executeTakeFirst();
+  return db.selectFrom('oauth_providers').selectAll().where('organization_id', '=', organizationId).where('provider_id', '=', providerId).executeTakeFirst();
 }
 
 export async function listOAuthProviders(db: Executor, organizationId: string): Promise<OAuthProviderRow[]> {
-  return db
-    .selectFrom('oauth_providers')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  return db.selectFrom('oauth_providers').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
 }
 
 /**
@@ -39,20 +28,10 @@ export async function updateOAuthProvider(
   id: string,
   changes: OAuthProviderChanges,
 ): Promise<OAuthProviderRow | undefined> {
-  return db
-    .updateTable('oauth_providers')
-    .set(changes)
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
+  return db.updateTable('oauth_providers').set(changes).where('organization_id', '=', organizationId).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
 export async function deleteOAuthProvider(db: Executor, organizationId: string, providerId: string): Promise<boolean> {
-  const result = await db
-    .deleteFrom('oauth_providers')
-    .where('organization_id', '=', organizationId)
-    .where('provider_id', '=', providerId)
-    .executeTakeFirst();
+  const result = await db.deleteFrom('oauth_providers').where('organization_id', '=', organizationId).where('provider_id', '=', providerId).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }

@@ -1,98 +1,261 @@
+import type { SourceSpelling } from '../../domain/deployment-config.js';
+import type { ResourceSpec, RevisionConfig } from '../../domain/deployment-config.js';
+import type { RevisionStatus } from '../../domain/revision-status.js';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
+import { resourceSpecId } from './resource-specs.js';
 
-export type RevisionRow = Database['revisions'];
-export type RevisionSecretRow = Database['revision_secrets'];
+/** A revision as the rest of Berth sees it: JSON decoded, its resource spec resolved. */
+export interface RevisionRecord {
+  id: string;
+  deployment_id: string;
+  /** 1 for a deployment's first revision, then 2, 3, … */
+  seq: number;
+  source: SourceSpelling;
+  source_revision_config: RevisionConfig;
+  resource_spec: ResourceSpec | null;
+  /** Null when the revision has no secrets. */
+  secret_set_id: string | null;
+  status: RevisionStatus;
+  status_message: string | null;
+  remote_reconciled: boolean;
+  image_ref: string | null;
+  runtime_handle: string | null;
+  url: string | null;
+  created_at: string;
+  updated_at: string;
+}
 
-export async function insertRevision(db: Executor, row: RevisionRow, secrets: RevisionSecretRow[]): Promise<void> {
+/** What a use case decides about a new revision; numbering and defaults are the repository's. */
+export interface NewRevision {
+  id: string;
+  deployment_id: string;
+  source: SourceSpelling;
+  source_revision_config: RevisionConfig;
+  resource_spec: ResourceSpec;
+  secret_set_id: string | null;
+  /** An image built before (a redeploy): deployed without building. */
+  image_ref: string | null;
+  created_at: string;
+}
+
+/** The revision columns read with every revision, prefixable for joins (see deployments.ts). */
+export const REVISION_COLUMNS = [
+  'id',
+  'deployment_id',
+  'seq',
+  'source',
+  'source_revision_config',
+  'secret_set_id',
+  'status',
+  'status_message',
+  'remote_reconciled',
+  'image_ref',
+  'runtime_handle',
+  'url',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof Database['revisions'])[];
+
+export type RevisionColumns = Pick<Database['revisions'], (typeof REVISION_COLUMNS)[number]>;
+
+/** Decodes a revision's columns and its resource spec's JSON (null when it has none). */
+export function decodeRevision(row: RevisionColumns, spec: string | null): RevisionRecord {
+  return {
+    id: row.id,
+    deployment_id: row.deployment_id,
+    seq: row.seq,
+    source: row.source,
+    source_revision_config: JSON.parse(row.source_revision_config) as RevisionConfig,
+    resource_spec: spec === null ? null : (JSON.parse(spec) as ResourceSpec),
+    secret_set_id: row.secret_set_id,
+    status: row.status,
+    status_message: row.status_message,
+    remote_reconciled: row.remote_reconciled === 1,
+    image_ref: row.image_ref,
+    runtime_handle: row.runtime_handle,
+    url: row.url,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function selectRevisions(db: Executor) {
+  return db
+    .selectFrom('revisions as r')
+    .leftJoin('resource_specs as spec', 'spec.id', 'r.resource_spec_id')
+    .select(REVISION_COLUMNS.map((column) => `r.${column}` as const))
+    .select('spec.spec');
+}
+
+async function many(query: { execute(): Promise<(RevisionColumns & { spec: string | null })[]> }): Promise<RevisionRecord[]> {
+  return (await query.execute()).map((row) => decodeRevision(row, row.spec));
+}
+
+/**
+ * Adds the next revision of a deployment and makes it the latest. Call inside a
+ * transaction that holds the deployment's row lock (`lockDeployment`): the number comes
+ * from the deployment's counter, so it cannot be taken twice.
+ */
+export async function insertRevision(db: Executor, revision: NewRevision): Promise<RevisionRecord> {
+  const numbered = await db
+    .updateTable('deployments')
+    .set((eb) => ({ revision_count: eb('revision_count', '+', 1), latest_revision_id: revision.id, updated_at: revision.created_at }))
+    .where('id', '=', revision.deployment_id)
+    .returning('revision_count')
+    .executeTakeFirstOrThrow();
+  const specId = await resourceSpecId(db, revision.deployment_id, revision.resource_spec, revision.created_at);
+  const row: Database['revisions'] = {
+    id: revision.id,
+    deployment_id: revision.deployment_id,
+    seq: numbered.revision_count,
+    source: revision.source,
+    source_revision_config: JSON.stringify(revision.source_revision_config),
+    resource_spec_id: specId,
+    secret_set_id: revision.secret_set_id,
+    status: 'CREATING',
+    status_message: null,
+    remote_reconciled: 0,
+    image_ref: revision.image_ref,
+    runtime_handle: null,
+    url: null,
+    created_at: revision.created_at,
+    updated_at: revision.created_at,
+  };
   await db.insertInto('revisions').values(row).execute();
-  if (secrets.length > 0) await db.insertInto('revision_secrets').values(secrets).execute();
+  return decodeRevision(row, JSON.stringify(revision.resource_spec));
 }
 
-export async function findRevision(db: Executor, deploymentId: string, id: string): Promise<RevisionRow | undefined> {
-  return db.selectFrom('revisions').selectAll().where('id', '=', id).where('deployment_id', '=', deploymentId).executeTakeFirst();
+export async function findRevision(db: Executor, deploymentId: string, id: string): Promise<RevisionRecord | undefined> {
+  const [found] = await many(selectRevisions(db).where('r.id', '=', id).where('r.deployment_id', '=', deploymentId));
+  return found;
 }
 
-export async function findRevisionsByIds(db: Executor, ids: string[]): Promise<RevisionRow[]> {
-  if (ids.length === 0) return [];
-  return db.selectFrom('revisions').selectAll().where('id', 'in', ids).execute();
+/** For the engine and the lifecycle, which work across workspaces. */
+export async function findRevisionById(db: Executor, id: string): Promise<RevisionRecord | undefined> {
+  const [found] = await many(selectRevisions(db).where('r.id', '=', id));
+  return found;
 }
 
-export async function secretsOfRevisions(db: Executor, revisionIds: string[]): Promise<RevisionSecretRow[]> {
-  if (revisionIds.length === 0) return [];
-  return db.selectFrom('revision_secrets').selectAll().where('revision_id', 'in', revisionIds).orderBy('position').execute();
+export interface RevisionFilters {
+  statuses?: RevisionStatus[];
+  remoteReconciled?: boolean;
 }
 
 /** Newest first: revision numbers order exactly, even within one millisecond. */
 export async function listRevisions(
   db: Executor,
   deploymentId: string,
-  filters: { statuses?: string[]; remoteReconciled?: boolean },
+  filters: RevisionFilters,
   page: { limit: number; offset: number },
-): Promise<RevisionRow[]> {
-  let query = db.selectFrom('revisions').selectAll().where('deployment_id', '=', deploymentId);
-  if (filters.statuses && filters.statuses.length > 0) query = query.where('status', 'in', filters.statuses);
-  if (filters.remoteReconciled !== undefined) query = query.where('remote_reconciled', '=', filters.remoteReconciled ? 1 : 0);
-  return query.orderBy('seq', 'desc').limit(page.limit).offset(page.offset).execute();
+): Promise<RevisionRecord[]> {
+  let query = selectRevisions(db).where('r.deployment_id', '=', deploymentId);
+  if (filters.statuses && filters.statuses.length > 0) query = query.where('r.status', 'in', filters.statuses);
+  if (filters.remoteReconciled !== undefined) query = query.where('r.remote_reconciled', '=', filters.remoteReconciled ? 1 : 0);
+  return many(query.orderBy('r.seq', 'desc').limit(page.limit).offset(page.offset));
 }
 
-/** Compare-and-set on the status; false when another writer moved it first. */
-export async function moveRevisionStatus(
-  db: Executor,
-  id: string,
-  from: string,
-  to: string,
-  statusMessage: string | null,
-  now: string,
-): Promise<boolean> {
-  const result = await db
-    .updateTable('revisions')
-    .set({ status: to, status_message: statusMessage, updated_at: now })
-    .where('id', '=', id)
-    .where('status', '=', from)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+/** Revisions in the given statuses, oldest first. */
+export async function revisionsInStatus(db: Executor, deploymentId: string, statuses: readonly RevisionStatus[]): Promise<RevisionRecord[]> {
+  return many(selectRevisions(db).where('r.deployment_id', '=', deploymentId).where('r.status', 'in', statuses).orderBy('r.seq'));
 }
 
-export interface Transition {
-  revisionId: string;
-  deploymentId: string;
-  from: string;
-  to: string;
-  message: string | null;
-  /** The engine worker that must hold the deployment's lease; absent for API requests. */
-  worker?: string;
-  now: string;
-  set?: Partial<Pick<RevisionRow, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config'>>;
-}
+/** What a status change may also write on the revision. */
+export type TransitionSet = Partial<Pick<RevisionRecord, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config'>>;
+
+export type RevisionFence =
+  | { kind: 'api' }
+  /** The engine worker that must hold the deployment's lease. */
+  | { kind: 'lease'; worker: string }
+  /** The listener the deployment is placed on. */
+  | { kind: 'listener'; listenerId: string };
 
 /**
- * Compare-and-set of a revision's status, fenced by the lease when a worker makes it: a
- * worker whose lease was taken over can no longer change anything. False means another
- * writer (an interruption, another worker) got there first.
+ * Compare-and-set of a revision's status under a fence: a worker whose lease was taken
+ * over, or a listener the deployment is not placed on, can change nothing. Only the
+ * lifecycle module calls it. False means nothing changed.
  */
-export async function transitionRevision(db: Executor, t: Transition): Promise<boolean> {
+export async function compareAndSetRevisionStatus(
+  db: Executor,
+  change: {
+    revisionId: string;
+    deploymentId: string;
+    from: RevisionStatus;
+    to: RevisionStatus;
+    message: string | null;
+    now: string;
+    fence: RevisionFence;
+    set?: TransitionSet;
+  },
+): Promise<boolean> {
+  const { source_revision_config, ...plain } = change.set ?? {};
   let query = db
     .updateTable('revisions')
-    .set({ ...t.set, status: t.to, status_message: t.message, updated_at: t.now })
-    .where('id', '=', t.revisionId)
-    .where('deployment_id', '=', t.deploymentId)
-    .where('status', '=', t.from);
-  if (t.worker !== undefined) {
-    const worker = t.worker;
+    .set({
+      ...plain,
+      ...(source_revision_config ? { source_revision_config: JSON.stringify(source_revision_config) } : {}),
+      status: change.to,
+      status_message: change.message,
+      updated_at: change.now,
+    })
+    .where('id', '=', change.revisionId)
+    .where('deployment_id', '=', change.deploymentId)
+    .where('status', '=', change.from);
+  const fence = change.fence;
+  if (fence.kind === 'lease') {
     query = query.where(({ exists, selectFrom }) =>
-      exists(selectFrom('deployments').select('id').where('id', '=', t.deploymentId).where('lease_owner', '=', worker)),
+      exists(selectFrom('deployments').select('id').where('id', '=', change.deploymentId).where('lease_owner', '=', fence.worker)),
+    );
+  } else if (fence.kind === 'listener') {
+    query = query.where(({ exists, selectFrom }) =>
+      exists(selectFrom('deployments').select('id').where('id', '=', change.deploymentId).where('listener_id', '=', fence.listenerId)),
     );
   }
   const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** Revisions not yet in a final status, oldest first. */
-export async function unfinishedRevisions(db: Executor, deploymentId: string, statuses: string[]): Promise<RevisionRow[]> {
-  return db.selectFrom('revisions').selectAll().where('deployment_id', '=', deploymentId).where('status', 'in', statuses).orderBy('seq').execute();
+/** The status a revision has now, read inside a transaction to tell a lost race from a fence. */
+export async function currentRevisionStatus(db: Executor, revisionId: string): Promise<RevisionStatus | undefined> {
+  const row = await db.selectFrom('revisions').select('status').where('id', '=', revisionId).executeTakeFirst();
+  return row?.status;
 }
 
-export async function findRevisionById(db: Executor, id: string): Promise<RevisionRow | undefined> {
-  return db.selectFrom('revisions').selectAll().where('id', '=', id).executeTakeFirst();
+export async function runtimeHandleOf(db: Executor, revisionId: string): Promise<{ runtime_handle: string | null; seq: number } | undefined> {
+  return db.selectFrom('revisions').select(['runtime_handle', 'seq']).where('id', '=', revisionId).executeTakeFirst();
+}
+
+/**
+ * Keeps a deployment's revisions bounded: removes the oldest finished ones beyond the
+ * newest `keep`, never the active or the latest one, with their events and step records,
+ * and the resource specs and secret sets no revision refers to any more. Answers how many
+ * revisions it removed.
+ */
+export async function pruneRevisions(
+  db: Executor,
+  deployment: { id: string; active_revision_id: string | null; latest_revision_id: string | null; revision_count: number },
+  keep: number,
+  finished: readonly RevisionStatus[],
+): Promise<number> {
+  const below = deployment.revision_count - keep;
+  if (below < 1) return 0;
+  const spared = [deployment.active_revision_id, deployment.latest_revision_id].filter((id): id is string => id !== null);
+  let doomed = db.selectFrom('revisions').select('id').where('deployment_id', '=', deployment.id).where('seq', '<=', below).where('status', 'in', finished);
+  if (spared.length > 0) doomed = doomed.where('id', 'not in', spared);
+  const ids = (await doomed.execute()).map((row) => row.id);
+  if (ids.length === 0) return 0;
+  await db.deleteFrom('deployment_events').where('revision_id', 'in', ids).execute();
+  await db.deleteFrom('engine_step_runs').where('revision_id', 'in', ids).execute();
+  await db.deleteFrom('revisions').where('id', 'in', ids).execute();
+  await db
+    .deleteFrom('resource_specs')
+    .where('deployment_id', '=', deployment.id)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('revisions').select('id').whereRef('revisions.resource_spec_id', '=', 'resource_specs.id'))))
+    .execute();
+  await db
+    .deleteFrom('secret_sets')
+    .where('deployment_id', '=', deployment.id)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('revisions').select('id').whereRef('revisions.secret_set_id', '=', 'secret_sets.id'))))
+    .execute();
+  return ids.length;
 }

@@ -1,11 +1,18 @@
+import { workspaceNameKey } from '../../domain/tenancy.js';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
 
 export type ApiKeyRow = Database['api_keys'];
-export type WorkspaceRow = Database['workspaces'];
+/** A workspace as the API knows it; `name_key` is the store's own. */
+export type WorkspaceRow = Omit<Database['workspaces'], 'name_key'>;
+
+const WORKSPACE_COLUMNS = ['id', 'organization_id', 'name', 'created_at'] as const;
 
 export async function countOrganizations(db: Executor): Promise<number> {
-  const row = await db.selectFrom('organizations').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('organizations')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -20,21 +27,20 @@ export async function insertOrganizationIfAbsent(db: Executor, row: Database['or
   return inserted !== undefined;
 }
 
+/** A workspace with a name unique in its organization without regard to case: a duplicate is a unique violation. */
 export async function insertWorkspace(db: Executor, row: WorkspaceRow): Promise<void> {
-  await db.insertInto('workspaces').values(row).execute();
+  await db
+    .insertInto('workspaces')
+    .values({ ...row, name_key: workspaceNameKey(row.name) })
+    .execute();
 }
 
 export async function findWorkspace(db: Executor, organizationId: string, workspaceId: string): Promise<WorkspaceRow | undefined> {
-  return db
-    .selectFrom('workspaces')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', workspaceId)
-    .executeTakeFirst();
+  return db.selectFrom('workspaces').select(WORKSPACE_COLUMNS).where('organization_id', '=', organizationId).where('id', '=', workspaceId).executeTakeFirst();
 }
 
 export async function listWorkspaces(db: Executor, organizationId: string): Promise<WorkspaceRow[]> {
-  return db.selectFrom('workspaces').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
+  return db.selectFrom('workspaces').select(WORKSPACE_COLUMNS).where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
 }
 
 export async function insertApiKey(db: Executor, row: ApiKeyRow): Promise<void> {

@@ -48,7 +48,12 @@ export function runCommand(runtime: ResolvedRuntime, args: string[], options: Co
         else if (failure.killed) kind = 'timeout';
         else if (typeof failure.code !== 'number') kind = 'error';
         // Never pass on error.message: it quotes the whole command line.
-        const fallback = kind === 'not-found' ? `${runtime.binary} was not found` : kind ? `the command ${kind === 'error' ? 'could not run' : kind === 'timeout' ? 'timed out' : 'was aborted'}` : '';
+        const fallback =
+          kind === 'not-found'
+            ? `${runtime.binary} was not found`
+            : kind
+              ? `the command ${kind === 'error' ? 'could not run' : kind === 'timeout' ? 'timed out' : 'was aborted'}`
+              : '';
         resolve({ code: typeof failure.code === 'number' ? failure.code : -1, stdout: stdout ?? '', stderr: stderr || fallback, failure: kind });
       },
     );

@@ -1,6 +1,6 @@
 import { DriverError, type RunRequest, type StepContext } from '../types.js';
 import { COMMAND_TIMEOUT_MS, lastLine, runCommand, type ResolvedRuntime } from './cli.js';
-import { BERTH_CONTAINERS_CONF } from './detect.js';
+import { BERTH_CONTAINERS_CONF } from '../../../containers/tools.js';
 import { withEnvFile } from './env-file.js';
 import { redact, secretValues } from './logs.js';
 import { formatSeconds, safeLog, throwIfAborted } from './step.js';
@@ -15,10 +15,12 @@ export interface ContainerSpec {
   host: string;
   port: number;
   env: Record<string, string>;
+  /** `host`: the container listens on `port` of the host's own network (PORT says so). */
+  network?: 'bridge' | 'host';
 }
 
 export async function runContainer(runtime: ResolvedRuntime, request: RunRequest, container: ContainerSpec, context: StepContext): Promise<void> {
-  const { name, host, port, env } = container;
+  const { name, host, port, env, network = 'bridge' } = container;
   await withEnvFile(env, runtime.env, async (envFile, byName) => {
     const args = [
       'run',
@@ -29,12 +31,12 @@ export async function runContainer(runtime: ResolvedRuntime, request: RunRequest
       `${DEPLOYMENT_LABEL}=${request.deploymentId}`,
       '--label',
       `${REVISION_LABEL}=${request.revisionId}`,
-      // Published on loopback only: whatever address the server binds inside its own
-      // network namespace, nothing outside this machine can reach it.
-      '--network',
-      'bridge',
-      '--publish',
-      `${host}:${port}:${CONTAINER_PORT}`,
+      ...(network === 'host'
+        ? // The host's network: the server listens on PORT, which is `port`.
+          ['--network', 'host']
+        : // Published on loopback only: whatever address the server binds inside its own
+          // network namespace, nothing outside this machine can reach it.
+          ['--network', 'bridge', '--publish', `${host}:${port}:${CONTAINER_PORT}`]),
       '--pull',
       'never',
       '--env-file',
@@ -82,7 +84,10 @@ export async function containersOf(runtime: ResolvedRuntime, deploymentId: strin
   if (result.code !== 0) {
     throw new DriverError(`Could not list the containers of deployment ${deploymentId}: \`${runtime.kind} ps\` failed: ${lastLine(result)}`);
   }
-  return result.stdout.split('\n').map((line) => line.trim()).filter(Boolean);
+  return result.stdout
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
 }
 
 export async function removeContainers(runtime: ResolvedRuntime, names: string[]): Promise<void> {

@@ -1,12 +1,6 @@
-import { existsSync, constants as fsConstants } from 'node:fs';
-import { access } from 'node:fs/promises';
-import path from 'node:path';
+import { findOnPath, withContainersConf } from '../../../containers/tools.js';
 import { lastLine, runCommand, type ContainerRuntimeKind, type ResolvedRuntime } from './cli.js';
 import { formatSeconds } from './step.js';
-
-/** Written by scripts/setup-containers.sh; used when the environment does not name another. */
-export const BERTH_CONTAINERS_CONF = '/etc/berth/containers.conf';
-export const BERTH_REGISTRIES_CONF = '/etc/berth/registries.conf';
 
 const INFO_TIMEOUT_MS = 10_000;
 const LISTENER_HINT = 'or place the deployment on a listener (source_config.listener_id) instead of the local runtime';
@@ -40,32 +34,5 @@ export async function detectRuntime(preference: ContainerRuntimeKind | 'auto', b
 }
 
 function runtimeEnv(kind: ContainerRuntimeKind, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const env = { ...base };
-  if (kind === 'podman') {
-    if (!env.CONTAINERS_CONF && existsSyncSafe(BERTH_CONTAINERS_CONF)) env.CONTAINERS_CONF = BERTH_CONTAINERS_CONF;
-    if (!env.CONTAINERS_REGISTRIES_CONF && existsSyncSafe(BERTH_REGISTRIES_CONF)) env.CONTAINERS_REGISTRIES_CONF = BERTH_REGISTRIES_CONF;
-  }
-  return env;
-}
-
-function existsSyncSafe(file: string): boolean {
-  try {
-    return existsSync(file);
-  } catch {
-    return false;
-  }
-}
-
-async function findOnPath(binary: string, searchPath: string | undefined): Promise<string | null> {
-  for (const dir of (searchPath ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, binary);
-    try {
-      await access(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // not here; keep looking
-    }
-  }
-  return null;
+  return kind === 'podman' ? withContainersConf(base) : { ...base };
 }

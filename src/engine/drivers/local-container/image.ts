@@ -1,11 +1,14 @@
-import { DriverError, type StepContext } from '../types.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DriverError, type RunRequest, type StepContext } from '../types.js';
 import { lastLine, runCommand, type ResolvedRuntime } from './cli.js';
-import { BERTH_REGISTRIES_CONF } from './detect.js';
+import { BERTH_REGISTRIES_CONF } from '../../../containers/tools.js';
 import { formatSeconds, safeLog, throwIfAborted } from './step.js';
 
 const PULL_TIMEOUT_MS = 10 * 60_000;
 
-export async function ensureImage(runtime: ResolvedRuntime, image: string, context: StepContext): Promise<void> {
+export async function ensureImage(runtime: ResolvedRuntime, image: string, context: StepContext, pull?: RunRequest['pull']): Promise<void> {
   const present =
     runtime.kind === 'podman'
       ? await runCommand(runtime, ['image', 'exists', image], { signal: context.signal })
@@ -17,7 +20,9 @@ export async function ensureImage(runtime: ResolvedRuntime, image: string, conte
   }
   await context.log('INFO', `Image ${image} is not present locally; pulling it`);
   const startedAt = Date.now();
-  const pulled = await runCommand(runtime, ['pull', image], { signal: context.signal, timeoutMs: PULL_TIMEOUT_MS });
+  const pulled = await withPullAuth(runtime, image, pull, (flags) =>
+    runCommand(runtime, [...flags.global, 'pull', ...flags.pull, image], { signal: context.signal, timeoutMs: PULL_TIMEOUT_MS }),
+  );
   throwIfAborted(context.signal, `pulling image ${image}`);
   if (pulled.code !== 0) {
     const why = pulled.failure === 'timeout' ? `the pull did not finish within ${formatSeconds(PULL_TIMEOUT_MS)}` : lastLine(pulled);
@@ -29,4 +34,31 @@ export async function ensureImage(runtime: ResolvedRuntime, image: string, conte
     );
   }
   await context.log('INFO', `Pulled ${image} in ${formatSeconds(Date.now() - startedAt)}`);
+}
+
+/**
+ * Runs a pull with credentials in a private temporary auth file (never in argv): podman
+ * takes it with --authfile, docker as the config.json of a --config directory.
+ */
+async function withPullAuth<T>(
+  runtime: ResolvedRuntime,
+  image: string,
+  pull: RunRequest['pull'],
+  run: (flags: { global: string[]; pull: string[] }) => Promise<T>,
+): Promise<T> {
+  if (!pull) return run({ global: [], pull: [] });
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'berth-pull-'));
+  try {
+    const host = image.split('/')[0] as string;
+    const file = path.join(dir, 'config.json');
+    const auth = Buffer.from(`${pull.username}:${pull.password}`).toString('base64');
+    await writeFile(file, JSON.stringify({ auths: { [host]: { auth } } }), { mode: 0o600 });
+    return await run(
+      runtime.kind === 'podman'
+        ? { global: [], pull: ['--authfile', file, ...(pull.tlsVerify ? [] : ['--tls-verify=false'])] }
+        : { global: ['--config', dir], pull: [] },
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }

@@ -10,8 +10,6 @@ import { containerName, describeLimits, isContainerName, validateRequest } from 
 import { errorMessage, formatSeconds, safeLog } from './step.js';
 
 export type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
-export { CONTAINER_PORT, DEPLOYMENT_LABEL, REVISION_LABEL } from './containers.js';
-export { BERTH_CONTAINERS_CONF, BERTH_REGISTRIES_CONF } from './detect.js';
 
 export interface LocalContainerRuntimeOptions {
   /** Which runtime to use; `auto` (the default) prefers podman, then docker. */
@@ -25,7 +23,15 @@ export interface LocalContainerRuntimeOptions {
   healthTimeoutMs?: number | null;
   /** Environment for finding and running the runtime (PATH, CONTAINERS_CONF, DOCKER_HOST…). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * `bridge` (default): each container in its own network, published on a loopback port.
+   * `host`: containers share the host's network and listen on a free port of it, so they
+   * reach services that listen on the host's loopback only (per-deployment databases).
+   */
+  network?: ContainerNetwork;
 }
+
+export type ContainerNetwork = 'bridge' | 'host';
 
 const DEFAULT_HEALTH_TIMEOUT_MS = 60_000;
 
@@ -42,6 +48,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
   private readonly host: '127.0.0.1';
   private readonly healthTimeoutMs: number | null;
   private readonly baseEnv: NodeJS.ProcessEnv;
+  private readonly network: ContainerNetwork;
   private resolved: ResolvedRuntime | null = null;
 
   constructor(options: LocalContainerRuntimeOptions = {}) {
@@ -50,6 +57,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
     if (this.host !== '127.0.0.1') throw new Error('LocalContainerRuntime only serves on 127.0.0.1');
     this.healthTimeoutMs = options.healthTimeoutMs === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : options.healthTimeoutMs;
     this.baseEnv = options.env ?? process.env;
+    this.network = options.network ?? 'bridge';
   }
 
   async unavailableReason(): Promise<string | null> {
@@ -69,7 +77,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
       await removeContainers(runtime, [name]);
     }
 
-    await ensureImage(runtime, request.image, context);
+    await ensureImage(runtime, request.image, context, request.pull);
 
     const port = await freePort(this.host);
     const url = `http://${this.host}:${port}`;
@@ -78,14 +86,16 @@ export class LocalContainerRuntime implements RuntimeDriver {
       await context.log('WARNING', `PORT is set by the runtime (${CONTAINER_PORT}); the deployment's own PORT value is ignored`);
       delete env.PORT;
     }
-    env.PORT = String(CONTAINER_PORT);
+    env.PORT = String(this.network === 'host' ? port : CONTAINER_PORT);
+    // On the host's network, servers that honour HOST (the agent-server images do) stay on loopback.
+    if (this.network === 'host') env.HOST ??= this.host;
 
     const limits = describeLimits(request.resources);
     await context.log('INFO', `Starting container ${name} from ${request.image} on ${this.host}:${port}${limits ? ` (${limits})` : ''}`);
     const startedAt = Date.now();
     let created = false;
     try {
-      await runContainer(runtime, request, { name, host: this.host, port, env }, context);
+      await runContainer(runtime, request, { name, host: this.host, port, env, network: this.network }, context);
       created = true;
       const limit = this.healthTimeoutMs === null ? "until the deploy step's timeout" : `up to ${formatSeconds(this.healthTimeoutMs)}`;
       await context.log('INFO', `Waiting for GET /ok on port ${port} (${limit})`);

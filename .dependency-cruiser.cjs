@@ -1,0 +1,89 @@
+/**
+ * The layers of docs/architecture.md, checked on every `npm test`. Each rule names what a
+ * layer may NOT reach; "infrastructure" is the adapters around the core (security, events,
+ * codehost, build, registry, provisioning, observability).
+ */
+const layer = (name) => `^src/${name}/`;
+const only = (...names) => `^src/(?!(${names.join('|')})/)`;
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycles',
+      severity: 'error',
+      comment: 'Modules form no import cycles at run time (types may refer to each other: they are gone once compiled).',
+      from: {},
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'domain-is-pure',
+      severity: 'error',
+      comment: 'domain/ holds the rules: it imports nothing of ours outside itself.',
+      from: { path: layer('domain') },
+      to: { path: '^src/', pathNot: layer('domain') },
+    },
+    {
+      name: 'contract-is-wire-shapes',
+      severity: 'error',
+      comment: 'contract/ is what the server, SDK, CLI and dashboard share: wire shapes over domain values only.',
+      from: { path: layer('contract') },
+      to: { path: only('contract', 'domain') },
+    },
+    {
+      name: 'store-below-services',
+      severity: 'error',
+      comment: 'store/ reads and writes rows: it imports the domain (and the Config type), nothing above it.',
+      from: { path: layer('store') },
+      to: { path: '^src/', pathNot: ['^src/(store|domain)/', '^src/config\\.ts$', '^src/environment\\.ts$'] },
+    },
+    {
+      name: 'lifecycle-is-the-status-writer',
+      severity: 'error',
+      comment: 'lifecycle/ moves statuses through the store and announces them; it knows no use case, route or driver.',
+      from: { path: layer('lifecycle') },
+      to: { path: only('lifecycle', 'domain', 'store', 'events') },
+    },
+    {
+      name: 'services-below-http',
+      severity: 'error',
+      comment: 'Use cases know nothing of HTTP, the engine or the agents.',
+      from: { path: layer('services') },
+      to: { path: '^src/(http|engine|listener|operations)/|^src/(server|main)\\.ts$' },
+    },
+    {
+      name: 'engine-beside-services',
+      severity: 'error',
+      comment: 'The engine works through the store and the lifecycle with its drivers; it calls no use case and no route.',
+      from: { path: layer('engine') },
+      to: { path: '^src/(http|services|operations)/|^src/(server|main)\\.ts$' },
+    },
+    {
+      name: 'http-is-thin',
+      severity: 'error',
+      comment: 'Routes parse, authorize, call a use case and shape the answer: no SQL, no lifecycle, no engine.',
+      from: { path: layer('http') },
+      to: { path: '^src/(store|lifecycle|engine|listener|operations)/' },
+    },
+    {
+      name: 'infrastructure-below-use-cases',
+      severity: 'error',
+      comment: 'Adapters serve the layers above them and never call back up.',
+      from: { path: '^src/(security|events|codehost|build|registry|provisioning|observability)/' },
+      to: { path: '^src/(http|services|engine|lifecycle|operations)/|^src/(server|main)\\.ts$' },
+    },
+    {
+      name: 'no-test-code-in-src',
+      severity: 'error',
+      comment: 'Test support (stand-ins, in-process drivers) never ships.',
+      from: { path: '^src/' },
+      to: { path: '^(test|test-reliability|bench)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs'], conditionNames: ['import', 'require', 'node', 'default'] },
+  },
+};

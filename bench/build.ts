@@ -1,0 +1,159 @@
+/**
+ * The build scenario: Berth (compiled, as `npm start` runs it) builds the sample LangGraph.js
+ * agent from a git repository and deploys it with podman, cold (a fresh data directory, so
+ * no npm cache, and dependencies no earlier build installed) and warm (a commit that
+ * changes only the graph's source). Prints one JSON line: for each, the time from the
+ * request (create or PATCH) to DEPLOYED and where it went, read off the revision's
+ * timeline and log lines: git, the builder, the container's start until /ok, and what is
+ * left, Berth's own overhead.
+ *
+ *   node --import tsx bench/build.ts
+ */
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRepository, git, tempDir } from '../test/support/git-repos.js';
+import { startGitHttpServer } from '../test/support/git-http-server.js';
+import { client } from '../test/support/http.js';
+import { spawnBerth, stopBerth } from '../test/support/process.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
+const KEY = `berth_bench_${randomUUID()}_${randomUUID()}`;
+
+export interface BuildPhase {
+  totalMs: number;
+  gitMs: number;
+  builderMs: number;
+  runtimeMs: number;
+  overheadMs: number;
+}
+
+export interface BuildResult {
+  cold: BuildPhase;
+  warm: BuildPhase;
+  builder: string;
+}
+
+interface Line {
+  message: string;
+  timestamp: number;
+}
+
+function between(lines: Line[], from: (m: string) => boolean, to: (m: string) => boolean): number {
+  const start = lines.find((l) => from(l.message));
+  const end = [...lines].reverse().find((l) => to(l.message));
+  return start && end ? end.timestamp - start.timestamp : 0;
+}
+
+async function main(): Promise<void> {
+  const env = {
+    ...process.env,
+    CONTAINERS_CONF: process.env.CONTAINERS_CONF ?? '/etc/berth/containers.conf',
+    CONTAINERS_REGISTRIES_CONF: process.env.CONTAINERS_REGISTRIES_CONF ?? '/etc/berth/registries.conf',
+  };
+  execFileSync('bash', [path.join(ROOT, 'scripts/build-base-images.sh')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const repos = await tempDir('berth-bench-repos-');
+  const data = await tempDir('berth-bench-build-');
+  const repo = await createRepository(repos.path, { owner: 'acme', name: 'echo-agent', defaultBranch: 'main' });
+  await cp(FIXTURE, repo.work, { recursive: true });
+  // A package name no earlier build used: its install layer cannot come from the layer cache.
+  const manifest = JSON.parse(await readFile(path.join(repo.work, 'package.json'), 'utf8')) as Record<string, unknown>;
+  await writeFile(path.join(repo.work, 'package.json'), `${JSON.stringify({ ...manifest, name: `echo-agent-${randomUUID().slice(0, 8)}` }, null, 2)}\n`);
+  await git(repo.work, ['add', '.']);
+  await git(repo.work, ['commit', '--quiet', '-m', 'the echo agent']);
+  await git(repo.work, ['push', '--quiet', 'origin', 'main']);
+  const http = await startGitHttpServer({ root: repos.path });
+  const berth = await spawnBerth(
+    {
+      ...(env as Record<string, string>),
+      BERTH_DATA_DIR: data.path,
+      BERTH_BOOTSTRAP_API_KEY: KEY,
+      BERTH_CONTAINER_RUNTIME: 'podman',
+      BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+      LOG_LEVEL: 'warn',
+    },
+    { compiled: true },
+  );
+  const api = client(berth.url, { key: KEY });
+  const name = `bench-build-${randomUUID().slice(0, 8)}`;
+  try {
+    const integration = await api('POST', '/v1/integrations/codehost', {
+      body: { provider: 'git', name: 'bench', git: { repositories: [`${http.url}/acme/echo-agent.git`] } },
+    });
+    const [repository] = (await api('GET', `/v1/integrations/codehost/${integration.body.id}/repos`)).body as { url: string }[];
+
+    const phase = async (deploymentId: string, revisionId: string, startedAt: number): Promise<BuildPhase> => {
+      const done = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}?wait_for_terminal=300`);
+      if (done.body.status !== 'DEPLOYED') throw new Error(`revision ended ${done.body.status}: ${done.body.status_message}`);
+      const timeline = (await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/timeline`)).body.resources as {
+        status: string;
+        at: string;
+      }[];
+      const deployedAt = Date.parse(timeline.find((t) => t.status === 'DEPLOYED')?.at ?? '');
+      const build = (await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=build&limit=1000`)).body.logs as Line[];
+      const deploy = (await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=deploy&limit=1000`)).body.logs as Line[];
+      const totalMs = deployedAt - startedAt;
+      const gitMs = between(
+        build,
+        (m) => m.startsWith('Fetching '),
+        (m) => m.startsWith('Checked out '),
+      );
+      const builderMs = between(
+        build,
+        (m) => m.startsWith('Building '),
+        () => true,
+      );
+      const runtimeMs = between(
+        deploy,
+        (m) => m.startsWith('Starting container'),
+        (m) => m.startsWith('Healthy after'),
+      );
+      return { totalMs, gitMs, builderMs, runtimeMs, overheadMs: totalMs - gitMs - builderMs - runtimeMs };
+    };
+
+    let startedAt = Date.now();
+    const created = await api('POST', '/v2/deployments', {
+      body: {
+        name,
+        source: 'codehost',
+        source_config: { integration_id: integration.body.id, repo_url: repository?.url },
+        source_revision_config: { repo_ref: 'main' },
+        secrets: [],
+      },
+    });
+    if (created.status !== 201) throw new Error(created.text);
+    const cold = await phase(created.body.id, created.body.latest_revision_id, startedAt);
+
+    const graph = path.join(repo.work, 'src/graph.ts');
+    await repo.commit(
+      'main',
+      { 'src/graph.ts': (await readFile(graph, 'utf8')).replace('`echo: ${state.input}`', '`echo, warm: ${state.input}`') },
+      'source only',
+    );
+    startedAt = Date.now();
+    const patched = await api('PATCH', `/v2/deployments/${created.body.id}`, { body: { source_revision_config: { repo_ref: 'main' } } });
+    const warm = await phase(created.body.id, patched.body.latest_revision_id, startedAt);
+
+    await api('DELETE', `/v2/deployments/${created.body.id}`);
+    for (let i = 0; i < 300 && (await api('GET', `/v2/deployments/${created.body.id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 100));
+    const result: BuildResult = { cold, warm, builder: 'buildah' };
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await stopBerth(berth);
+    const images = execFileSync('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}', `localhost/berth/${name}`], { env, encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
+    if (images.length > 0) execFileSync('podman', ['rmi', '-f', ...images], { env, stdio: 'ignore' });
+    await http.close();
+    await repos.remove();
+    await data.remove();
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`build scenario failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,150 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import secureJson from 'secure-json-parse';
+import { type Static, Type } from 'typebox';
+import { Check, Errors } from 'typebox/value';
+import { sameRepository } from './url.js';
+
+export type WebhookFailure = 'signature-missing' | 'signature-invalid' | 'payload-invalid';
+
+/** A delivery to refuse: 401 for the signature failures, 400 for a payload that is not a push. */
+export class WebhookError extends Error {
+  override name = 'WebhookError';
+
+  constructor(
+    readonly failure: WebhookFailure,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Checks GitHub's `X-Hub-Signature-256` (`sha256=<hex HMAC-SHA256 of the raw body>`) in
+ * constant time. `rawBody` must be the bytes as received, before any JSON parsing.
+ */
+export function verifyGitHubSignature(secret: string, rawBody: Buffer | string, signatureHeader: string | null | undefined): boolean {
+  if (secret === '') throw new Error('a webhook secret is required to verify deliveries');
+  const hex = /^sha256=([0-9a-f]{64})$/i.exec(signatureHeader?.trim() ?? '')?.[1];
+  if (!hex) return false;
+  const expected = createHmac('sha256', secret).update(rawBody).digest();
+  return timingSafeEqual(expected, Buffer.from(hex, 'hex'));
+}
+
+const PushPayload = Type.Object({
+  ref: Type.String(),
+  before: Type.String(),
+  after: Type.String(),
+  created: Type.Optional(Type.Boolean()),
+  deleted: Type.Optional(Type.Boolean()),
+  forced: Type.Optional(Type.Boolean()),
+  repository: Type.Object({
+    id: Type.Integer(),
+    full_name: Type.String(),
+    clone_url: Type.String(),
+    html_url: Type.String(),
+    ssh_url: Type.Optional(Type.String()),
+    default_branch: Type.Optional(Type.String()),
+  }),
+  installation: Type.Optional(Type.Object({ id: Type.Integer() })),
+});
+type PushPayload = Static<typeof PushPayload>;
+
+export interface GitHubPush {
+  deliveryId: string;
+  /** The GitHub App installation the delivery is for (finds the integration); null for repository webhooks. */
+  installationId: number | null;
+  repository: { id: number; fullName: string; cloneUrl: string; htmlUrl: string; sshUrl: string | null };
+  ref: string;
+  /** `main` for `refs/heads/main`; null when a tag or another ref was pushed. */
+  branch: string | null;
+  /** `v1.0` for `refs/tags/v1.0`, else null. */
+  tag: string | null;
+  before: string;
+  /** The new commit (all zeros when the ref was deleted). */
+  after: string;
+  created: boolean;
+  deleted: boolean;
+  forced: boolean;
+}
+
+/** Reads a `push` event's payload (already parsed from JSON). */
+export function parseGitHubPush(deliveryId: string, payload: unknown): GitHubPush {
+  if (!Check(PushPayload, payload)) {
+    const first = Errors(PushPayload, payload)[0];
+    const where = first ? `${first.instancePath || '/'}: ${first.message}` : 'unexpected shape';
+    throw new WebhookError('payload-invalid', `not a GitHub push payload (${where})`);
+  }
+  const push: PushPayload = payload;
+  const branch = push.ref.startsWith('refs/heads/') ? push.ref.slice('refs/heads/'.length) : null;
+  const tag = push.ref.startsWith('refs/tags/') ? push.ref.slice('refs/tags/'.length) : null;
+  return {
+    deliveryId,
+    installationId: push.installation?.id ?? null,
+    repository: {
+      id: push.repository.id,
+      fullName: push.repository.full_name,
+      cloneUrl: push.repository.clone_url,
+      htmlUrl: push.repository.html_url,
+      sshUrl: push.repository.ssh_url ?? null,
+    },
+    ref: push.ref,
+    branch,
+    tag,
+    before: push.before,
+    after: push.after,
+    created: push.created ?? /^0+$/.test(push.before),
+    deleted: push.deleted ?? /^0+$/.test(push.after),
+    forced: push.forced ?? false,
+  };
+}
+
+export type GitHubDelivery =
+  | { event: 'push'; deliveryId: string; push: GitHubPush }
+  /** Sent when a webhook is created; answer 2xx and do nothing. */
+  | { event: 'ping'; deliveryId: string }
+  /** Any other event; answer 2xx and do nothing. */
+  | { event: 'other'; deliveryId: string; name: string };
+
+export type HeaderValue = string | string[] | undefined;
+
+/**
+ * One webhook delivery, start to end: the signature is checked over the raw body before
+ * anything is parsed, then the body is read as JSON or as the form-encoded `payload` field
+ * (GitHub's two content types) and a push event is parsed. Throws WebhookError.
+ */
+export function readGitHubDelivery(input: { headers: Record<string, HeaderValue>; rawBody: Buffer | string; secret: string }): GitHubDelivery {
+  const header = (name: string) => {
+    const value = input.headers[name] ?? input.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  const signature = header('x-hub-signature-256');
+  if (!signature) throw new WebhookError('signature-missing', 'the delivery has no X-Hub-Signature-256 header');
+  if (!verifyGitHubSignature(input.secret, input.rawBody, signature)) {
+    throw new WebhookError('signature-invalid', 'the X-Hub-Signature-256 signature does not match the webhook secret');
+  }
+  const deliveryId = header('x-github-delivery') ?? '';
+  const event = header('x-github-event') ?? '';
+  if (event === 'ping') return { event: 'ping', deliveryId };
+  if (event !== 'push') return { event: 'other', deliveryId, name: event };
+  return { event: 'push', deliveryId, push: parseGitHubPush(deliveryId, decodeBody(input.rawBody, header('content-type'))) };
+}
+
+function decodeBody(rawBody: Buffer | string, contentType: string | undefined): unknown {
+  let text = typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8');
+  if (contentType?.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
+    const field = new URLSearchParams(text).get('payload');
+    if (field === null) throw new WebhookError('payload-invalid', 'the form-encoded delivery has no payload field');
+    text = field;
+  }
+  try {
+    return secureJson.parse(text, { protoAction: 'remove', constructorAction: 'remove' });
+  } catch {
+    throw new WebhookError('payload-invalid', 'the delivery body is not valid JSON');
+  }
+}
+
+/** Whether a push is for the repository a deployment stores as `repo_url` (any URL form; see sameRepository). */
+export function pushMatchesRepository(push: GitHubPush, repoUrl: string): boolean {
+  const { cloneUrl, htmlUrl, sshUrl } = push.repository;
+  return [cloneUrl, htmlUrl, sshUrl].some((url) => url !== null && sameRepository(url, repoUrl));
+}

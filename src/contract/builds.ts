@@ -1,0 +1,33 @@
+import { Type } from 'typebox';
+import { Uuid } from './common.js';
+
+export const UploadUrl = Type.Object(
+  {
+    upload_url: Type.String({ description: 'PUT the .tar.gz here, once, within 15 minutes, without an API key.' }),
+    object_path: Type.String({ description: 'Send as `source_revision_config.source_tarball_path` once uploaded.' }),
+  },
+  { title: 'UploadUrl' },
+);
+
+export const PushToken = Type.Object(
+  { token: Type.String(), registry_url: Type.String({ description: 'Push `<registry_url>/<name>:<tag>`.' }) },
+  { title: 'PushToken' },
+);
+
+export const UploadQuery = Type.Object({ token: Type.String({ minLength: 1, maxLength: 4096 }) });
+
+export const UploadReceipt = Type.Object({ object_path: Type.String(), size: Type.Integer() }, { title: 'UploadReceipt' });
+
+export const PushOutcome = Type.Object(
+  {
+    outcome: Type.Union([Type.Literal('built'), Type.Literal('duplicate'), Type.Literal('ignored')]),
+    revision_ids: Type.Array(Uuid()),
+  },
+  { title: 'PushOutcome' },
+);
+
+export const RegistryTokenQuery = Type.Object({
+  service: Type.Optional(Type.String({ maxLength: 256 })),
+  scope: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 50 })])),
+  account: Type.Optional(Type.String({ maxLength: 256 })),
+});

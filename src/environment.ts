@@ -1,0 +1,183 @@
+import { type Static, type TSchema, Type } from 'typebox';
+
+/**
+ * Every environment variable Berth reads, in one schema: its type, default and meaning.
+ * `loadConfig` validates the environment against it, and the README's configuration table
+ * is this schema written out (`npm run docs:config`; a test keeps them equal). Annotations
+ * of our own: `defaultText` says what happens when a variable without a default is unset,
+ * `secret` keeps its value out of every error message, `rule` says what a pattern requires.
+ */
+interface Annotations {
+  description: string;
+  defaultText?: string;
+  secret?: true;
+}
+
+/** Patterns say in words what they require (`rule`), for error messages. */
+type Pattern = { pattern: string; rule: string };
+
+const Integer = (fallback: number | undefined, minimum: number, maximum: number | undefined, notes: Annotations) =>
+  Type.Integer({ minimum, ...(maximum === undefined ? {} : { maximum }), ...(fallback === undefined ? {} : { default: fallback }), ...notes });
+const Text = (fallback: string | undefined, notes: Annotations, options: Partial<Pattern> & { minLength?: number } = {}) =>
+  Type.String({ ...(fallback === undefined ? {} : { default: fallback }), ...options, ...notes });
+const Choice = <const T extends readonly string[]>(values: T, fallback: T[number] | undefined, notes: Annotations) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...(fallback === undefined ? {} : { default: fallback }), ...notes });
+const Switch = (fallback: 'on' | 'off', notes: Annotations) => Choice(SWITCH_VALUES, fallback, notes);
+const optional = <T extends TSchema>(schema: T) => Type.Optional(schema);
+
+export const SWITCH_VALUES = ['on', 'off', 'true', 'false', '1', '0', 'yes', 'no'] as const;
+export const isOn = (value: (typeof SWITCH_VALUES)[number]) => ['on', 'true', '1', 'yes'].includes(value);
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const RUNTIMES = ['auto', 'podman', 'docker', 'none'] as const;
+export const BUILDERS = ['auto', 'buildah', 'podman', 'docker', 'none'] as const;
+
+/**
+ * Keys are stored as unsalted SHA-256 digests, so a configured key must be too long to
+ * guess from its digest: 32 random characters are far beyond any search.
+ */
+const MIN_SECRET_LENGTH = 32;
+
+export const ENVIRONMENT = Type.Object({
+  PORT: Integer(8124, 0, 65535, { description: 'HTTP port' }),
+  HOST: Text('127.0.0.1', { description: 'address to listen on' }),
+  DATABASE_URL: optional(
+    Text(
+      undefined,
+      { description: '`postgres://…` for server mode; `sqlite:<file>` for another SQLite file', defaultText: 'SQLite in the data directory', secret: true },
+      { pattern: '^(postgres(ql)?://|sqlite:)', rule: "must start with 'postgres://', 'postgresql://' or 'sqlite:'" },
+    ),
+  ),
+  BERTH_DATA_DIR: Text('./data', { description: 'SQLite database, generated encryption key, bootstrap key file, uploads' }),
+  BERTH_BOOTSTRAP_API_KEY: optional(
+    Text(
+      undefined,
+      { description: `the first admin key, on first start only (at least ${MIN_SECRET_LENGTH} characters)`, defaultText: 'generated', secret: true },
+      { minLength: MIN_SECRET_LENGTH },
+    ),
+  ),
+  BERTH_ENCRYPTION_KEY: optional(
+    Text(undefined, {
+      description: '32 bytes as 64 hex characters or base64; encrypts secrets at rest (AES-256-GCM). Set it in server mode so every replica shares it',
+      defaultText: 'key file in the data directory',
+      secret: true,
+    }),
+  ),
+  BERTH_NEW_ENCRYPTION_KEY: optional(
+    Text(undefined, {
+      description: 'the key `berth rotate-encryption-key` re-encrypts everything with (see docs/operations.md)',
+      defaultText: 'none',
+      secret: true,
+    }),
+  ),
+  BERTH_ENGINE: Switch('on', { description: '`off` runs the API only; run `berth engine` (`npm run engine`) elsewhere' }),
+  BERTH_ENGINE_CONCURRENCY: Integer(4, 1, 64, { description: 'deployments one process works on at once' }),
+  BERTH_CONTAINER_RUNTIME: Choice(RUNTIMES, 'auto', { description: '`podman`, `docker`, `auto` (podman, then docker) or `none`' }),
+  BERTH_CONTAINER_NETWORK: Choice(['bridge', 'host'] as const, 'bridge', {
+    description: '`bridge` publishes each agent server on a loopback port; `host` runs it on the host network (needed to reach databases on 127.0.0.1)',
+  }),
+  LOG_LEVEL: Choice(LOG_LEVELS, 'info', { description: LOG_LEVELS.map((level) => `\`${level}\``).join(', ') }),
+  BERTH_RATE_LIMIT_PER_MINUTE: Integer(6000, 0, undefined, {
+    description:
+      'requests per minute per API key (0 turns it off); also the budget of failed authentications per client address: past it, that ' +
+      "address's requests get 429 without their key being looked up, except with a key that has authenticated on this server in the last hour",
+  }),
+  BERTH_TRUSTED_PROXIES: optional(
+    Text(undefined, {
+      description:
+        'comma-separated addresses or CIDR ranges (or `loopback`, `linklocal`, `uniquelocal`) of reverse proxies whose `X-Forwarded-For` ' +
+        'names the client; per-address limits then count each client behind the proxy apart. Without it `X-Forwarded-For` is ignored',
+      defaultText: 'none',
+    }),
+  ),
+  BERTH_BODY_LIMIT_BYTES: Integer(1024 * 1024, 1024, undefined, { description: 'largest request body (413 beyond)' }),
+  BERTH_REQUEST_TIMEOUT_MS: Integer(30_000, 1000, undefined, { description: 'time a client has to send its whole request (408 beyond)' }),
+  BERTH_RESPONSE_WRITE_TIMEOUT_MS: Integer(30_000, 1000, undefined, {
+    description:
+      'time an answer may take to be written out (from its start; for event streams, each pause of the client); a client that does not ' +
+      'read it in time is disconnected, so it cannot pin the answer in memory',
+  }),
+  BERTH_METRICS_TOKEN: optional(
+    Text(
+      undefined,
+      { description: 'bearer token `GET /metrics` requires (at least 16 characters); open without it', defaultText: 'none', secret: true },
+      { minLength: 16 },
+    ),
+  ),
+  BERTH_ENGINE_METRICS_PORT: optional(
+    Integer(undefined, 1, 65535, { description: 'port on which `berth engine` serves `/metrics` and `/ok`', defaultText: 'none' }),
+  ),
+  BERTH_REVISIONS_KEPT: Integer(100, 2, undefined, {
+    description: 'revisions kept per deployment; older finished ones are removed with their logs (never the active or the latest)',
+  }),
+  BERTH_PUBLIC_URL: optional(
+    Text(
+      undefined,
+      {
+        description: "Berth's address as clients and code hosts reach it, for the links it hands out (upload URLs, webhook URLs)",
+        defaultText: 'taken from each request',
+      },
+      { pattern: '^https?://[^/\\s]+(/\\S*)?$', rule: 'must be an http:// or https:// URL' },
+    ),
+  ),
+  BERTH_GIT_ALLOW_LOCAL: Switch('on', {
+    description: '`git` integrations may name repositories on the Berth host (absolute paths, `file://`); `off` refuses them',
+  }),
+  BERTH_GIT_POLL_SECONDS: Integer(0, 0, undefined, { description: 'how often `git` integrations are asked for new commits, for build on push; 0 never asks' }),
+  BERTH_BUILDER: Choice(BUILDERS, 'auto', {
+    description: 'what builds images from code: `buildah`, `podman`, `docker`, `auto` (the first found) or `none` (code-host builds fail)',
+  }),
+  BERTH_BASE_IMAGE_NODE: optional(
+    Text(undefined, {
+      description: "base image for JavaScript graphs, instead of the LangGraph CLI's (tagged as the CLI tags them)",
+      defaultText: 'langchain/langgraphjs-api',
+    }),
+  ),
+  BERTH_BASE_IMAGE_PYTHON: optional(
+    Text(undefined, { description: "base image for Python graphs, instead of the LangGraph CLI's", defaultText: 'langchain/langgraph-api' }),
+  ),
+  BERTH_DEPLOYMENT_POSTGRES_URL: optional(
+    Text(
+      undefined,
+      {
+        description: 'PostgreSQL admin connection (CREATEDB, CREATEROLE): each deployment gets a database and role of its own, as `POSTGRES_URI`',
+        defaultText: 'none',
+        secret: true,
+      },
+      { pattern: '^postgres(ql)?://', rule: 'must start with postgres:// or postgresql://' },
+    ),
+  ),
+  BERTH_DEPLOYMENT_REDIS_URL: optional(
+    Text(
+      undefined,
+      {
+        description: 'Redis admin connection (ACL rights): each deployment gets a user and key prefix of its own, as `REDIS_URI`',
+        defaultText: 'none',
+        secret: true,
+      },
+      { pattern: '^rediss?://', rule: 'must start with redis:// or rediss://' },
+    ),
+  ),
+  BERTH_DEPLOYMENT_DATABASE_HOST: optional(
+    Text(undefined, { description: 'the host agent containers reach those two servers by, when not the host in their URLs', defaultText: "the URLs' host" }),
+  ),
+  BERTH_REGISTRY: optional(
+    Text(undefined, {
+      description: 'image registry built and pushed images go to, as `host[:port][/prefix]` (see docs/registry.md)',
+      defaultText: 'none: images stay local',
+    }),
+  ),
+  BERTH_REGISTRY_TLS_VERIFY: optional(
+    Choice(SWITCH_VALUES, undefined, { description: "verify the registry's TLS certificate", defaultText: '`off` for a registry on this machine, else `on`' }),
+  ),
+  BERTH_REGISTRY_SERVICE: Text('berth-registry', { description: 'the `service` the registry and its tokens name' }),
+  BERTH_REGISTRY_TOKEN_ISSUER: Text('berth', { description: 'the issuer of registry tokens' }),
+  BERTH_REGISTRY_TOKEN_KEY_FILE: optional(
+    Text(undefined, { description: 'PEM private key that signs registry tokens (with the next)', defaultText: 'generated in the data directory' }),
+  ),
+  BERTH_REGISTRY_TOKEN_CERT_FILE: optional(
+    Text(undefined, { description: "its certificate, which the registry's `auth.token.rootcertbundle` names", defaultText: 'generated in the data directory' }),
+  ),
+});
+
+export type Environment = Static<typeof ENVIRONMENT>;

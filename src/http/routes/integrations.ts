@@ -1,0 +1,112 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { CreateIntegrationBody, Installations, Integration, IntegrationParams, Repositories } from '../../contract/integrations.js';
+import type { Services } from '../../services/index.js';
+import { scopeOf } from '../auth.js';
+import { publicBaseUrl } from '../public-url.js';
+import { NoContent, noContent } from '../replies.js';
+import { errorResponses } from '../../contract/errors.js';
+
+const tags = ['integrations'];
+const admin = { access: 'workspace-admin' as const };
+
+/**
+ * Code-host integrations of the workspace. Real clients spell the path segment `github`
+ * (real-clients.md 3.22); `codehost` is the spec's neutral name. Both are served; the
+ * alias is left out of the OpenAPI document.
+ */
+export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services; publicUrl: string | undefined }> = async (app, { services, publicUrl }) => {
+  const { integrations } = services;
+  const base = (request: FastifyRequest) => publicBaseUrl(request, publicUrl);
+
+  for (const segment of ['codehost', 'github'] as const) {
+    const hide = segment === 'github';
+    const root = `/v1/integrations/${segment}`;
+    // The alias is hidden from the document, and operation ids must be unique in it.
+    const id = (operationId: string) => (hide ? {} : { operationId });
+
+    app.post(
+      root,
+      {
+        config: admin,
+        schema: {
+          hide,
+          ...id('createIntegration'),
+          summary: 'Create a code-host integration',
+          description: 'Credentials are stored encrypted and never returned.',
+          tags,
+          body: CreateIntegrationBody,
+          response: { 201: Integration, ...errorResponses('integration_settings_invalid') },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await integrations.create(scopeOf(request), request.body, base(request))),
+    );
+
+    app.get(
+      `${root}/install`,
+      {
+        schema: {
+          hide,
+          ...id('listIntegrations'),
+          summary: 'List code-host integrations',
+          description: 'A bare array of `{id, installation_id, name}`.',
+          tags,
+          response: { 200: Installations, ...errorResponses() },
+        },
+      },
+      async (request) => integrations.installations(scopeOf(request)),
+    );
+
+    app.get(
+      `${root}/:integration_id`,
+      {
+        config: admin,
+        schema: {
+          hide,
+          ...id('getIntegration'),
+          summary: 'Get a code-host integration',
+          tags,
+          params: IntegrationParams,
+          response: { 200: Integration, ...errorResponses('integration_not_found') },
+        },
+      },
+      async (request) => integrations.get(scopeOf(request), request.params.integration_id, base(request)),
+    );
+
+    app.get(
+      `${root}/:integration_id/repos`,
+      {
+        schema: {
+          hide,
+          ...id('listIntegrationRepositories'),
+          summary: 'List repositories of a code-host integration',
+          description: 'A bare array. Asks the code host (each remote, for `git`); a failing remote answers 502 naming it.',
+          tags,
+          params: IntegrationParams,
+          response: { 200: Repositories, ...errorResponses('integration_not_found', 'codehost_failed') },
+        },
+      },
+      async (request) => integrations.repositories(scopeOf(request), request.params.integration_id),
+    );
+
+    app.delete(
+      `${root}/:integration_id`,
+      {
+        config: admin,
+        schema: {
+          hide,
+          ...id('deleteIntegration'),
+          summary: 'Delete a code-host integration',
+          description: 'Refused with 409 while deployments build from it.',
+          tags,
+          params: IntegrationParams,
+          response: { 204: NoContent, ...errorResponses('integration_not_found', 'integration_in_use') },
+        },
+      },
+      async (request, reply) => {
+        await integrations.delete(scopeOf(request), request.params.integration_id);
+        return noContent(reply);
+      },
+    );
+  }
+};

@@ -1,0 +1,37 @@
+import { type DeploymentStatus, deploymentStatusesLeadingTo } from '../domain/deployment-status.js';
+import { announce } from '../events/recorder.js';
+import { type Executor, nowIso } from '../store/database.js';
+import { compareAndSetDeploymentStatus, type DeploymentRecord } from '../store/repositories/deployments.js';
+import type { LifecycleDeps } from './revisions.js';
+
+export type DeploymentFence = { kind: 'api' } | { kind: 'lease'; worker: string };
+
+export interface DeploymentMove {
+  fence: DeploymentFence;
+  /** What the new status brings along (the revision now serving, its URL …). */
+  set?: Partial<Pick<DeploymentRecord, 'active_revision_id' | 'url' | 'source_config'>>;
+  /** Only while no revision serves. */
+  requireInactive?: boolean;
+  origin?: string;
+}
+
+/**
+ * The only way a deployment's status changes: a compare-and-set from every status the
+ * transition table allows to lead to `to`, under the writer's fence. Inside a caller's
+ * transaction (`trx`) the caller announces after commit; with the plain database this
+ * announces at once. False when the deployment was not in such a status (or the fence
+ * failed): another writer got there first.
+ */
+export async function moveDeployment(deps: LifecycleDeps, deploymentId: string, to: DeploymentStatus, move: DeploymentMove, trx?: Executor): Promise<boolean> {
+  const moved = await compareAndSetDeploymentStatus(trx ?? deps.db, {
+    id: deploymentId,
+    from: deploymentStatusesLeadingTo(to),
+    to,
+    now: nowIso(),
+    leaseOwner: move.fence.kind === 'lease' ? move.fence.worker : undefined,
+    set: move.set,
+    requireInactive: move.requireInactive,
+  });
+  if (moved && !trx) announce(deps.bus, deploymentId, move.origin);
+  return moved;
+}

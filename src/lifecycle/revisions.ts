@@ -1,0 +1,70 @@
+import { canTransition, type RevisionStatus } from '../domain/revision-status.js';
+import type { EventBus } from '../events/bus.js';
+import { announce, recordStatus } from '../events/recorder.js';
+import { type Db, type Executor, nowIso } from '../store/database.js';
+import { compareAndSetRevisionStatus, currentRevisionStatus, type RevisionFence, type TransitionSet } from '../store/repositories/revisions.js';
+
+export interface LifecycleDeps {
+  db: Db;
+  bus: EventBus;
+}
+
+export type { RevisionFence } from '../store/repositories/revisions.js';
+
+/**
+ * `ok`: the revision moved. `moved`: another writer changed its status first (a lost
+ * race, which is fine: re-read and decide again). `fenced`: the status was as expected
+ * but the writer may no longer change it (an engine worker that lost its lease, a
+ * listener the deployment is not placed on).
+ */
+export type RevisionTransition = { outcome: 'ok'; at: string } | { outcome: 'moved'; current: RevisionStatus | undefined } | { outcome: 'fenced' };
+
+export interface RevisionMove {
+  message: string | null;
+  fence: RevisionFence;
+  /** Columns the new status brings along (the built image, where it serves …). */
+  set?: TransitionSet;
+  /** More writes that belong to the same change, run in its transaction only if it succeeds. */
+  alongside?: (trx: Executor, at: string) => Promise<void>;
+  /** Who announces the change, so a worker need not react to its own news. */
+  origin?: string;
+}
+
+/**
+ * The only way a revision's status changes. Checks the transition table (an illegal
+ * move is a bug in Berth and throws), then in one transaction: the compare-and-set under
+ * the writer's fence, the status event of the revision's timeline, and whatever belongs
+ * to the change; the news goes out on the bus only after commit.
+ */
+export async function moveRevision(
+  deps: LifecycleDeps,
+  revision: { id: string; deployment_id: string; status: RevisionStatus },
+  to: RevisionStatus,
+  move: RevisionMove,
+): Promise<RevisionTransition> {
+  if (!canTransition(revision.status, to)) {
+    throw new Error(`revision ${revision.id}: ${revision.status} → ${to} is not an allowed transition`);
+  }
+  const at = nowIso();
+  const result = await deps.db.transaction().execute(async (trx): Promise<RevisionTransition> => {
+    const changed = await compareAndSetRevisionStatus(trx, {
+      revisionId: revision.id,
+      deploymentId: revision.deployment_id,
+      from: revision.status,
+      to,
+      message: move.message,
+      now: at,
+      fence: move.fence,
+      set: move.set,
+    });
+    if (!changed) {
+      const current = await currentRevisionStatus(trx, revision.id);
+      return current === revision.status ? { outcome: 'fenced' } : { outcome: 'moved', current };
+    }
+    await recordStatus(trx, { deploymentId: revision.deployment_id, revisionId: revision.id, status: to, message: move.message, at });
+    await move.alongside?.(trx, at);
+    return { outcome: 'ok', at };
+  });
+  if (result.outcome === 'ok') announce(deps.bus, revision.deployment_id, move.origin);
+  return result;
+}

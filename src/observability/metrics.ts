@@ -1,0 +1,100 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Metrics of this process as a whole: Node's own (CPU, memory, event loop lag, GC) and the
+ * engine's, which the engine reports through the functions below wherever it runs (inside
+ * the server or as `berth engine`). Figures read from the database on scrape live beside
+ * each endpoint instead (database-metrics.ts), since a process may serve several.
+ */
+export const processRegistry = new Registry();
+
+let collectingDefaults = false;
+
+/**
+ * The process registry, with Node's own figures from the first call on: a CLI command
+ * that serves no metrics never starts the event loop and GC observers.
+ */
+export function processMetrics(): Registry {
+  if (!collectingDefaults) {
+    collectingDefaults = true;
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/** How an engine step ended: its step-run outcome (engine_step_runs.outcome). */
+export type StepOutcome = 'succeeded' | 'failed' | 'timeout' | 'shutdown' | 'lease-lost' | 'interrupted' | 'deleting';
+
+// Builds take minutes and deploys wait for health checks: buckets up to half an hour.
+const STEP_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800];
+
+const stepDuration = new Histogram({
+  name: 'berth_engine_step_duration_seconds',
+  help: 'Duration of engine steps (build, deploy) by outcome.',
+  labelNames: ['step', 'outcome'] as const,
+  buckets: STEP_BUCKETS,
+  registers: [processRegistry],
+});
+
+const builds = new Counter({
+  name: 'berth_builds_total',
+  help: 'Image builds run by this process, by outcome.',
+  labelNames: ['outcome'] as const,
+  registers: [processRegistry],
+});
+
+const busySlots = new Gauge({
+  name: 'berth_engine_busy_slots',
+  help: 'Deployments this process is working on now.',
+  registers: [processRegistry],
+});
+
+const slots = new Gauge({
+  name: 'berth_engine_slots',
+  help: 'Deployments this process works on at most at once (BERTH_ENGINE_CONCURRENCY); 0 without an engine.',
+  registers: [processRegistry],
+});
+
+/** Called by the engine when a build or deploy step ends, however it ends. */
+export function observeStep(step: 'build' | 'deploy' | 'database', outcome: StepOutcome, seconds: number): void {
+  stepDuration.observe({ step, outcome }, seconds);
+  if (step === 'build') builds.inc({ outcome });
+}
+
+/** Called by the engine when it starts or ends work on a deployment. */
+export function setEngineSlots(busy: number, concurrency: number): void {
+  busySlots.set(busy);
+  slots.set(concurrency);
+}
+
+/** When each listener last reported to this Berth. */
+export interface ListenerSighting {
+  listenerId: string;
+  lastSeenAt: Date;
+}
+export type ListenerSightingsReader = () => Promise<readonly ListenerSighting[]>;
+
+let readListenerSightings: ListenerSightingsReader | undefined;
+
+/**
+ * Gives the listener age gauge its source. Nothing records listener reports yet, so until
+ * something calls this the gauge has no samples.
+ */
+export function setListenerSightingsReader(reader: ListenerSightingsReader | undefined): void {
+  readListenerSightings = reader;
+}
+
+new Gauge({
+  name: 'berth_listener_last_seen_age_seconds',
+  help: 'Seconds since each listener last reported.',
+  labelNames: ['listener_id'] as const,
+  registers: [processRegistry],
+  async collect() {
+    this.reset();
+    if (!readListenerSightings) return;
+    const now = Date.now();
+    for (const sighting of await readListenerSightings()) {
+      this.set({ listener_id: sighting.listenerId }, Math.max(0, (now - sighting.lastSeenAt.getTime()) / 1000));
+    }
+  },
+});

@@ -1,0 +1,130 @@
+import type { Logger } from 'pino';
+import { type GitSettings, pushMatchesRepository, readGitHubDelivery, remoteBranchHeads, sameRepository, WebhookError } from '../codehost/index.js';
+import { fail } from '../domain/errors.js';
+import { integrationNotFound } from '../domain/integrations.js';
+import { decryptCredentials } from '../security/integration-credentials.js';
+import { type Db, nowIso } from '../store/database.js';
+import { type DeploymentWithLatest, deploymentsBuildingOnPush } from '../store/repositories/deployments.js';
+import * as integrations from '../store/repositories/integrations.js';
+import type { Encryptor } from '../security/encryption.js';
+import type { CodehostOptions } from './integrations.js';
+import type { RevisionService } from './revisions.js';
+
+export interface PushOutcome {
+  /** What the delivery was: a push acted on, a redelivery, or an event that asks for nothing. */
+  outcome: 'built' | 'duplicate' | 'ignored';
+  /** Revisions created, one per deployment that builds this repository and branch on push. */
+  revision_ids: string[];
+}
+
+/**
+ * Build on push: a push to a branch makes a new revision of every deployment that tracks
+ * that repository and branch with `build_on_push`. GitHub tells Berth through its webhook;
+ * for `git` integrations a poller asks the remotes. Each push acts once, whichever
+ * process or replica hears of it (deliveries are recorded, and a poller's "push" is the
+ * branch's new commit), and the engine's latest-wins queue keeps only the newest build.
+ */
+export function createPushBuildService({
+  db,
+  encryptor,
+  revisions,
+  codehost,
+}: {
+  db: Db;
+  encryptor: Encryptor;
+  revisions: RevisionService;
+  codehost: CodehostOptions;
+}) {
+  async function buildDeployments(deployments: DeploymentWithLatest[], reason: string): Promise<string[]> {
+    const created: string[] = [];
+    for (const { deployment } of deployments) {
+      const revision = await revisions.rebuild(deployment, reason);
+      if (revision) created.push(revision);
+    }
+    return created;
+  }
+
+  /** Deployments of the repository whose latest revision builds `branch`. */
+  const tracking = (deployments: DeploymentWithLatest[], branch: string, matches: (repoUrl: string) => boolean) =>
+    deployments.filter(
+      ({ deployment, latest }) =>
+        deployment.source_config.repo_url && matches(deployment.source_config.repo_url) && latest?.source_revision_config.repo_ref === branch,
+    );
+
+  return {
+    /** A delivery from a GitHub App's webhook, checked against the integration's webhook secret. */
+    async githubDelivery(integrationId: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcome> {
+      const integration = await integrations.findIntegrationById(db, integrationId);
+      if (!integration) throw integrationNotFound(integrationId);
+      const secret = decryptCredentials(encryptor, integration.id, integration.credentials_encrypted).github?.webhookSecret;
+      if (integration.provider !== 'github' || !secret) {
+        throw fail('webhook_not_accepted', `Integration ID ${integrationId} takes no webhooks: only 'github' integrations with a webhook_secret do.`);
+      }
+      let delivery;
+      try {
+        delivery = readGitHubDelivery({ headers, rawBody, secret });
+      } catch (error) {
+        if (!(error instanceof WebhookError)) throw error;
+        if (error.failure === 'payload-invalid') throw fail('webhook_payload_invalid', `Webhook delivery refused: ${error.message}.`);
+        throw fail('webhook_signature_invalid', `Webhook delivery refused: ${error.message}.`);
+      }
+      if (delivery.event !== 'push' || !delivery.push.branch || delivery.push.deleted) return { outcome: 'ignored', revision_ids: [] };
+      if (!(await integrations.recordDelivery(db, integration.id, `github:${delivery.deliveryId}`, nowIso()))) {
+        return { outcome: 'duplicate', revision_ids: [] };
+      }
+      const { push } = delivery;
+      const deployments = tracking(await deploymentsBuildingOnPush(db, integration.id), push.branch as string, (url) => pushMatchesRepository(push, url));
+      return { outcome: 'built', revision_ids: await buildDeployments(deployments, `push of ${push.after.slice(0, 12)} to ${push.branch}`) };
+    },
+
+    /**
+     * Asks every `git` integration's remotes for their branch heads and builds deployments
+     * whose branch moved. The first look at a repository only remembers what it saw.
+     */
+    async pollGitIntegrations(logger: Logger, signal: AbortSignal): Promise<number> {
+      let built = 0;
+      for (const integration of await integrations.listAllIntegrations(db, 'git')) {
+        const deployments = await deploymentsBuildingOnPush(db, integration.id);
+        if (deployments.length === 0) continue;
+        const settings = integration.settings as unknown as GitSettings;
+        const credentials = decryptCredentials(encryptor, integration.id, integration.credentials_encrypted).git;
+        for (const url of settings.repositories) {
+          const theirs = deployments.filter(({ deployment }) => deployment.source_config.repo_url && sameRepository(deployment.source_config.repo_url, url));
+          if (theirs.length === 0) continue;
+          try {
+            const own = credentials?.perRepository?.[url];
+            const auth = own
+              ? { kind: 'basic' as const, ...own }
+              : credentials?.sshPrivateKey
+                ? { kind: 'ssh-key' as const, privateKey: credentials.sshPrivateKey }
+                : credentials?.password && settings.username
+                  ? { kind: 'basic' as const, username: settings.username, password: credentials.password }
+                  : undefined;
+            const heads = await remoteBranchHeads(url, auth, signal, { knownHostsFile: codehost.knownHostsFile, allowLocal: codehost.allowLocal });
+            const seen = await integrations.branchHeads(db, integration.id, url);
+            const firstLook = Object.keys(seen).length === 0;
+            await integrations.saveBranchHeads(db, integration.id, url, heads, nowIso());
+            if (firstLook) continue;
+            for (const [branch, sha] of Object.entries(heads)) {
+              if (seen[branch] === sha) continue;
+              // Several pollers (replicas) may see the same move: the first to record it builds.
+              if (!(await integrations.recordDelivery(db, integration.id, `poll:${url}:${branch}:${sha}`, nowIso()))) continue;
+              built += (
+                await buildDeployments(
+                  tracking(theirs, branch, () => true),
+                  `new commit ${sha.slice(0, 12)} on ${branch}`,
+                )
+              ).length;
+            }
+          } catch (error) {
+            if (signal.aborted) return built;
+            logger.warn({ err: error, integrationId: integration.id }, 'could not poll a repository for build on push');
+          }
+        }
+      }
+      return built;
+    },
+  };
+}
+
+export type PushBuildService = ReturnType<typeof createPushBuildService>;

@@ -1,0 +1,18 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { canonicalJson } from '../../domain/canonical-json.js';
+import type { ResourceSpec } from '../../domain/deployment-config.js';
+import type { Executor } from '../database.js';
+
+/**
+ * The id of the deployment's stored resource spec with this content, stored now if it is
+ * new. Revisions refer to it instead of each keeping a copy.
+ */
+export async function resourceSpecId(db: Executor, deploymentId: string, spec: ResourceSpec, now: string): Promise<string> {
+  const text = canonicalJson(spec);
+  const digest = createHash('sha256').update(text).digest('hex');
+  const existing = await db.selectFrom('resource_specs').select('id').where('deployment_id', '=', deploymentId).where('digest', '=', digest).executeTakeFirst();
+  if (existing) return existing.id;
+  const id = randomUUID();
+  await db.insertInto('resource_specs').values({ id, deployment_id: deploymentId, digest, spec: text, created_at: now }).execute();
+  return id;
+}

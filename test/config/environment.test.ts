@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { ENVIRONMENT } from '../../src/environment.js';
+import { configurationTable } from '../../scripts/config-table.js';
+
+test("the README's configuration table is the environment schema written out (npm run docs:config)", async () => {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+  assert.ok(readme.includes(configurationTable()), 'README.md is out of date: paste the output of `npm run docs:config` over its configuration table');
+});
+
+test('every variable Berth reads is in the schema: the sources name no BERTH_ variable it lacks', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const named = execFileSync('grep', ['-rhoE', '\\bBERTH_[A-Z0-9_]+', 'src'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  // Paths and constants that merely start with the prefix.
+  const notVariables = new Set(['BERTH_CONTAINERS_CONF', 'BERTH_REGISTRIES_CONF']);
+  const missing = [...new Set(named)].filter((name) => !notVariables.has(name) && !(name in ENVIRONMENT.properties));
+  assert.deepEqual(missing, []);
+});
+
+test('defaults fill in unset and empty variables; values are trimmed and choices read in any case', () => {
+  const config = loadConfig({ PORT: ' 9000 ', BERTH_ENGINE: 'OFF', BERTH_ENGINE_CONCURRENCY: '', LOG_LEVEL: 'Debug' });
+  assert.equal(config.port, 9000);
+  assert.equal(config.engine.enabled, false);
+  assert.equal(config.engine.concurrency, 4);
+  assert.equal(config.logLevel, 'debug');
+  assert.equal(config.limits.rateLimitPerMinute, 6000);
+  assert.equal(loadConfig({ BERTH_REGISTRY: '127.0.0.1:5000' }).registry?.tlsVerify, false, 'a registry on this machine is plain HTTP by default');
+  assert.equal(loadConfig({ BERTH_REGISTRY: 'registry.example.com' }).registry?.tlsVerify, true);
+});
+
+test('every problem is reported at once, naming the variable, and secret values never appear', () => {
+  const secret = 'mysql://admin:hunter2-very-secret@db/berth';
+  const failure = (() => {
+    try {
+      loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud', DATABASE_URL: secret, BERTH_BOOTSTRAP_API_KEY: 'short-secret-key', BERTH_ENGINE_CONCURRENCY: '0' });
+    } catch (error) {
+      return error;
+    }
+    return undefined;
+  })();
+  assert.ok(failure instanceof ConfigError, String(failure));
+  for (const name of ['PORT', 'LOG_LEVEL', 'DATABASE_URL', 'BERTH_BOOTSTRAP_API_KEY', 'BERTH_ENGINE_CONCURRENCY'])
+    assert.match(failure.message, new RegExp(`- ${name} `));
+  assert.match(failure.message, /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got 'loud'\)/);
+  assert.ok(!failure.message.includes('hunter2') && !failure.message.includes('short-secret-key'), failure.message);
+  assert.throws(() => loadConfig({ BERTH_TRUSTED_PROXIES: '10.0.0.0/8, not-an-address' }), /BERTH_TRUSTED_PROXIES .*not-an-address/);
+  assert.throws(() => loadConfig({ BERTH_REGISTRY: 'r.example.com', BERTH_REGISTRY_TOKEN_KEY_FILE: '/k.pem' }), /go together/);
+});

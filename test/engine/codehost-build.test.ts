@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { cp, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@langchain/langgraph-sdk';
+import { containersEnv, removeContainers, run, ROOT } from '../build/helpers.js';
+import { createRepository, type FixtureRepository, git, type TempDir, tempDir } from '../support/git-repos.js';
+import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
+import { client, type Client as ApiClient } from '../support/http.js';
+import {
+  DEFAULT_REGISTRY_SERVICE,
+  DEFAULT_TOKEN_ISSUER,
+  deriveCredentialSecret,
+  loadOrCreateSigningKey,
+  mintPullCredential,
+  writeCertificateBundle,
+} from '../../src/registry/index.js';
+import { type BerthProcess, freePort, spawnBerth, stopBerth } from '../support/process.js';
+import { startTokenRegistry, type TokenRegistry } from '../support/registry.js';
+import { holdMachineTurnForSuite } from '../support/machine-lock.js';
+
+const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
+const KEY = `berth_test_${randomUUID()}_${randomUUID()}`;
+const MASTER_KEY = randomBytes(32);
+
+/**
+ * Issue 10's proof: a LangGraph.js project in a git repository (served over HTTP by git
+ * http-backend) is registered through a `git` integration and deployed as `codehost`;
+ * Berth builds it on the local base image, runs it, and the official SDK gets the graph's
+ * answer. A second commit deployed by PATCH answers the new way.
+ */
+describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
+  holdMachineTurnForSuite({ before, after });
+  let repos: TempDir;
+  let data: TempDir;
+  let repo: FixtureRepository;
+  let http: GitHttpServer;
+  let registry: TokenRegistry;
+  let berth: BerthProcess;
+  let api: ApiClient;
+  let integrationId: string;
+  let repoUrl: string;
+  const deploymentName = `echo-${randomUUID().slice(0, 8)}`;
+
+  before(
+    async () => {
+      const base = await run('bash', [path.join(ROOT, 'scripts/build-base-images.sh')], 15 * 60_000);
+      assert.equal(base.code, 0, `scripts/build-base-images.sh failed:\n${base.stderr}`);
+      repos = await tempDir('berth-e2e-repos-');
+      data = await tempDir('berth-e2e-data-');
+      repo = await createRepository(repos.path, { owner: 'acme', name: 'echo-agent', defaultBranch: 'main' });
+      await cp(FIXTURE, repo.work, { recursive: true });
+      await git(repo.work, ['add', '.']);
+      await git(repo.work, ['commit', '--quiet', '-m', 'the echo agent']);
+      await git(repo.work, ['push', '--quiet', 'origin', 'main']);
+      http = await startGitHttpServer({ root: repos.path });
+      // Built images go to a registry (Debian's docker-registry) that trusts Berth's tokens:
+      // Berth's signing key is made first, so the registry can start with its certificate.
+      const signingKey = await loadOrCreateSigningKey(path.join(data.path, 'registry'));
+      const bundle = path.join(data.path, 'registry', 'token-certificates.pem');
+      await writeCertificateBundle(signingKey, bundle);
+      const berthPort = await freePort();
+      registry = await startTokenRegistry({
+        port: await freePort(),
+        realm: `http://127.0.0.1:${berthPort}/v2/registry/token`,
+        service: DEFAULT_REGISTRY_SERVICE,
+        issuer: DEFAULT_TOKEN_ISSUER,
+        rootCertBundle: bundle,
+      });
+      berth = await spawnBerth(
+        {
+          ...(containersEnv() as Record<string, string>),
+          BERTH_DATA_DIR: data.path,
+          BERTH_BOOTSTRAP_API_KEY: KEY,
+          BERTH_ENCRYPTION_KEY: MASTER_KEY.toString('hex'),
+          BERTH_CONTAINER_RUNTIME: 'podman',
+          BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+          BERTH_REGISTRY: registry.host,
+        },
+        { port: berthPort },
+      );
+      api = client(berth.url, { key: KEY });
+      const integration = await api('POST', '/v1/integrations/codehost', {
+        body: { provider: 'git', name: 'company git', git: { repositories: [`${http.url}/acme/echo-agent.git`] } },
+      });
+      assert.equal(integration.status, 201, integration.text);
+      integrationId = integration.body.id;
+      const [listed] = (await api('GET', `/v1/integrations/codehost/${integrationId}/repos`)).body as { url: string; default_branch: string }[];
+      assert.ok(listed);
+      assert.equal(listed.default_branch, 'main');
+      repoUrl = listed.url;
+    },
+    { timeout: 20 * 60_000 },
+  );
+
+  after(async () => {
+    if (berth) await stopBerth(berth);
+    const names = (await run('podman', ['ps', '-a', '--format', '{{.Names}}'])).stdout.split('\n').filter((n) => n.startsWith(`berth-${deploymentName}`));
+    await removeContainers(...names);
+    const images = (await run('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}'])).stdout
+      .split('\n')
+      .filter((image) => image.includes(`/berth/${deploymentName}:`));
+    if (images.length > 0) await run('podman', ['rmi', '-f', ...images]);
+    await http?.close();
+    await registry?.stop();
+    await repos?.remove();
+    await data?.remove();
+  });
+
+  async function finished(deploymentId: string, revisionId: string) {
+    const res = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}?wait_for_terminal=300`);
+    assert.equal(res.status, 200, res.text);
+    return res.body as { status: string; status_message: string | null; source_revision_config: { repo_commit_sha: string | null } };
+  }
+
+  async function ask(url: string, input: string): Promise<unknown> {
+    const sdk = new Client({ apiUrl: url });
+    const [assistant] = await sdk.assistants.search({ graphId: 'echo' });
+    assert.ok(assistant, 'the deployed agent has the echo graph');
+    const thread = await sdk.threads.create();
+    const values = (await sdk.runs.wait(thread.thread_id, assistant.assistant_id, { input: { input } })) as { output?: unknown };
+    return values.output;
+  }
+
+  test('deploys, answers the SDK, and a new commit deployed by PATCH answers anew', { timeout: 20 * 60_000 }, async () => {
+    const created = await api('POST', '/v2/deployments', {
+      body: {
+        name: deploymentName,
+        source: 'github',
+        source_config: { integration_id: integrationId, repo_url: repoUrl, build_on_push: false },
+        source_revision_config: { repo_ref: 'main', langgraph_config_path: 'langgraph.json' },
+        secrets: [{ name: 'ECHO_SECRET', value: 'not-in-any-image' }],
+      },
+    });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id as string;
+    const first = await finished(id, created.body.latest_revision_id);
+    const buildLog = (await api('GET', `/v2/deployments/${id}/revisions/${created.body.latest_revision_id}/logs?type=build&limit=1000`)).body.logs as {
+      message: string;
+    }[];
+    assert.equal(first.status, 'DEPLOYED', `${first.status_message}\n${buildLog.map((l) => l.message).join('\n')}`);
+    const head = (await git(repo.work, ['rev-parse', 'main'])).trim();
+    assert.equal(first.source_revision_config.repo_commit_sha, head);
+
+    const timeline = (await api('GET', `/v2/deployments/${id}/revisions/${created.body.latest_revision_id}/timeline`)).body.resources as { status: string }[];
+    assert.deepEqual(
+      timeline.map((t) => t.status),
+      ['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'],
+    );
+    const messages = buildLog.map((l) => l.message);
+    assert.ok(
+      messages.some((m) => m.startsWith('Dockerfile (generated from langgraph.json')),
+      'the Dockerfile heads the build log',
+    );
+    assert.ok(messages.some((m) => m.includes('FROM localhost/berth/langgraphjs-api:20')));
+    assert.ok(
+      messages.some((m) => m.startsWith(`Pushing ${registry.host}/berth/${deploymentName}:`)),
+      'the image is pushed to BERTH_REGISTRY',
+    );
+    assert.ok(
+      messages.some((m) => /STEP \d+\/\d+|COMMIT/.test(m)),
+      "the builder's own output is in the build log",
+    );
+    assert.ok(!messages.join('\n').includes('not-in-any-image'), 'secrets never reach the build log');
+
+    const deployment = (await api('GET', `/v2/deployments/${id}`)).body;
+    assert.equal(deployment.status, 'READY');
+    const url = deployment.source_config.custom_url as string;
+    assert.equal((await fetch(`${url}/ok`)).status, 200);
+    assert.equal(await ask(url, 'hello'), 'echo: hello');
+
+    // A second commit that changes the graph, deployed by PATCH.
+    const graphFile = path.join(repo.work, 'src/graph.ts');
+    const changed = (await readFile(graphFile, 'utf8')).replace('`echo: ${state.input}`', '`echo v2: ${state.input}`');
+    const second = await repo.commit('main', { 'src/graph.ts': changed }, 'answer differently');
+    const patched = await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { repo_ref: 'main' } } });
+    assert.equal(patched.status, 200, patched.text);
+    assert.notEqual(patched.body.latest_revision_id, created.body.latest_revision_id);
+    const next = await finished(id, patched.body.latest_revision_id);
+    assert.equal(next.status, 'DEPLOYED', next.status_message ?? '');
+    assert.equal(next.source_revision_config.repo_commit_sha, second);
+    const redeployed = (await api('GET', `/v2/deployments/${id}`)).body;
+    assert.equal(await ask(redeployed.source_config.custom_url, 'hello'), 'echo v2: hello');
+
+    // The image was pushed to the registry, and holds no secret: they reach the container at run time only.
+    const image = `${registry.host}/berth/${deploymentName}:${patched.body.latest_revision_id}`;
+    const pull = await mintPullCredential(deriveCredentialSecret(MASTER_KEY), { subject: 'test', repository: `berth/${deploymentName}` });
+    const inspected = await run('skopeo', ['inspect', '--tls-verify=false', '--creds', `oauth2accesstoken:${pull.credential}`, `docker://${image}`]);
+    assert.equal(inspected.code, 0, `the built image is in the registry: ${inspected.stderr}`);
+    const local = await run('podman', ['image', 'inspect', image]);
+    assert.equal(local.code, 0, local.stderr);
+    assert.ok(!local.stdout.includes('not-in-any-image'));
+
+    assert.equal((await api('DELETE', `/v2/deployments/${id}`)).status, 204);
+    for (let i = 0; i < 600 && (await api('GET', `/v2/deployments/${id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 100));
+    const left = (await run('podman', ['ps', '-a', '--format', '{{.Names}}'])).stdout.split('\n').filter((n) => n.includes(deploymentName));
+    assert.deepEqual(left, [], 'no container outlives the deployment');
+  });
+
+  test('a build that cannot start says why: unknown ref, missing or escaping configuration', { timeout: 10 * 60_000 }, async () => {
+    const cases: { revision: Record<string, unknown>; files?: Record<string, string>; message: RegExp }[] = [
+      { revision: { repo_ref: 'no-such-branch' }, message: /no-such-branch/ },
+      { revision: { repo_ref: 'main', langgraph_config_path: 'missing/langgraph.json' }, message: /missing\/langgraph\.json.*does not exist/ },
+      { revision: { repo_ref: 'main', langgraph_config_path: '../langgraph.json' }, message: /without '\.\.'/ },
+      {
+        revision: { repo_ref: 'escape' },
+        files: { 'langgraph.json': '{"node_version": "20", "graphs": {"echo": "../../../etc/escape.ts:graph"}}' },
+        message: /graphs\.echo/,
+      },
+      { revision: { repo_ref: 'broken' }, files: { 'langgraph.json': '{"graphs": ' }, message: /langgraph\.json/ },
+    ];
+    for (const [index, c] of cases.entries()) {
+      if (c.files) await repo.commit(c.revision.repo_ref as string, c.files, 'bad configuration');
+      const created = await api('POST', '/v2/deployments', {
+        body: {
+          name: `broken-${index}-${randomUUID().slice(0, 6)}`,
+          source: 'codehost',
+          source_config: { integration_id: integrationId, repo_url: repoUrl },
+          source_revision_config: c.revision,
+          secrets: [],
+        },
+      });
+      assert.equal(created.status, 201, created.text);
+      const revision = await finished(created.body.id, created.body.latest_revision_id);
+      assert.equal(revision.status, 'BUILD_FAILED', JSON.stringify(revision));
+      assert.match(revision.status_message ?? '', c.message);
+      assert.equal((await api('DELETE', `/v2/deployments/${created.body.id}`)).status, 204);
+    }
+    const leftovers = await run('bash', ['-c', `ls ${path.join(data.path, 'builds')} 2>/dev/null | wc -l`]);
+    assert.equal(leftovers.stdout.trim(), '0', 'no checkout outlives its build');
+  });
+});
