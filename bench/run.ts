@@ -34,7 +34,7 @@ const usage = `npm run bench -- [flags]
   --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
                          implied when DATABASE_URL is a postgres URL (its server is used the same way)
   --only-postgres        skip the embedded default
-  --scenarios a,b        subset of: get,list,list-1,list-sparse,create,patch,engine,build
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,build
   --api-only             run the servers with BERTH_ENGINE=off (what the API alone costs; the default keeps the engine in)
   --cpu-prof             write a CPU profile of each Berth server to bench/profiles/ and summarise it
   --label TEXT           a line saying what this run measures (e.g. which change), written with the results
@@ -71,7 +71,7 @@ const DURATION = Number(flags.duration);
 const WARMUP = Number(flags.warmup);
 const DEPLOYMENTS = Number(flags.deployments);
 const ENGINE_REVISIONS = Number(flags['engine-revisions']);
-const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'create', 'patch', 'engine'] as const;
+const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 'create', 'patch', 'engine'] as const;
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 /** Not per database: builds and deploys the sample agent with podman (bench/build.ts). */
 const BUILD_SCENARIO = 'build';
@@ -390,6 +390,15 @@ function scenarios(ids: string[], runId: string): Scenario[] {
       title: `list 20 of ${DEPLOYMENTS.toLocaleString('en')}, rare name (1 in 1,000 matches: the search reads deep)`,
       requests: () => {
         // '-0424' matches the 100 names numbered 042400–042499, of which 80 are READY.
+        const prefix = rotate(Array.from({ length: 97 }, (_, k) => `-${String((k * 37) % Math.max(1, Math.floor(DEPLOYMENTS / 100))).padStart(4, '0')}`));
+        return [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/v2/deployments?name_contains=${prefix()}&status=READY&limit=20` }) }];
+      },
+    },
+    {
+      name: 'list-sparse-1',
+      title: `list 20 of ${DEPLOYMENTS.toLocaleString('en')}, rare name, 1 connection (the search's own latency)`,
+      connections: 1,
+      requests: () => {
         const prefix = rotate(Array.from({ length: 97 }, (_, k) => `-${String((k * 37) % Math.max(1, Math.floor(DEPLOYMENTS / 100))).padStart(4, '0')}`));
         return [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/v2/deployments?name_contains=${prefix()}&status=READY&limit=20` }) }];
       },

@@ -9,6 +9,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../src/store/schema.js';
+import { ERROR_CODES } from '../src/domain/errors.js';
 import type { ApiResponse } from '../test/support/http.js';
 
 export type Db = Kysely<Database>;
@@ -139,7 +140,7 @@ export async function textCells(db: Db): Promise<{ table: string; column: string
 }
 
 /**
- * The API's error form: `{"detail": "<text>"}`, or for 422 `{"detail": [{type, loc, msg, …}]}`,
+ * The API's error form: `{"detail": "<text>", "code": "<error code>"}`, or for 422 `{"detail": [{type, loc, msg, …}]}`,
  * as JSON. Returns a description of what is wrong, or undefined when the answer is fine.
  */
 export function errorFormProblem(status: number, contentType: string | null, text: string): string | undefined {
@@ -151,8 +152,12 @@ export function errorFormProblem(status: number, contentType: string | null, tex
     return `body is not JSON: ${text.slice(0, 200)}`;
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return `body is not an object: ${text.slice(0, 200)}`;
+  // `code` is the one extra field: a code from the closed list, which clients reading only `detail` ignore.
+  const { detail: _detail, code, ...rest } = body as Record<string, unknown>;
   const keys = Object.keys(body);
-  if (keys.length !== 1 || keys[0] !== 'detail') return `body has keys [${keys.join(', ')}], not just 'detail': ${text.slice(0, 200)}`;
+  if (!keys.includes('detail') || Object.keys(rest).length > 0) return `body has keys [${keys.join(', ')}], not 'detail' and 'code': ${text.slice(0, 200)}`;
+  if (code !== undefined && !(ERROR_CODES as readonly unknown[]).includes(code))
+    return `code ${JSON.stringify(code)} is not one of the error codes: ${text.slice(0, 200)}`;
   const detail = (body as { detail: unknown }).detail;
   if (status === 422) {
     if (!Array.isArray(detail) || detail.length === 0) return `422 detail is not a non-empty list: ${text.slice(0, 200)}`;

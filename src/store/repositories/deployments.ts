@@ -1,5 +1,5 @@
 import type { SourceSpelling } from '../../domain/deployment-config.js';
-import { sql } from 'kysely';
+import { SqliteAdapter, sql } from 'kysely';
 import type { SourceConfig } from '../../domain/deployment-config.js';
 import type { DeploymentStatus } from '../../domain/deployment-status.js';
 import { escapeLike } from '../like.js';
@@ -250,11 +250,21 @@ export async function listDeployments(
   page: { limit: number; offset: number },
 ): Promise<DeploymentWithLatest[]> {
   if (filters.tagValueIds && filters.tagValueIds.length > 0) return [];
-  let query = selectWithLatest(db).where('deployments.workspace_id', '=', workspaceId);
+  const viaSearchIndex = filters.nameContains !== undefined && (await searchIndexIsCheaper(db, filters.nameContains));
+  let query = viaSearchIndex
+    ? // The unary + keeps SQLite off the listing index, so that the few candidates drive the plan.
+      selectWithLatest(db).where(sql<boolean>`+deployments.workspace_id = ${workspaceId}`)
+    : selectWithLatest(db).where('deployments.workspace_id', '=', workspaceId);
   if (filters.nameContains) {
     const pattern = `%${escapeLike(filters.nameContains.toLowerCase())}%`;
-    // Explicit ESCAPE: SQLite has no default escape character for LIKE.
+    // Explicit ESCAPE: SQLite has no default escape character for LIKE. The LIKE decides the
+    // answer in every plan; the trigram index only narrows the rows it is asked about.
     query = query.where(sql<boolean>`lower(deployments.name) like ${pattern} escape '\\'`);
+    if (viaSearchIndex) {
+      query = query.where(
+        sql<boolean>`deployments.id IN (SELECT k.deployment_id FROM deployment_name_search s JOIN deployment_search_keys k ON k.key = s.rowid WHERE deployment_name_search MATCH ${trigramPhrase(filters.nameContains)})`,
+      );
+    }
   }
   if (filters.name !== undefined) {
     // Names are unique without regard to case, and only `lower(name)` is indexed (with the
@@ -270,6 +280,32 @@ export async function listDeployments(
   if (filters.ids && filters.ids.length > 0) query = query.where('deployments.id', 'in', filters.ids);
   const rows = await query.orderBy('deployments.created_at', 'desc').orderBy('deployments.id', 'desc').limit(page.limit).offset(page.offset).execute();
   return rows.map(splitLatest);
+}
+
+/** More hits than this and walking the listing index finds a page sooner than sorting them all. */
+const SEARCH_CANDIDATE_LIMIT = 2_000;
+
+/**
+ * SQLite only (PostgreSQL's planner weighs its trigram index itself): whether the FTS5
+ * trigram table should drive the search. Not for needles shorter than a trigram, and not
+ * when the needle is common across the database.
+ */
+async function searchIndexIsCheaper(db: Executor, needle: string): Promise<boolean> {
+  if (!isSqlite(db) || [...needle].length < 3) return false;
+  const { rows } = await sql<{ hits: number }>`
+    SELECT count(*) AS hits FROM (SELECT 1 FROM deployment_name_search WHERE deployment_name_search MATCH ${trigramPhrase(needle)} LIMIT ${SEARCH_CANDIDATE_LIMIT})`.execute(
+    db,
+  );
+  return Number(rows[0]?.hits ?? SEARCH_CANDIDATE_LIMIT) < SEARCH_CANDIDATE_LIMIT;
+}
+
+/** An FTS5 string literal: the needle as one phrase, which the trigram tokenizer matches as a substring. */
+function trigramPhrase(needle: string): string {
+  return `"${needle.replaceAll('"', '""')}"`;
+}
+
+function isSqlite(db: Executor): boolean {
+  return db.getExecutor().adapter instanceof SqliteAdapter;
 }
 
 /** How many deployments build from the integration (deleting it is refused while any do). */
