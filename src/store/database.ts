@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -11,9 +12,33 @@ export type Db = Kysely<Database>;
 /** Repositories take either the database or an open transaction. */
 export type Executor = Kysely<Database> | Transaction<Database>;
 
+/** SQL texts that run as named prepared statements on PostgreSQL, with their names. */
+const NAMED_STATEMENTS = new Map<string, string>();
+
+/**
+ * Marks a query text (of fixed shape, with an explicit column list) to be parsed and planned
+ * once per PostgreSQL connection instead of on every run. See prepared.ts.
+ */
+export function prepareOnPostgres(text: string): void {
+  if (!NAMED_STATEMENTS.has(text)) NAMED_STATEMENTS.set(text, `berth_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`);
+}
+
+/**
+ * node-postgres prepares a statement once per connection when a query carries a `name`;
+ * Kysely sends only text and values, so this client adds the name to the texts marked above.
+ */
+class NamedStatementClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const [text, values] = args;
+    const name = typeof text === 'string' && args.length === 2 && Array.isArray(values) ? NAMED_STATEMENTS.get(text) : undefined;
+    const plain = super.query as unknown as (...a: unknown[]) => never;
+    return name ? plain.call(this, { name, text, values }) : plain.apply(this, args);
+  }
+}
+
 export function openDatabase(database: Config['database']): Db {
   if (database.kind === 'postgres') {
-    const pool = new pg.Pool({ connectionString: database.url, max: 10 });
+    const pool = new pg.Pool({ connectionString: database.url, max: 10, Client: NamedStatementClient });
     // An idle client that loses its connection emits 'error'; without a listener that
     // would crash the process. The pool replaces the client on next use.
     pool.on('error', () => {});

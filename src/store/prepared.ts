@@ -1,5 +1,5 @@
 import { type Compilable, CompiledQuery } from 'kysely';
-import type { Db, Executor } from './database.js';
+import { type Db, type Executor, prepareOnPostgres } from './database.js';
 
 /**
  * A query of fixed shape whose SQL is compiled once per database instead of on every run:
@@ -9,6 +9,14 @@ import type { Db, Executor } from './database.js';
  * (string parameters only, each used as a value as it is).
  * Inside a transaction the query is built as usual (a transaction is a new executor each
  * time, so there is nothing to key a cache on).
+ *
+ * On PostgreSQL the compiled text also runs as a named prepared statement: parsed and
+ * planned once per connection. Such a query must name its columns (never `*`): PostgreSQL
+ * re-plans a prepared statement by itself after any DDL on the tables it reads, but a
+ * `*` whose columns changed (a migration adding one) would fail with "cached plan must not
+ * change result type" on every connection that prepared it before. With named columns, a
+ * migration that adds columns or indexes only makes the next run re-plan; one that drops
+ * or renames a column the query names breaks it, as it would break the unprepared query.
  */
 export function preparedQuery<Params extends string[], Row>(
   build: (db: Executor, ...params: Params) => Compilable<Row>,
@@ -20,6 +28,7 @@ export function preparedQuery<Params extends string[], Row>(
     if (!compiled) {
       compiled = compileWithPlaceholders(db, build, params.length);
       compiledFor.set(db, compiled);
+      prepareOnPostgres(compiled.sql);
     }
     const bound = compiled.bindings.map((binding) => ('parameter' in binding ? params[binding.parameter] : binding.constant));
     return (await db.executeQuery(CompiledQuery.raw(compiled.sql, bound))).rows as Row[];
