@@ -8,8 +8,6 @@ import { type Action, type ObservedContainer, reconcile } from './reconciler.js'
 import { ContainerRunner, type LogLine, recordingContext } from './runner.js';
 import { type AgentState, lockDataDir, readState, writeState } from './state-file.js';
 
-/** How long a state request waits for a change; an unchanged answer also re-checks the containers. */
-const POLL_WAIT_SECONDS = 30;
 /** After SIGTERM, a report already being sent gets this long to finish. */
 const REPORT_GRACE_MS = 10_000;
 const MAX_LOG_LINES = 500;
@@ -161,7 +159,8 @@ export class ListenerAgent {
     let since: number | undefined;
     let failures = 0;
     while (!this.stopped) {
-      const wait = since === undefined ? 0 : POLL_WAIT_SECONDS;
+      // An unchanged answer at the end of the wait also re-checks the containers.
+      const wait = since === undefined ? 0 : this.config.pollSeconds;
       const desired = await this.retrying(() => this.client.state(since, wait, this.stopping.signal), this.stopping.signal);
       if (!desired) return;
       try {

@@ -15,6 +15,12 @@ export const AGENT_ENVIRONMENT = Type.Object({
     default: 'auto',
     description: 'container runtime: auto prefers podman, then docker',
   }),
+  BERTH_LISTENER_POLL_SECONDS: Type.Integer({
+    minimum: 1,
+    maximum: 60,
+    default: 30,
+    description: 'how long one state request waits for a change; also how often running containers are checked when nothing changes',
+  }),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)), { default: 'info' }),
 });
 
@@ -26,6 +32,7 @@ export interface AgentConfig {
   listenerKey: string;
   dataDir: string;
   runtime: 'auto' | 'podman' | 'docker';
+  pollSeconds: number;
   logLevel: string;
 }
 
@@ -49,14 +56,16 @@ export function loadAgentConfig(env: NodeJS.ProcessEnv, flags: AgentFlags = {}):
     BERTH_LISTENER_KEY: env.BERTH_LISTENER_KEY,
     BERTH_LISTENER_DATA_DIR: flags.dataDir ?? env.BERTH_LISTENER_DATA_DIR,
     BERTH_LISTENER_RUNTIME: flags.runtime ?? env.BERTH_LISTENER_RUNTIME,
+    BERTH_LISTENER_POLL_SECONDS: env.BERTH_LISTENER_POLL_SECONDS,
     LOG_LEVEL: env.LOG_LEVEL,
   };
-  const values: Record<string, string> = {};
+  const values: Record<string, string | number> = {};
   const problems: string[] = [];
   for (const [name, schema] of Object.entries(AGENT_ENVIRONMENT.properties)) {
-    const notes = schema as { default?: string; description?: string };
+    const notes = schema as { default?: string | number; description?: string; type?: string };
     const raw = given[name];
-    const value = raw === undefined || raw.trim() === '' ? notes.default : SECRET.has(name) ? raw : raw.trim();
+    const text = raw === undefined || raw.trim() === '' ? notes.default : SECRET.has(name) ? raw : raw.trim();
+    const value = notes.type === 'integer' && typeof text === 'string' && /^\d+$/.test(text) ? Number(text) : text;
     if (value === undefined) {
       problems.push(`${name} is required: ${notes.description ?? ''}`.trim());
       continue;
@@ -74,6 +83,7 @@ export function loadAgentConfig(env: NodeJS.ProcessEnv, flags: AgentFlags = {}):
     listenerKey: read.BERTH_LISTENER_KEY,
     dataDir: path.resolve(read.BERTH_LISTENER_DATA_DIR),
     runtime: read.BERTH_LISTENER_RUNTIME,
+    pollSeconds: read.BERTH_LISTENER_POLL_SECONDS,
     logLevel: read.LOG_LEVEL,
   };
 }

@@ -8,7 +8,7 @@ const KEY = 'lk_secret-value-never-shown';
 
 test('the agent reads its settings from the environment; flags win; defaults fill the rest', () => {
   const config = loadAgentConfig({ BERTH_URL: 'https://berth.example.com/', BERTH_LISTENER_KEY: KEY }, { dataDir: '/var/lib/agent' });
-  assert.deepEqual(config, { berthUrl: 'https://berth.example.com', listenerKey: KEY, dataDir: '/var/lib/agent', runtime: 'auto', logLevel: 'info' });
+  assert.deepEqual(config, { berthUrl: 'https://berth.example.com', listenerKey: KEY, dataDir: '/var/lib/agent', runtime: 'auto', pollSeconds: 30, logLevel: 'info' });
   const flagged = loadAgentConfig({ BERTH_URL: 'http://a', BERTH_LISTENER_KEY: KEY, BERTH_LISTENER_RUNTIME: 'docker' }, { url: 'http://b:8124', runtime: 'podman' });
   assert.equal(flagged.berthUrl, 'http://b:8124');
   assert.equal(flagged.runtime, 'podman');
@@ -24,6 +24,10 @@ test('every problem is named at once, and the key never appears', () => {
       /BERTH_LISTENER_KEY is required/.test(error.message) &&
       /BERTH_LISTENER_RUNTIME is invalid/.test(error.message),
   );
+  assert.equal(loadAgentConfig({ BERTH_URL: 'http://a', BERTH_LISTENER_KEY: KEY, BERTH_LISTENER_POLL_SECONDS: ' 5 ' }).pollSeconds, 5);
+  for (const bad of ['0', '61', '2.5', 'soon']) {
+    assert.throws(() => loadAgentConfig({ BERTH_URL: 'http://a', BERTH_LISTENER_KEY: KEY, BERTH_LISTENER_POLL_SECONDS: bad }), /BERTH_LISTENER_POLL_SECONDS is invalid/);
+  }
   assert.throws(
     () => loadAgentConfig({ BERTH_URL: 'http://a', BERTH_LISTENER_KEY: KEY, LOG_LEVEL: 'loud' }),
     (error: unknown) => error instanceof AgentConfigError && /LOG_LEVEL is invalid/.test(error.message) && !error.message.includes(KEY),
