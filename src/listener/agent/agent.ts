@@ -238,13 +238,7 @@ export class ListenerAgent {
       const outcome = await this.reportRevision(deployment, 'DEPLOYING', {});
       if (outcome !== 'applied' && outcome !== 'unchanged') return;
     }
-    const deadline = new AbortController();
-    const timeoutMs = Math.max(1, deployment.deploy_timeout_seconds) * 1000;
-    const timer = setTimeout(
-      () => deadline.abort(new Error(`not healthy within the deploy timeout of ${deployment.deploy_timeout_seconds} s (source_config.deploy_timeout_seconds)`)),
-      timeoutMs,
-    );
-    const context = recordingContext(AbortSignal.any([this.stopping.signal, deadline.signal]), this.echo(deployment.deployment_name));
+    const context = this.deployContext(deployment);
     let started: RunningRevision;
     try {
       started = await this.runner.start(this.listenerId, deployment, context);
@@ -259,41 +253,70 @@ export class ListenerAgent {
       await this.reportRevision(deployment, 'DEPLOY_FAILED', { message: message(error), logs: context.lines });
       return;
     } finally {
-      clearTimeout(timer);
+      context.done();
     }
-    await this.runner.remove(replaces, context).catch((error: unknown) => context.log('WARNING', `Could not remove the replaced containers: ${message(error)}`));
-    if (replaces.length > 0) await context.log('INFO', `Replaced ${replaces.join(', ')}`);
+    await this.finishRollout(deployment, started, replaces, context);
+  }
+
+  /** Healthy: only now are the containers it replaces removed, then DEPLOYED is reported. */
+  private async finishRollout(deployment: DesiredDeploymentView, started: RunningRevision, replaces: string[], context: ReturnType<typeof recordingContext>) {
+    if (replaces.length > 0) {
+      try {
+        await this.runner.remove(replaces, this.quietContext(deployment.deployment_id));
+        await context.log('INFO', `Removed ${replaces.join(', ')}, which this revision replaces`);
+      } catch (error) {
+        await context.log('WARNING', `Could not remove the replaced containers: ${message(error)}`);
+      }
+    }
     await this.reportRevision(deployment, 'DEPLOYED', { url: started.url, logs: context.lines });
   }
 
-  /** The revision's container already runs (the agent stopped after starting it): report it if it answers. */
+  /** A step context bounded by the deployment's deploy timeout (and the agent stopping). */
+  private deployContext(deployment: DesiredDeploymentView) {
+    const deadline = new AbortController();
+    const seconds = Math.max(1, deployment.deploy_timeout_seconds);
+    const timer = setTimeout(
+      () => deadline.abort(new Error(`not healthy within the deploy timeout of ${seconds} s (source_config.deploy_timeout_seconds)`)),
+      seconds * 1000,
+    );
+    const context = recordingContext(AbortSignal.any([this.stopping.signal, deadline.signal]), this.echo(deployment.deployment_name));
+    return Object.assign(context, { done: () => clearTimeout(timer) });
+  }
+
+  /**
+   * The revision's container already runs (an agent stopped while starting it): wait for it to
+   * answer, as the start would have, then report it; one that does not is replaced by a new start.
+   */
   private async adopt(deployment: DesiredDeploymentView, container: ObservedContainer, replaces: string[]): Promise<void> {
-    const url = container.url as string;
-    const healthy = await fetch(`${url}/ok`, { signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(5_000)]) })
-      .then(async (response) => {
-        await response.body?.cancel();
-        return response.status === 200;
-      })
-      .catch(() => false);
-    if (!healthy) return this.deploy(deployment, true, replaces);
-    const context = recordingContext(this.stopping.signal, this.echo(deployment.deployment_name));
-    await context.log('INFO', `Container ${container.name} of this revision already runs and answers ${url}/ok`);
-    await this.runner.remove(replaces, context).catch((error: unknown) => context.log('WARNING', `Could not remove the replaced containers: ${message(error)}`));
-    await this.reportRevision(deployment, 'DEPLOYED', { url, logs: context.lines });
+    const context = this.deployContext(deployment);
+    await context.log('INFO', `Container ${container.name} of this revision already runs; waiting for GET /ok`);
+    let started: RunningRevision;
+    try {
+      started = await this.runner.resume(container, context);
+    } catch (error) {
+      if (this.stopped) return;
+      await context.log('WARNING', `${message(error)}; starting it anew`);
+      return this.deploy(deployment, true, replaces);
+    } finally {
+      context.done();
+    }
+    await this.finishRollout(deployment, started, replaces, context);
   }
 
   /** A DEPLOYED revision's container stopped (host reboot): start it again on its port, else anew. */
   private async resume(deployment: DesiredDeploymentView, container: ObservedContainer, replaces: string[]): Promise<void> {
-    const context = recordingContext(AbortSignal.any([this.stopping.signal, AbortSignal.timeout(deployment.deploy_timeout_seconds * 1000)]), this.echo(deployment.deployment_name));
+    const context = this.deployContext(deployment);
     try {
-      const resumed = await this.runner.resume(container, context);
-      await this.runner.remove(replaces, context).catch(() => undefined);
-      if (resumed.url !== container.url) await this.reportRevision(deployment, 'DEPLOYED', { url: resumed.url, logs: context.lines });
+      await this.runner.resume(container, context);
     } catch (error) {
       if (this.stopped) return;
       this.logger.warn({ deployment: deployment.deployment_name, error: message(error) }, 'could not start the stopped container again; starting a new one');
-      await this.deploy(deployment, false, replaces);
+      return this.deploy(deployment, false, replaces);
+    } finally {
+      context.done();
     }
+    // Same name, same port: the URL Berth has is still right.
+    await this.runner.remove(replaces, this.quietContext(deployment.deployment_id)).catch(() => undefined);
   }
 
   private async delete(deploymentId: string): Promise<void> {

@@ -2,7 +2,7 @@ import type { DesiredDeploymentView } from '../../contract/listener-protocol.js'
 import { localLimits } from '../../domain/deployment-config.js';
 import { platformVariables } from '../../domain/platform-env.js';
 import { LocalContainerRuntime } from '../../engine/drivers/local-container/index.js';
-import type { LogLevel, RunningRevision, StepContext } from '../../engine/drivers/types.js';
+import { DriverError, type LogLevel, type RunningRevision, type StepContext } from '../../engine/drivers/types.js';
 import type { ObservedContainer } from './reconciler.js';
 
 /** Containers of a listener carry its id in this label, beside the deployment and revision labels. */
@@ -56,7 +56,19 @@ export class ContainerRunner {
     }));
   }
 
-  start(listenerId: string, deployment: DesiredDeploymentView, context: StepContext): Promise<RunningRevision> {
+  async start(listenerId: string, deployment: DesiredDeploymentView, context: StepContext): Promise<RunningRevision> {
+    try {
+      return await this.startOnce(listenerId, deployment, context);
+    } catch (error) {
+      // A `run` left running by an agent killed mid-start can create the same container just
+      // after this start removed it; the runtime removes it again on the second attempt.
+      if (!(error instanceof DriverError) || !/already in use/.test(error.message) || context.signal.aborted) throw error;
+      await context.log('WARNING', 'The container name was taken by an earlier, interrupted start; starting again');
+      return this.startOnce(listenerId, deployment, context);
+    }
+  }
+
+  private startOnce(listenerId: string, deployment: DesiredDeploymentView, context: StepContext): Promise<RunningRevision> {
     const env = Object.fromEntries(deployment.secrets.map((secret) => [secret.name, secret.value]));
     Object.assign(env, platformVariables({ id: deployment.deployment_id, name: deployment.deployment_name }, { id: deployment.revision_id }));
     return this.runtime.start(
