@@ -1,4 +1,4 @@
-import { canonicalSource, isBuiltSource, localLimits, type ResourceSpec, type RevisionConfig, type Source } from '../domain/deployment-config.js';
+import { canonicalSource, isBuiltSource, localLimits, type RevisionConfig, type Source } from '../domain/deployment-config.js';
 import { platformVariables } from '../domain/platform-env.js';
 import { isListenerOwned } from '../domain/queue-policy.js';
 import { decryptSecretSet } from '../security/secret-sets.js';

@@ -352,7 +352,10 @@ export class ListenerAgent {
     const outcome = answer?.revisions.find((item) => item.revision_id === deployment.revision_id)?.outcome;
     if (outcome && status === 'DEPLOY_FAILED') this.failuresAnswered.add(deployment.revision_id);
     if (outcome === 'fenced') {
-      this.logger.info({ deployment: deployment.deployment_name, revision: deployment.revision_id, status }, 'Berth no longer wants this revision here; dropped');
+      this.logger.info(
+        { deployment: deployment.deployment_name, revision: deployment.revision_id, status },
+        'Berth no longer wants this revision here; dropped',
+      );
     } else if (outcome) {
       this.logger.info({ deployment: deployment.deployment_name, revision: deployment.revision_id, status, outcome }, 'reported');
     }

@@ -21,7 +21,10 @@ export const AGENT_ENVIRONMENT = Type.Object({
     default: 30,
     description: 'how long one state request waits for a change; also how often running containers are checked when nothing changes',
   }),
-  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)), { default: 'info' }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+    { default: 'info' },
+  ),
 });
 
 type AgentEnvironment = Static<typeof AGENT_ENVIRONMENT>;
@@ -71,7 +74,9 @@ export function loadAgentConfig(env: NodeJS.ProcessEnv, flags: AgentFlags = {}):
       continue;
     }
     if (!Check(schema, value)) {
-      problems.push(`${name} is invalid${SECRET.has(name) ? ' (value not shown)' : ` (got '${value}')`}: ${notes.description ?? 'see docs/listener-protocol.md'}`);
+      problems.push(
+        `${name} is invalid${SECRET.has(name) ? ' (value not shown)' : ` (got '${value}')`}: ${notes.description ?? 'see docs/listener-protocol.md'}`,
+      );
       continue;
     }
     values[name] = value;

@@ -53,7 +53,7 @@ describe('reconcile: from the desired state and what runs to what to do', () => 
     assert.deepEqual(actions, [{ kind: 'adopt', deployment: next, container: mine, replaces: [old.name] }]);
   });
 
-  test("a stopped container of a revision being rolled out is a start that never finished: deploy again", () => {
+  test('a stopped container of a revision being rolled out is a start that never finished: deploy again', () => {
     const next = deployment('DEPLOYING');
     const actions = reconcile({ desired: { deployments: [next], deletions: [] }, running: [container(next, next.revision_id, false)], failedRevisions: none });
     assert.deepEqual(actions, [{ kind: 'deploy', deployment: next, rollout: true, replaces: [] }]);
@@ -110,7 +110,10 @@ describe('reconcile: from the desired state and what runs to what to do', () => 
       running: [container(entry, entry.revision_id)],
       failedRevisions: none,
     });
-    assert.deepEqual(actions.map((action) => action.kind), ['delete']);
+    assert.deepEqual(
+      actions.map((action) => action.kind),
+      ['delete'],
+    );
   });
 
   test('containers of deployments the listener no longer has are removed', () => {
