@@ -176,7 +176,10 @@ export class ListenerAgent {
     }
   }
 
-  /** Calls until an answer, backing off on retryable failures; undefined once `signal` is aborted. */
+  /**
+   * Calls until an answer, backing off between attempts; undefined once `signal` is aborted.
+   * Even a refusal is retried: the agent outlives a misconfigured or half-upgraded Berth.
+   */
   private async retrying<T>(call: () => Promise<T>, signal: AbortSignal): Promise<T | undefined> {
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
@@ -185,7 +188,7 @@ export class ListenerAgent {
         return answer;
       } catch (error) {
         if (signal.aborted) return undefined;
-        if (!(error instanceof ProtocolError) || !error.retryable) throw error;
+        if (!(error instanceof ProtocolError)) throw error;
         this.link.down(error.message);
         await sleep(backoffDelay(attempt, this.backoff), signal);
       }
