@@ -200,6 +200,20 @@ describe('berth listener on a container host (real podman, protocol stand-in)', 
     assert.equal(containers(first.deployment_id).length, 1);
   });
 
+  test('a stopped container (as after a host reboot) is started again on its port: the URL Berth has stays right', async () => {
+    const [running] = containers(first.deployment_id);
+    assert.ok(running);
+    const url = berth.urlOf(first.deployment_id);
+    podman('stop', '-t', '0', running.name);
+    assert.equal(await answersOk(url), false);
+    await eventually(async () => answersOk(url), 'the same URL to answer /ok again', CONVERGE_MS);
+    assert.equal(berth.urlOf(first.deployment_id), url);
+    assert.deepEqual(
+      containers(first.deployment_id).map((container) => container.name),
+      [running.name],
+    );
+  });
+
   test('Berth goes away and comes back: one disconnect and one reconnect logged, and what changed meanwhile is applied', async () => {
     const port = berth.port;
     await berth.stop();
