@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { registerDockerfileCommand } from './build/dockerfile-command.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
+import { AgentConfigError, loadAgentConfig } from './listener/agent/config.js';
+import { ListenerAgent } from './listener/agent/agent.js';
 import { createLogger } from './logger.js';
 import { registerOperationsCommands } from './operations/commands.js';
 import { startBerth, startEngineOnly } from './server.js';
@@ -59,6 +61,29 @@ program
     const engine = await startEngineOnly(config, logger);
     logger.info({ database: config.database.kind }, 'berth engine is running');
     stopOnSignals(logger, () => engine.close());
+  });
+
+program
+  .command('listener')
+  .description('Run deployments placed on a listener with podman or docker on this machine (docs/listener-protocol.md).')
+  .option('--url <url>', "Berth's base URL (else BERTH_URL)")
+  .option('--data-dir <dir>', "the agent's local state (else BERTH_LISTENER_DATA_DIR, default ./berth-listener)")
+  .option('--runtime <runtime>', 'auto, podman or docker (else BERTH_LISTENER_RUNTIME)')
+  .action(async (flags: { url?: string; dataDir?: string; runtime?: string }) => {
+    let config;
+    try {
+      config = loadAgentConfig(process.env, flags);
+    } catch (error) {
+      if (!(error instanceof AgentConfigError)) throw error;
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    const logger = createLogger(config.logLevel);
+    const agent = new ListenerAgent(config, logger);
+    // Containers keep running: they belong to the deployments, not to the agent.
+    stopOnSignals(logger, () => agent.stop());
+    await agent.run();
+    logger.info('berth listener stopped');
   });
 
 registerDockerfileCommand(program);

@@ -212,3 +212,11 @@ export function completeResourceSpec(spec: ResourceSpec | null | undefined): Res
 function dropNulls(spec: ResourceSpec): ResourceSpec {
   return Object.fromEntries(Object.entries(spec).filter(([, value]) => value !== null));
 }
+
+/** Limits for a local runtime: the spec's limits, else twice the requests (as the API documents). */
+export function localLimits(spec: ResourceSpec): { cpu?: number; memoryMb?: number } {
+  const number = (key: string) => (typeof spec[key] === 'number' ? (spec[key] as number) : undefined);
+  const cpu = number('cpu_limit') ?? (number('cpu') !== undefined ? (number('cpu') as number) * 2 : undefined);
+  const memoryMb = number('memory_limit_mb') ?? (number('memory_mb') !== undefined ? (number('memory_mb') as number) * 2 : undefined);
+  return { cpu, memoryMb };
+}

@@ -1,4 +1,4 @@
-import { canonicalSource, isBuiltSource, type ResourceSpec, type RevisionConfig, type Source } from '../domain/deployment-config.js';
+import { canonicalSource, isBuiltSource, localLimits, type RevisionConfig, type Source } from '../domain/deployment-config.js';
 import { platformVariables } from '../domain/platform-env.js';
 import { isListenerOwned } from '../domain/queue-policy.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
@@ -130,7 +130,7 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
         instanceName: deployment.name.toLowerCase(),
         image,
         env,
-        resources: limits(resources),
+        resources: localLimits(resources),
         ...pull,
       },
       step,
@@ -222,12 +222,4 @@ async function retirePrevious(ctx: WorkContext, revision: RevisionRecord, previo
   } catch (error) {
     await writeLog(ctx, revision, 'deploy', 'WARNING', `Could not stop revision ${previous.seq}: ${(error as Error).message}`);
   }
-}
-
-/** Limits for a local runtime: the spec's limits, else twice the requests (as the API documents). */
-function limits(spec: ResourceSpec): { cpu?: number; memoryMb?: number } {
-  const number = (key: string) => (typeof spec[key] === 'number' ? (spec[key] as number) : undefined);
-  const cpu = number('cpu_limit') ?? (number('cpu') !== undefined ? (number('cpu') as number) * 2 : undefined);
-  const memoryMb = number('memory_limit_mb') ?? (number('memory_mb') !== undefined ? (number('memory_mb') as number) * 2 : undefined);
-  return { cpu, memoryMb };
 }

@@ -33,6 +33,8 @@ export interface RunRequest {
   resources: { cpu?: number; memoryMb?: number };
   /** Credentials to pull the image with (an image in Berth's own registry); never logged. */
   pull?: { username: string; password: string; tlsVerify: boolean };
+  /** Extra labels for the instance (the listener agent marks its containers with its listener id). */
+  labels?: Record<string, string>;
 }
 
 export interface RunningRevision {

@@ -31,6 +31,7 @@ export async function runContainer(runtime: ResolvedRuntime, request: RunRequest
       `${DEPLOYMENT_LABEL}=${request.deploymentId}`,
       '--label',
       `${REVISION_LABEL}=${request.revisionId}`,
+      ...Object.entries(request.labels ?? {}).flatMap(([key, value]) => ['--label', `${key}=${value}`]),
       ...(network === 'host'
         ? // The host's network: the server listens on PORT, which is `port`.
           ['--network', 'host']
@@ -88,6 +89,52 @@ export async function containersOf(runtime: ResolvedRuntime, deploymentId: strin
     .split('\n')
     .map((line) => line.trim())
     .filter(Boolean);
+}
+
+/** A container found by label: whose revision it runs, whether it runs, and its loopback port. */
+export interface LabelledContainer {
+  name: string;
+  deploymentId: string;
+  revisionId: string;
+  running: boolean;
+  /** The host port published for the server (bridge network); null when none is. */
+  hostPort: number | null;
+}
+
+/** Every container (running or not) carrying `label=value`, with what `inspect` says of it. */
+export async function containersLabelled(runtime: ResolvedRuntime, label: string, value: string): Promise<LabelledContainer[]> {
+  const listed = await runCommand(runtime, ['ps', '-a', '--filter', `label=${label}=${value}`, '--format', '{{.Names}}']);
+  if (listed.code !== 0) throw new DriverError(`Could not list containers: \`${runtime.kind} ps\` failed: ${lastLine(listed)}`);
+  const names = listed.stdout
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const found: LabelledContainer[] = [];
+  const format = `{{index .Config.Labels "${DEPLOYMENT_LABEL}"}}\t{{index .Config.Labels "${REVISION_LABEL}"}}\t{{.State.Status}}\t{{json .HostConfig.PortBindings}}`;
+  for (const name of names) {
+    const inspected = await runCommand(runtime, ['container', 'inspect', '--format', format, name]);
+    // Removed between the listing and now: it no longer runs anything.
+    if (inspected.code !== 0) continue;
+    const [deploymentId = '', revisionId = '', status = '', bindings = 'null'] = inspected.stdout.trim().split('\t');
+    found.push({ name, deploymentId, revisionId, running: status === 'running', hostPort: publishedPort(bindings) });
+  }
+  return found;
+}
+
+function publishedPort(bindings: string): number | null {
+  try {
+    const parsed = JSON.parse(bindings) as Record<string, { HostPort?: string }[] | null> | null;
+    const port = Number(parsed?.[`${CONTAINER_PORT}/tcp`]?.[0]?.HostPort);
+    return Number.isInteger(port) && port > 0 ? port : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts a stopped container again (after a host reboot), with its name, port and settings. */
+export async function startContainer(runtime: ResolvedRuntime, name: string, signal: AbortSignal): Promise<void> {
+  const result = await runCommand(runtime, ['start', name], { signal, timeoutMs: COMMAND_TIMEOUT_MS });
+  if (result.code !== 0) throw new DriverError(`Could not start container ${name} again: \`${runtime.kind} start\` failed: ${lastLine(result)}`);
 }
 
 export async function removeContainers(runtime: ResolvedRuntime, names: string[]): Promise<void> {

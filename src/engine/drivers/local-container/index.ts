@@ -1,6 +1,15 @@
 import { DriverError, type RunningRevision, type RunRequest, type RuntimeDriver, type StepContext } from '../types.js';
 import type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
-import { CONTAINER_PORT, containerExists, containersOf, removeContainers, runContainer } from './containers.js';
+import {
+  CONTAINER_PORT,
+  containerExists,
+  containersLabelled,
+  containersOf,
+  type LabelledContainer,
+  removeContainers,
+  runContainer,
+  startContainer,
+} from './containers.js';
 import { detectRuntime } from './detect.js';
 import { waitHealthy } from './health.js';
 import { ensureImage } from './image.js';
@@ -10,6 +19,7 @@ import { containerName, describeLimits, isContainerName, validateRequest } from 
 import { errorMessage, formatSeconds, safeLog } from './step.js';
 
 export type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
+export type { LabelledContainer } from './containers.js';
 
 export interface LocalContainerRuntimeOptions {
   /** Which runtime to use; `auto` (the default) prefers podman, then docker. */
@@ -128,6 +138,26 @@ export class LocalContainerRuntime implements RuntimeDriver {
     }
     await context.log('INFO', `Removing ${names.length} container(s) of deployment ${deploymentId}: ${names.join(', ')}`);
     await removeContainers(runtime, names);
+  }
+
+  /** Every container carrying `label=value` (running or stopped): what runs here, after a restart too. */
+  async listLabelled(label: string, value: string): Promise<LabelledContainer[]> {
+    return containersLabelled(await this.requireRuntime(), label, value);
+  }
+
+  /**
+   * Starts a stopped container this runtime created (a host reboot stops them) on the port it
+   * had, and waits until it answers `GET /ok` again.
+   */
+  async resume(container: LabelledContainer, context: StepContext): Promise<RunningRevision> {
+    const runtime = await this.requireRuntime();
+    if (!isContainerName(container.name)) throw new DriverError(`Cannot start '${container.name}': it is not a container name this runtime created`);
+    if (container.hostPort === null) throw new DriverError(`Cannot start ${container.name} again: it publishes no port on ${this.host}`);
+    const url = `http://${this.host}:${container.hostPort}`;
+    await context.log('INFO', `Starting stopped container ${container.name} again on ${this.host}:${container.hostPort}`);
+    await startContainer(runtime, container.name, context.signal);
+    await waitHealthy(runtime, container.name, url, container.hostPort, this.healthTimeoutMs, context);
+    return { url, handle: container.name };
   }
 
   /** The runtime in use, for tests and diagnostics; null when none answers. */

@@ -1,0 +1,400 @@
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { DesiredDeploymentView, DesiredStateView, ReportsInput, ReportsResultView } from '../../contract/listener-protocol.js';
+import type { RunningRevision } from '../../engine/drivers/types.js';
+import { type AgentConfig } from './config.js';
+import { ProtocolClient, ProtocolError } from './protocol.js';
+import { type Action, type ObservedContainer, reconcile } from './reconciler.js';
+import { ContainerRunner, type LogLine, recordingContext } from './runner.js';
+import { type AgentState, lockDataDir, readState, writeState } from './state-file.js';
+
+/** After SIGTERM, a report already being sent gets this long to finish. */
+const REPORT_GRACE_MS = 10_000;
+const MAX_LOG_LINES = 500;
+const MAX_MESSAGE = 4096;
+
+function agentVersion(): string {
+  try {
+    const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return `berth-listener/${manifest.version ?? 'unknown'}`;
+  } catch {
+    return 'berth-listener/unknown';
+  }
+}
+
+export interface BackoffSettings {
+  baseMs: number;
+  capMs: number;
+}
+
+/** Capped exponential backoff with jitter: between half and all of min(cap, base·2^attempt). */
+export function backoffDelay(attempt: number, settings: BackoffSettings, random: () => number = Math.random): number {
+  const ceiling = Math.min(settings.capMs, settings.baseMs * 2 ** Math.min(attempt, 30));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** Logs the connection to Berth once per change (connected/disconnected), not once per retry. */
+class Link {
+  private state: 'unknown' | 'up' | 'down' = 'unknown';
+  constructor(private readonly logger: Logger) {}
+  up(): void {
+    if (this.state !== 'up') this.logger.info('connected to Berth');
+    this.state = 'up';
+  }
+  down(reason: string): void {
+    if (this.state !== 'down') this.logger.warn({ reason }, 'disconnected from Berth; retrying with backoff');
+    this.state = 'down';
+  }
+}
+
+/**
+ * `berth listener`: heartbeats, long-polls the desired state, runs what it says with the
+ * local container runtime and reports back. What runs is read from the containers' labels
+ * every time, so a restart (after SIGKILL or a reboot) neither loses nor repeats a change.
+ */
+export class ListenerAgent {
+  private readonly stopping = new AbortController();
+  /** Aborted a while after stopping: a report in flight may finish until then. */
+  private readonly reporting = new AbortController();
+  private readonly client: ProtocolClient;
+  private readonly runner: ContainerRunner;
+  private readonly link: Link;
+  private readonly backoff: BackoffSettings;
+  private listenerId = '';
+  private state: AgentState = { listener_id: null, failed_revisions: [] };
+  /** Failures reported (and answered) by this process; others in the state file are reported again. */
+  private readonly failuresAnswered = new Set<string>();
+  private heartbeatSeconds = 30;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly config: AgentConfig,
+    private readonly logger: Logger,
+    options: { backoff?: BackoffSettings; env?: NodeJS.ProcessEnv } = {},
+  ) {
+    this.client = new ProtocolClient(config.berthUrl, config.listenerKey, agentVersion());
+    this.runner = new ContainerRunner(config.runtime, options.env);
+    this.link = new Link(logger);
+    this.backoff = options.backoff ?? { baseMs: 1_000, capMs: 30_000 };
+  }
+
+  /** Resolves when the agent has stopped; rejects when it cannot run at all. */
+  run(): Promise<void> {
+    this.running ??= this.main();
+    return this.running;
+  }
+
+  /** Stops polling and starting; a report in flight finishes; containers keep running. */
+  async stop(): Promise<void> {
+    this.stopping.abort(new Error('the listener agent is stopping'));
+    const grace = setTimeout(() => this.reporting.abort(new Error('stopped')), REPORT_GRACE_MS);
+    grace.unref();
+    await this.running?.catch(() => undefined);
+    clearTimeout(grace);
+  }
+
+  private get stopped(): boolean {
+    return this.stopping.signal.aborted;
+  }
+
+  private async main(): Promise<void> {
+    const unlock = await lockDataDir(this.config.dataDir);
+    try {
+      const unavailable = await this.runner.unavailableReason();
+      if (unavailable) throw new Error(unavailable);
+      this.state = await readState(this.config.dataDir);
+      this.logger.info({ berth: this.config.berthUrl, dataDir: this.config.dataDir }, 'berth listener starting');
+
+      const first = await this.retrying(() => this.client.heartbeat(this.stopping.signal), this.stopping.signal);
+      if (!first) return;
+      this.listenerId = first.listener_id;
+      this.heartbeatSeconds = Math.max(1, first.heartbeat_interval_seconds);
+      if (this.state.listener_id && this.state.listener_id !== this.listenerId) {
+        this.logger.warn(
+          { previous: this.state.listener_id, listener: this.listenerId },
+          'this data directory served another listener before; its containers are left as they are',
+        );
+      }
+      if (this.state.listener_id !== this.listenerId) await this.saveState({ listener_id: this.listenerId, failed_revisions: [] });
+      this.logger.info({ listener: this.listenerId }, 'berth listener running');
+
+      const heartbeats = this.heartbeatLoop();
+      await this.pollLoop();
+      await heartbeats;
+    } finally {
+      await unlock();
+    }
+  }
+
+  private async heartbeatLoop(): Promise<void> {
+    while (!this.stopped) {
+      await sleep(this.heartbeatSeconds * 1000, this.stopping.signal);
+      if (this.stopped) return;
+      try {
+        const answer = await this.client.heartbeat(this.stopping.signal);
+        this.heartbeatSeconds = Math.max(1, answer.heartbeat_interval_seconds);
+        this.link.up();
+      } catch (error) {
+        if (!this.stopped) this.link.down(message(error));
+      }
+    }
+  }
+
+  private async pollLoop(): Promise<void> {
+    let since: number | undefined;
+    let failures = 0;
+    while (!this.stopped) {
+      // An unchanged answer at the end of the wait also re-checks the containers.
+      const wait = since === undefined ? 0 : this.config.pollSeconds;
+      const desired = await this.retrying(() => this.client.state(since, wait, this.stopping.signal), this.stopping.signal);
+      if (!desired) return;
+      try {
+        await this.apply(desired);
+        since = desired.generation;
+        failures = 0;
+      } catch (error) {
+        // The runtime failed (podman broken, disk full): say so, and look again after a pause.
+        this.logger.error({ error: message(error) }, 'could not apply the desired state; trying again');
+        since = undefined;
+        await sleep(backoffDelay(failures++, this.backoff), this.stopping.signal);
+      }
+    }
+  }
+
+  /**
+   * Calls until an answer, backing off between attempts; undefined once `signal` is aborted.
+   * Even a refusal is retried: the agent outlives a misconfigured or half-upgraded Berth.
+   */
+  private async retrying<T>(call: () => Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        const answer = await call();
+        this.link.up();
+        return answer;
+      } catch (error) {
+        if (signal.aborted) return undefined;
+        if (!(error instanceof ProtocolError)) throw error;
+        this.link.down(error.message);
+        await sleep(backoffDelay(attempt, this.backoff), signal);
+      }
+    }
+    return undefined;
+  }
+
+  private async apply(desired: DesiredStateView): Promise<void> {
+    const listed = new Set(desired.deployments.filter((d) => d.revision_status !== 'DEPLOYED').map((d) => d.revision_id));
+    const failed = this.state.failed_revisions.filter((id) => listed.has(id));
+    if (failed.length !== this.state.failed_revisions.length) await this.saveState({ ...this.state, failed_revisions: failed });
+
+    const running = await this.runner.observe(this.listenerId);
+    const actions = reconcile({ desired, running, failedRevisions: new Set(failed) });
+    for (const deployment of desired.deployments) {
+      if (failed.includes(deployment.revision_id) && !this.failuresAnswered.has(deployment.revision_id)) {
+        // Failed before a restart, maybe unreported: say it again (Berth answers `unchanged` if it knew).
+        await this.reportRevision(deployment, 'DEPLOY_FAILED', {
+          message: 'The deploy failed on the listener before the agent restarted; see the earlier deploy logs.',
+        });
+      }
+    }
+    for (const action of actions) {
+      if (this.stopped) return;
+      await this.perform(action);
+    }
+  }
+
+  private async perform(action: Action): Promise<void> {
+    switch (action.kind) {
+      case 'deploy':
+        return this.deploy(action.deployment, action.rollout, action.replaces);
+      case 'adopt':
+        return this.adopt(action.deployment, action.container, action.replaces);
+      case 'resume':
+        return this.resume(action.deployment, action.container, action.replaces);
+      case 'retire':
+      case 'remove-orphans': {
+        const context = this.quietContext(action.deploymentId);
+        await this.runner.remove(action.names, context).catch((error: unknown) => this.logger.warn({ error: message(error) }, 'could not remove containers'));
+        return;
+      }
+      case 'delete':
+        return this.delete(action.deploymentId);
+    }
+  }
+
+  private async deploy(deployment: DesiredDeploymentView, rollout: boolean, replaces: string[]): Promise<void> {
+    if (rollout) {
+      const outcome = await this.reportRevision(deployment, 'DEPLOYING', {});
+      if (outcome !== 'applied' && outcome !== 'unchanged') return;
+    }
+    const context = this.deployContext(deployment);
+    let started: RunningRevision;
+    try {
+      started = await this.runner.start(this.listenerId, deployment, context);
+    } catch (error) {
+      // Stopping: the runtime removed what it started; the next agent rolls the revision out again.
+      if (this.stopped) return;
+      if (!rollout) {
+        this.logger.warn({ deployment: deployment.deployment_name, error: message(error) }, 'could not start the deployed revision again; will retry');
+        return;
+      }
+      await this.saveState({ ...this.state, failed_revisions: [...this.state.failed_revisions, deployment.revision_id] });
+      await this.reportRevision(deployment, 'DEPLOY_FAILED', { message: message(error), logs: context.lines });
+      return;
+    } finally {
+      context.done();
+    }
+    await this.finishRollout(deployment, started, replaces, context);
+  }
+
+  /** Healthy: only now are the containers it replaces removed, then DEPLOYED is reported. */
+  private async finishRollout(deployment: DesiredDeploymentView, started: RunningRevision, replaces: string[], context: ReturnType<typeof recordingContext>) {
+    if (replaces.length > 0) {
+      try {
+        await this.runner.remove(replaces, this.quietContext(deployment.deployment_id));
+        await context.log('INFO', `Removed ${replaces.join(', ')}, which this revision replaces`);
+      } catch (error) {
+        await context.log('WARNING', `Could not remove the replaced containers: ${message(error)}`);
+      }
+    }
+    await this.reportRevision(deployment, 'DEPLOYED', { url: started.url, logs: context.lines });
+  }
+
+  /** A step context bounded by the deployment's deploy timeout (and the agent stopping). */
+  private deployContext(deployment: DesiredDeploymentView) {
+    const deadline = new AbortController();
+    const seconds = Math.max(1, deployment.deploy_timeout_seconds);
+    const timer = setTimeout(
+      () => deadline.abort(new Error(`not healthy within the deploy timeout of ${seconds} s (source_config.deploy_timeout_seconds)`)),
+      seconds * 1000,
+    );
+    const context = recordingContext(AbortSignal.any([this.stopping.signal, deadline.signal]), this.echo(deployment.deployment_name));
+    return Object.assign(context, { done: () => clearTimeout(timer) });
+  }
+
+  /**
+   * The revision's container already runs (an agent stopped while starting it): wait for it to
+   * answer, as the start would have, then report it; one that does not is replaced by a new start.
+   */
+  private async adopt(deployment: DesiredDeploymentView, container: ObservedContainer, replaces: string[]): Promise<void> {
+    const context = this.deployContext(deployment);
+    await context.log('INFO', `Container ${container.name} of this revision already runs; waiting for GET /ok`);
+    let started: RunningRevision;
+    try {
+      started = await this.runner.resume(container, context);
+    } catch (error) {
+      if (this.stopped) return;
+      await context.log('WARNING', `${message(error)}; starting it anew`);
+      return this.deploy(deployment, true, replaces);
+    } finally {
+      context.done();
+    }
+    await this.finishRollout(deployment, started, replaces, context);
+  }
+
+  /** A DEPLOYED revision's container stopped (host reboot): start it again on its port, else anew. */
+  private async resume(deployment: DesiredDeploymentView, container: ObservedContainer, replaces: string[]): Promise<void> {
+    const context = this.deployContext(deployment);
+    try {
+      await this.runner.resume(container, context);
+    } catch (error) {
+      if (this.stopped) return;
+      this.logger.warn({ deployment: deployment.deployment_name, error: message(error) }, 'could not start the stopped container again; starting a new one');
+      return this.deploy(deployment, false, replaces);
+    } finally {
+      context.done();
+    }
+    // Same name, same port: the URL Berth has is still right.
+    await this.runner.remove(replaces, this.quietContext(deployment.deployment_id)).catch(() => undefined);
+  }
+
+  private async delete(deploymentId: string): Promise<void> {
+    try {
+      await this.runner.teardown(deploymentId, this.quietContext(deploymentId));
+    } catch (error) {
+      this.logger.warn({ deployment: deploymentId, error: message(error) }, 'could not remove the deployment; will retry');
+      return;
+    }
+    const answer = await this.report({ deletions: [{ deployment_id: deploymentId }] });
+    const outcome = answer?.deletions.find((item) => item.deployment_id === deploymentId)?.outcome;
+    if (outcome) this.logger.info({ deployment: deploymentId, outcome }, 'reported the deletion');
+  }
+
+  private async reportRevision(
+    deployment: DesiredDeploymentView,
+    status: 'DEPLOYING' | 'DEPLOYED' | 'DEPLOY_FAILED',
+    extra: { url?: string; message?: string; logs?: LogLine[] },
+  ): Promise<string | undefined> {
+    const logs = extra.logs?.slice(-MAX_LOG_LINES).map((line) => ({ ...line, message: line.message.slice(0, MAX_MESSAGE) }));
+    const answer = await this.report({
+      revisions: [
+        {
+          deployment_id: deployment.deployment_id,
+          revision_id: deployment.revision_id,
+          status,
+          ...(extra.url ? { url: extra.url } : {}),
+          ...(extra.message ? { message: extra.message.slice(0, MAX_MESSAGE) } : {}),
+          ...(logs && logs.length > 0 ? { logs } : {}),
+        },
+      ],
+    });
+    const outcome = answer?.revisions.find((item) => item.revision_id === deployment.revision_id)?.outcome;
+    if (outcome && status === 'DEPLOY_FAILED') this.failuresAnswered.add(deployment.revision_id);
+    if (outcome === 'fenced') {
+      this.logger.info(
+        { deployment: deployment.deployment_name, revision: deployment.revision_id, status },
+        'Berth no longer wants this revision here; dropped',
+      );
+    } else if (outcome) {
+      this.logger.info({ deployment: deployment.deployment_name, revision: deployment.revision_id, status, outcome }, 'reported');
+    }
+    return outcome;
+  }
+
+  /** Sends until answered; after SIGTERM no new attempt starts, but the one in flight may finish. */
+  private async report(body: ReportsInput): Promise<ReportsResultView | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const answer = await this.client.reports(body, this.reporting.signal);
+        this.link.up();
+        return answer;
+      } catch (error) {
+        if (this.stopped || this.reporting.signal.aborted) return undefined;
+        if (error instanceof ProtocolError && !error.retryable) {
+          this.logger.error({ error: error.message }, 'Berth refused a report; dropped');
+          return undefined;
+        }
+        this.link.down(message(error));
+        await sleep(backoffDelay(attempt, this.backoff), this.stopping.signal);
+        if (this.stopped) return undefined;
+      }
+    }
+  }
+
+  private async saveState(next: AgentState): Promise<void> {
+    this.state = next;
+    await writeState(this.config.dataDir, next);
+  }
+
+  private echo(deploymentName: string): (line: LogLine) => void {
+    return (line) => this.logger.info({ deployment: deploymentName, deployLog: line.level }, line.message);
+  }
+
+  private quietContext(deploymentId: string) {
+    return recordingContext(AbortSignal.timeout(120_000), (line) => this.logger.info({ deployment: deploymentId }, line.message));
+  }
+}
