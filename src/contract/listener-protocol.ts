@@ -107,7 +107,10 @@ export const ReportsResult = Type.Object(
   { title: 'ListenerReportsResult' },
 );
 
-export const HeartbeatBody = Type.Object({ version: Type.String({ minLength: 1, maxLength: 255, description: "The agent's version." }) }, { title: 'ListenerHeartbeat' });
+export const HeartbeatBody = Type.Object(
+  { version: Type.String({ minLength: 1, maxLength: 255, description: "The agent's version." }) },
+  { title: 'ListenerHeartbeat' },
+);
 
 export const HeartbeatResult = Type.Object(
   {

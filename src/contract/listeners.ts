@@ -44,7 +44,7 @@ export const Listener = Type.Object(
     version: Nullable(Type.String()),
     created_at: DateTime('Read-only.'),
     updated_at: DateTime('Read-only.'),
-    last_seen_at: Nullable(DateTime('When the listener\'s agent last called Berth (listener protocol). Read-only.')),
+    last_seen_at: Nullable(DateTime("When the listener's agent last called Berth (listener protocol). Read-only.")),
     status: StringEnum(['ONLINE', 'OFFLINE'] as const, {
       description: '`ONLINE` when the agent was heard from within the offline threshold (see docs/listener-protocol.md). Read-only.',
     }),

@@ -212,3 +212,6 @@ export function completeResourceSpec(spec: ResourceSpec | null | undefined): Res
 function dropNulls(spec: ResourceSpec): ResourceSpec {
   return Object.fromEntries(Object.entries(spec).filter(([, value]) => value !== null));
 }
+
+/** How long a deploy may take when `source_config.deploy_timeout_seconds` is not set (the engine's and a listener's alike). */
+export const DEFAULT_DEPLOY_TIMEOUT_SECONDS = 300;

@@ -60,7 +60,10 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
     const access = request.routeOptions.config.access ?? 'workspace';
     if (access === 'listener') {
       if (principal.role !== 'listener' || principal.listenerId === null) {
-        throw fail('listener_key_required', 'The listener protocol needs a listener key (created with the listener, or with POST /v1/api-keys and listener_id).');
+        throw fail(
+          'listener_key_required',
+          'The listener protocol needs a listener key (created with the listener, or with POST /v1/api-keys and listener_id).',
+        );
       }
       return;
     }

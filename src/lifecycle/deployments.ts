@@ -5,7 +5,7 @@ import { type Executor, nowIso } from '../store/database.js';
 import { compareAndSetDeploymentStatus, type DeploymentRecord } from '../store/repositories/deployments.js';
 import type { LifecycleDeps } from './revisions.js';
 
-export type DeploymentFence = { kind: 'api' } | { kind: 'lease'; worker: string };
+export type DeploymentFence = { kind: 'api' } | { kind: 'lease'; worker: string } | { kind: 'listener'; listenerId: string };
 
 export interface DeploymentMove {
   fence: DeploymentFence;
@@ -31,6 +31,7 @@ export async function moveDeployment(deps: LifecycleDeps, deploymentId: string, 
       to,
       now: nowIso(),
       leaseOwner: move.fence.kind === 'lease' ? move.fence.worker : undefined,
+      listenerId: move.fence.kind === 'listener' ? move.fence.listenerId : undefined,
       set: move.set,
       requireInactive: move.requireInactive,
     });

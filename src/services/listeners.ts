@@ -35,7 +35,12 @@ export function createListenerService({ db, bus }: ServiceDeps) {
         // The unique constraint decides, so two concurrent creates cannot both succeed.
         const key = await db.transaction().execute(async (trx) => {
           await repo.insertListener(trx, record);
-          return insertListenerKey(trx, { organizationId: scope.organizationId, workspaceId: scope.workspaceId, listenerId: record.id, name: `listener ${compute_id}`.slice(0, 100) });
+          return insertListenerKey(trx, {
+            organizationId: scope.organizationId,
+            workspaceId: scope.workspaceId,
+            listenerId: record.id,
+            name: `listener ${compute_id}`.slice(0, 100),
+          });
         });
         return { ...toView(record), listener_key: key.key };
       } catch (error) {

@@ -131,7 +131,12 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       if (listener_id !== null) {
         const listener = await repo.findListenerOfOrganization(db, principal.organizationId, listener_id.toLowerCase());
         if (!listener || (workspace_id !== null && workspace_id !== listener.workspace_id)) throw listenerNotFound(listener_id.toLowerCase());
-        const created = await insertListenerKey(db, { organizationId: principal.organizationId, workspaceId: listener.workspace_id, listenerId: listener.id, name });
+        const created = await insertListenerKey(db, {
+          organizationId: principal.organizationId,
+          workspaceId: listener.workspace_id,
+          listenerId: listener.id,
+          name,
+        });
         return created;
       }
       if (workspace_id !== null && !(await repo.findWorkspace(db, principal.organizationId, workspace_id))) {

@@ -61,7 +61,11 @@ export async function deleteApiKey(db: Executor, organizationId: string, keyId: 
 }
 
 /** A listener of any workspace of the organization (listener keys are made by the organization's admins). */
-export async function findListenerOfOrganization(db: Executor, organizationId: string, listenerId: string): Promise<{ id: string; workspace_id: string } | undefined> {
+export async function findListenerOfOrganization(
+  db: Executor,
+  organizationId: string,
+  listenerId: string,
+): Promise<{ id: string; workspace_id: string } | undefined> {
   return db
     .selectFrom('listeners as l')
     .innerJoin('workspaces as w', 'w.id', 'l.workspace_id')
