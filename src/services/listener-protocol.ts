@@ -220,13 +220,19 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
       const deadline = Date.now() + wait * 1000;
       // Listen before the first read, so a change committed in between is not missed.
       const watch = watchBus(bus, (message) => message.topic === 'listener' && message.listenerId === caller.listenerId, signal);
+      let waited = false;
       try {
         for (;;) {
           // The generation first: the snapshot read after it holds at least every change it counts.
           const generation = await generationOf(db, caller.listenerId);
           if (generation === undefined) throw listenerNotFound(caller.listenerId);
           const left = deadline - Date.now();
-          if (since === undefined || generation > since || left <= 0 || signal.aborted) return await snapshot(caller, generation);
+          if (since === undefined || generation > since || left <= 0 || signal.aborted) {
+            // A long wait is time the agent was connected: it counts as seen at its end too.
+            if (waited) await markSeen(db, caller.listenerId, nowIso());
+            return await snapshot(caller, generation);
+          }
+          waited = true;
           await watch.next(Math.min(left, RECHECK_MS));
         }
       } finally {
