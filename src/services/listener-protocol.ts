@@ -11,7 +11,7 @@ import { DEFAULT_DEPLOY_TIMEOUT_SECONDS } from '../domain/deployment-config.js';
 import { fail, listenerNotFound } from '../domain/errors.js';
 import { HEARTBEAT_INTERVAL_SECONDS, OFFLINE_AFTER_SECONDS } from '../domain/listener-status.js';
 import { platformVariables } from '../domain/platform-env.js';
-import type { RevisionStatus } from '../domain/revision-status.js';
+import { IN_PROGRESS_STATUSES, type RevisionStatus } from '../domain/revision-status.js';
 import { announce, announceListener, recordLog } from '../events/recorder.js';
 import { watchBus } from '../events/watch.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
@@ -28,7 +28,7 @@ import {
 } from '../store/repositories/deployments.js';
 import { bumpGeneration, findListenerById, generationOf, markSeen } from '../store/repositories/listeners.js';
 import { resourcesOf } from '../store/repositories/resources.js';
-import { findRevisionById, type RevisionRecord, revisionsForListener } from '../store/repositories/revisions.js';
+import { findRevisionById, type RevisionRecord, revisionsForListener, revisionsInStatus } from '../store/repositories/revisions.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
@@ -153,7 +153,10 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
         move.message = `Deploy failed on listener ${caller.listenerId}: ${message?.trim() || 'no reason given'}`;
         move.alongside = async (trx) => {
           await logLines(trx, revision, logs);
-          await moveDeployment({ db, bus }, deployment.id, 'UNUSED', { fence, requireInactive: true }, trx);
+          // As the engine settles: nothing serves and nothing else is in flight.
+          if ((await revisionsInStatus(trx, deployment.id, [...IN_PROGRESS_STATUSES])).length === 0) {
+            await moveDeployment({ db, bus }, deployment.id, 'UNUSED', { fence, requireInactive: true }, trx);
+          }
         };
       } else {
         move.message = url ? `Serving at ${url}.` : `Deployed by listener ${caller.listenerId}.`;

@@ -277,6 +277,7 @@ describeOnEachDatabase('listener protocol', (ctx) => {
     assert.equal(revision.status, 'DEPLOY_FAILED');
     assert.match(revision.status_message, /image pull failed: manifest unknown/);
     assert.match(revision.status_message, new RegExp(s.listenerId));
+    assert.equal((await s.api('GET', `/v2/deployments/${deploymentId}`)).body.status, 'UNUSED');
     // Nothing to run any more: the deployment leaves the desired state.
     assert.deepEqual((await s.agent('GET', `${P}/state`)).body.deployments, []);
   });
