@@ -67,6 +67,13 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
     provider_type: 'oauth2',
   }),
   'PATCH /v2/auth/providers/{provider_id}': () => ({ name: `Renamed ${unique()}`, client_secret: secretValue(), auth_url: 'https://auth2.example.com/a' }),
+  'POST /v1/listener-protocol/reports': () => ({
+    revisions: [
+      { deployment_id: randomUUID(), revision_id: randomUUID(), status: 'DEPLOYED', url: 'http://10.0.0.1:8000', logs: [{ level: 'INFO', message: 'ready' }] },
+    ],
+    deletions: [{ deployment_id: randomUUID() }],
+  }),
+  'POST /v1/listener-protocol/heartbeat': () => ({ version: `agent-${unique()}` }),
   'POST /v1/workspaces': () => ({ name: `ws-${unique()}` }),
   'POST /v1/api-keys': () => ({ name: `key-${unique()}`, role: 'member', workspace_id: null }),
   'POST /v1/projects/{deployment_id}/revisions/{revision_id}/build_logs': logQuery,

@@ -267,6 +267,8 @@ class Hunt {
   /** Answers by status, to show the runs reached handlers (2xx) and not only validation. */
   readonly statuses = new Map<number, number>();
   #current: Snapshot | undefined;
+  /** The listener protocol's routes take a listener key (any other key is refused before the body is read). */
+  listenerKey: string | undefined;
 
   constructor(
     readonly server: TestServer,
@@ -275,7 +277,8 @@ class Hunt {
 
   async send(probe: Probe): Promise<RawResponse | undefined> {
     this.#current ??= await snapshot(this.db);
-    const headers: Record<string, string> = { 'x-api-key': this.server.adminKey, ...probe.headers };
+    const key = this.listenerKey && probe.route.startsWith('/v1/listener-protocol') ? this.listenerKey : this.server.adminKey;
+    const headers: Record<string, string> = { 'x-api-key': key, ...probe.headers };
     if (probe.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
     const fullPath = `${probe.path}${probe.query !== undefined ? `?${probe.query}` : ''}`;
     this.requests += 1;
@@ -384,6 +387,7 @@ for (const kind of DATABASES) {
       assert.equal(deployment.status, 201, deployment.text);
       const listener = await api('POST', '/v2/listeners', { body: (EXAMPLE_BODIES['POST /v2/listeners'] as () => unknown)() });
       assert.equal(listener.status, 201, listener.text);
+      hunt.listenerKey = listener.body.listener_key;
       const provider = await api('POST', '/v2/auth/providers', {
         body: { ...(EXAMPLE_BODIES['POST /v2/auth/providers'] as () => object)(), provider_id: 'hostile-provider' },
       });
@@ -574,7 +578,8 @@ for (const kind of DATABASES) {
         const send = (label: string, query: string | undefined, headers?: Record<string, string>) =>
           hunt.send({ method: op.method, route: op.path, path: pathFor(op, prefix), query, headers, body, label });
         for (const param of op.query) {
-          const values = param.name === 'wait_for_terminal' ? ['-1', '301', 'abc', '1e400', 'NaN', 'Infinity', ''] : queryValues;
+          // Long polls: only values that answer at once (a valid wait would hold the request).
+          const values = param.name === 'wait_for_terminal' || param.name === 'wait' ? ['-1', '301', 'abc', '1e400', 'NaN', 'Infinity', ''] : queryValues;
           for (const value of values) await send(`${param.name}=${value.slice(0, 30)}`, `${param.name}=${encodeURIComponentSafe(value)}`);
           await send(`${param.name} twice`, `${param.name}=1&${param.name}=2`);
           await send(`${param.name}[]`, `${param.name}[]=1`);
@@ -628,7 +633,7 @@ for (const kind of DATABASES) {
             ...op.query.map((param) =>
               fc.option(
                 fc.oneof(
-                  param.name === 'wait_for_terminal' ? fc.constantFrom<unknown>(0, 0.01, -1, 301, 'x') : valueFor(param.schema),
+                  param.name === 'wait_for_terminal' || param.name === 'wait' ? fc.constantFrom<unknown>(0, 0.01, -1, 301, 'x') : valueFor(param.schema),
                   fc.constantFrom<unknown>(...HOSTILE_STRINGS, ...WRONG_TYPES),
                   fc.string({ unit: 'binary', maxLength: 30 }),
                 ),

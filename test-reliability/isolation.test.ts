@@ -249,7 +249,8 @@ for (const kind of databasesToTest()) {
       const ours: Record<string, (row: Record<string, unknown>) => boolean> = {
         organizations: (r) => r.id === ids.organization,
         workspaces: (r) => r.organization_id === ids.organization,
-        api_keys: (r) => r.organization_id === ids.organization,
+        // A listener key belongs to its listener's workspace (another workspace may make listeners of its own).
+        api_keys: (r) => r.organization_id === ids.organization && (r.listener_id == null || r.workspace_id === ids.workspace),
         oauth_providers: (r) => r.organization_id === ids.organization,
         listeners: (r) => r.workspace_id === ids.workspace,
         deployments: (r) => r.workspace_id === ids.workspace,

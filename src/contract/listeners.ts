@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, Nullable, OptionalNullable, PaginationQuery, Uuid } from './common.js';
+import { DateTime, Nullable, OptionalNullable, PaginationQuery, StringEnum, Uuid } from './common.js';
 
 /** Kubernetes namespace names are DNS-1123 labels. */
 const K8sNamespace = Type.String({
@@ -9,7 +9,10 @@ const K8sNamespace = Type.String({
   description: 'A Kubernetes namespace name (DNS-1123 label).',
 });
 
-const ComputeType = Type.Literal('k8s', { description: 'Compute type of the listener. Cannot be changed after creation.' });
+const ComputeType = Type.Union([Type.Literal('k8s'), Type.Literal('docker'), Type.Literal('podman')], {
+  description:
+    'Compute type of the listener: `k8s` (a Kubernetes cluster), or `docker`/`podman` (a container host running `berth listener`; beyond the public API). Cannot be changed after creation.',
+});
 
 const ComputeId = Type.String({
   minLength: 1,
@@ -41,8 +44,23 @@ export const Listener = Type.Object(
     version: Nullable(Type.String()),
     created_at: DateTime('Read-only.'),
     updated_at: DateTime('Read-only.'),
+    last_seen_at: Nullable(DateTime("When the listener's agent last called Berth (listener protocol). Read-only.")),
+    status: StringEnum(['ONLINE', 'OFFLINE'] as const, {
+      description: '`ONLINE` when the agent was heard from within the offline threshold (see docs/listener-protocol.md). Read-only.',
+    }),
   },
   { title: 'Listener', description: 'Compute infrastructure (a Kubernetes cluster) on which deployments run.' },
+);
+
+/** The answer to creating a listener: the listener and, this once, its key. */
+export const CreatedListener = Type.Object(
+  {
+    ...Listener.properties,
+    listener_key: Type.String({
+      description: "The listener's key for the listener protocol (docs/listener-protocol.md), shown this once; only its digest is stored.",
+    }),
+  },
+  { title: 'CreatedListener' },
 );
 
 export const ListenerCreateBody = Type.Object(
@@ -70,5 +88,6 @@ export const ListenerParams = Type.Object({ listener_id: Uuid({ description: 'Id
 export const ListenerListQuery = Type.Object(PaginationQuery);
 
 export type ListenerView = Static<typeof Listener>;
+export type CreatedListenerView = Static<typeof CreatedListener>;
 export type CreateListenerInput = Static<typeof ListenerCreateBody>;
 export type PatchListenerInput = Static<typeof ListenerPatchBody>;

@@ -220,3 +220,6 @@ export function localLimits(spec: ResourceSpec): { cpu?: number; memoryMb?: numb
   const memoryMb = number('memory_limit_mb') ?? (number('memory_mb') !== undefined ? (number('memory_mb') as number) * 2 : undefined);
   return { cpu, memoryMb };
 }
+
+/** How long a deploy may take when `source_config.deploy_timeout_seconds` is not set (the engine's and a listener's alike). */
+export const DEFAULT_DEPLOY_TIMEOUT_SECONDS = 300;

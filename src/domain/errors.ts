@@ -23,6 +23,7 @@ export const ERROR_CODES = [
   'webhook_not_accepted',
   'webhook_payload_invalid',
   'malformed_request',
+  'listener_protocol_unsupported',
   // 401
   'api_key_missing',
   'api_key_invalid',
@@ -32,6 +33,8 @@ export const ERROR_CODES = [
   'workspace_required',
   'workspace_forbidden',
   'upload_token_invalid',
+  'listener_key_forbidden',
+  'listener_key_required',
   // 404
   'route_not_found',
   'deployment_not_found',

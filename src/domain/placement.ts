@@ -3,6 +3,8 @@ import { fail, sourceConfigError } from './errors.js';
 export interface ListenerSummary {
   id: string;
   namespaces: string[];
+  /** `k8s` listeners deploy into namespaces; container hosts (`docker`, `podman`) have none. */
+  computeType?: string;
 }
 
 /**
@@ -17,7 +19,7 @@ export function resolvePlacement(input: {
   namespace: string | null;
   listener: ListenerSummary | undefined;
   availableListenerIds: string[];
-}): { listenerId: string; namespace: string } | null {
+}): { listenerId: string; namespace: string | null } | null {
   const { listenerId, namespace, listener, availableListenerIds } = input;
   if (listenerId === null) {
     if (input.requiresListener && availableListenerIds.length > 0) {
@@ -34,6 +36,9 @@ export function resolvePlacement(input: {
   }
   if (!listener) {
     throw sourceConfigError(`listener ID ${listenerId} was not found in this workspace.`);
+  }
+  if (listener.computeType !== undefined && listener.computeType !== 'k8s' && namespace === null && listener.namespaces.length === 0) {
+    return { listenerId, namespace: null };
   }
   if (namespace !== null) {
     if (!listener.namespaces.includes(namespace)) {

@@ -9,9 +9,12 @@ export interface Principal {
   organizationId: string;
   boundWorkspaceId: string | null;
   role: ApiKeyRole;
+  /** For `listener` keys: the listener the key speaks for (it reaches the listener protocol and nothing else). */
+  listenerId: string | null;
 }
 
-export type ApiKeyRole = 'admin' | 'member';
+/** `listener` keys are made for one listener (docs/listener-protocol.md). */
+export type ApiKeyRole = 'admin' | 'member' | 'listener';
 
 /** A principal with the workspace that this request acts in. */
 export interface WorkspaceScope extends Principal {

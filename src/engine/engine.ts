@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { DEFAULT_DEPLOY_TIMEOUT_SECONDS } from '../domain/deployment-config.js';
 import { StopSignal, type EngineDeps, type EngineSettings } from './context.js';
 import { setEngineSlots } from '../observability/metrics.js';
 import { claimDeployment, leaseHoldersOn, releaseLeasesOf } from '../store/repositories/leases.js';
+import { failOverdueHandovers } from './listener-deadlines.js';
 import { workOnDeployment } from './worker.js';
 
 export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId'> = {
@@ -11,7 +13,7 @@ export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId'> = {
   concurrency: 4,
   sweepMs: 2_000,
   buildTimeoutMs: 15 * 60_000,
-  deployTimeoutMs: 5 * 60_000,
+  deployTimeoutMs: DEFAULT_DEPLOY_TIMEOUT_SECONDS * 1000,
 };
 
 /**
@@ -63,7 +65,10 @@ export class Engine {
       if (message.origin !== this.settings.workerId && this.#parked.delete(message.deploymentId)) this.wake();
       if (message.topic === 'work') this.wake();
     });
-    this.#sweep = setInterval(() => this.wake(), this.settings.sweepMs);
+    this.#sweep = setInterval(() => {
+      this.wake();
+      this.#failOverdueHandovers();
+    }, this.settings.sweepMs);
     this.#sweep.unref();
     this.wake();
   }
@@ -82,7 +87,7 @@ export class Engine {
     clearInterval(this.#sweep);
     this.#unsubscribe?.();
     for (const controller of this.#work) controller.abort(new StopSignal('shutdown'));
-    await Promise.allSettled([...this.#running]);
+    await Promise.allSettled([...this.#running, this.#sweepingHandovers]);
   }
 
   wake(): void {
@@ -136,6 +141,19 @@ export class Engine {
       // finding work would never let the event loop serve requests or signals.
       await yieldToEventLoop();
     }
+  }
+
+  #sweepingHandovers: Promise<void> | undefined;
+
+  /** Revisions a listener stayed silent on past the deploy timeout fail (engine/listener-deadlines.ts). */
+  #failOverdueHandovers(): void {
+    if (this.#sweepingHandovers || this.#stopped) return;
+    this.#sweepingHandovers = failOverdueHandovers(this.deps, this.settings)
+      .then(() => {})
+      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not fail overdue listener handovers'))
+      .finally(() => {
+        this.#sweepingHandovers = undefined;
+      });
   }
 
   #park(deploymentId: string): void {

@@ -28,6 +28,8 @@ export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
       const deployment = await findDeploymentById(ctx.db, ctx.deploymentId);
       if (!deployment) return 'done';
       if (deployment.status === 'AWAITING_DELETE') {
+        // Placed on a listener: its deletion report releases it, and then the engine finishes.
+        if (deployment.listener_id !== null) return progressed ? 'done' : 'idle';
         await teardown(ctx);
         return 'done';
       }

@@ -46,3 +46,8 @@ export async function recordStatus(
 export function announce(bus: EventBus, deploymentId: string, origin?: string): void {
   bus.publish(origin === undefined ? { topic: 'deployment', deploymentId } : { topic: 'deployment', deploymentId, origin });
 }
+
+/** A listener's desired state changed (its generation grew): agents waiting on it look again. */
+export function announceListener(bus: EventBus, listenerId: string): void {
+  bus.publish({ topic: 'listener', deploymentId: '', listenerId });
+}

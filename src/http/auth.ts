@@ -9,9 +9,10 @@ import { isUuid } from '../domain/ids.js';
 /**
  * What a route needs from the caller: `workspace` (the default) acts in one workspace,
  * `organization` needs only a valid key, `admin` needs a key with the admin role, and
- * `workspace-admin` an admin key acting in one workspace.
+ * `workspace-admin` an admin key acting in one workspace, and `listener` a listener key
+ * (the listener protocol). A listener key reaches `listener` routes and nothing else.
  */
-export type Access = 'workspace' | 'organization' | 'admin' | 'workspace-admin';
+export type Access = 'workspace' | 'organization' | 'admin' | 'workspace-admin' | 'listener';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -25,10 +26,11 @@ declare module 'fastify' {
 
 /** What authentication answers, by the access a route needs: documented on every route. */
 const ACCESS_ERRORS: Record<Access, ErrorCode[]> = {
-  organization: ['api_key_missing', 'api_key_invalid'],
-  admin: ['api_key_missing', 'api_key_invalid', 'admin_key_required'],
-  workspace: ['api_key_missing', 'api_key_invalid', 'workspace_required', 'workspace_forbidden'],
-  'workspace-admin': ['api_key_missing', 'api_key_invalid', 'admin_key_required', 'workspace_required', 'workspace_forbidden'],
+  organization: ['api_key_missing', 'api_key_invalid', 'listener_key_forbidden'],
+  admin: ['api_key_missing', 'api_key_invalid', 'admin_key_required', 'listener_key_forbidden'],
+  workspace: ['api_key_missing', 'api_key_invalid', 'workspace_required', 'workspace_forbidden', 'listener_key_forbidden'],
+  'workspace-admin': ['api_key_missing', 'api_key_invalid', 'admin_key_required', 'workspace_required', 'workspace_forbidden', 'listener_key_forbidden'],
+  listener: ['api_key_missing', 'api_key_invalid', 'listener_key_required'],
 };
 
 /**
@@ -56,6 +58,18 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
     request.principal = principal;
 
     const access = request.routeOptions.config.access ?? 'workspace';
+    if (access === 'listener') {
+      if (principal.role !== 'listener' || principal.listenerId === null) {
+        throw fail(
+          'listener_key_required',
+          'The listener protocol needs a listener key (created with the listener, or with POST /v1/api-keys and listener_id).',
+        );
+      }
+      return;
+    }
+    if (principal.role === 'listener') {
+      throw fail('listener_key_forbidden', 'A listener key reaches only the listener protocol (/v1/listener-protocol); use an API key for this operation.');
+    }
     if ((access === 'admin' || access === 'workspace-admin') && principal.role !== 'admin') {
       throw fail('admin_key_required', 'This operation requires an admin API key.');
     }
@@ -91,6 +105,15 @@ function tenantHeader(request: FastifyRequest): string | undefined {
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new Error('route reached without authentication');
   return request.principal;
+}
+
+/** The listener a listener-protocol request speaks for. */
+export function listenerOf(request: FastifyRequest): { listenerId: string; workspaceId: string } {
+  const principal = principalOf(request);
+  if (principal.role !== 'listener' || principal.listenerId === null || principal.boundWorkspaceId === null) {
+    throw new Error('listener route reached without a listener key');
+  }
+  return { listenerId: principal.listenerId, workspaceId: principal.boundWorkspaceId };
 }
 
 export function scopeOf(request: FastifyRequest): WorkspaceScope {

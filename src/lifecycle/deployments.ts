@@ -1,10 +1,11 @@
 import { type DeploymentStatus, deploymentStatusesLeadingTo } from '../domain/deployment-status.js';
-import { announce } from '../events/recorder.js';
+import { announce, announceListener } from '../events/recorder.js';
+import { bumpGenerationOfDeployment } from '../store/repositories/listeners.js';
 import { type Executor, nowIso } from '../store/database.js';
 import { compareAndSetDeploymentStatus, type DeploymentRecord } from '../store/repositories/deployments.js';
 import type { LifecycleDeps } from './revisions.js';
 
-export type DeploymentFence = { kind: 'api' } | { kind: 'lease'; worker: string };
+export type DeploymentFence = { kind: 'api' } | { kind: 'lease'; worker: string } | { kind: 'listener'; listenerId: string };
 
 export interface DeploymentMove {
   fence: DeploymentFence;
@@ -23,15 +24,24 @@ export interface DeploymentMove {
  * failed): another writer got there first.
  */
 export async function moveDeployment(deps: LifecycleDeps, deploymentId: string, to: DeploymentStatus, move: DeploymentMove, trx?: Executor): Promise<boolean> {
-  const moved = await compareAndSetDeploymentStatus(trx ?? deps.db, {
-    id: deploymentId,
-    from: deploymentStatusesLeadingTo(to),
-    to,
-    now: nowIso(),
-    leaseOwner: move.fence.kind === 'lease' ? move.fence.worker : undefined,
-    set: move.set,
-    requireInactive: move.requireInactive,
-  });
-  if (moved && !trx) announce(deps.bus, deploymentId, move.origin);
+  const change = async (db: Executor) => {
+    const moved = await compareAndSetDeploymentStatus(db, {
+      id: deploymentId,
+      from: deploymentStatusesLeadingTo(to),
+      to,
+      now: nowIso(),
+      leaseOwner: move.fence.kind === 'lease' ? move.fence.worker : undefined,
+      listenerId: move.fence.kind === 'listener' ? move.fence.listenerId : undefined,
+      set: move.set,
+      requireInactive: move.requireInactive,
+    });
+    // A placed deployment being deleted moves to its listener's deletions.
+    const listenerId = moved && to === 'AWAITING_DELETE' ? await bumpGenerationOfDeployment(db, deploymentId) : undefined;
+    return { moved, listenerId };
+  };
+  if (trx) return (await change(trx)).moved;
+  const { moved, listenerId } = to === 'AWAITING_DELETE' ? await deps.db.transaction().execute(change) : await change(deps.db);
+  if (moved) announce(deps.bus, deploymentId, move.origin);
+  if (listenerId) announceListener(deps.bus, listenerId);
   return moved;
 }

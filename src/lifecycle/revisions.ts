@@ -1,6 +1,7 @@
 import { canTransition, type RevisionStatus } from '../domain/revision-status.js';
 import type { EventBus } from '../events/bus.js';
-import { announce, recordStatus } from '../events/recorder.js';
+import { announce, announceListener, recordStatus } from '../events/recorder.js';
+import { bumpGenerationOfDeployment } from '../store/repositories/listeners.js';
 import { type Db, type Executor, nowIso } from '../store/database.js';
 import { compareAndSetRevisionStatus, currentRevisionStatus, type RevisionFence, type TransitionSet } from '../store/repositories/revisions.js';
 
@@ -46,6 +47,7 @@ export async function moveRevision(
     throw new Error(`revision ${revision.id}: ${revision.status} → ${to} is not an allowed transition`);
   }
   const at = nowIso();
+  let listenerId: string | undefined;
   const result = await deps.db.transaction().execute(async (trx): Promise<RevisionTransition> => {
     const changed = await compareAndSetRevisionStatus(trx, {
       revisionId: revision.id,
@@ -63,8 +65,13 @@ export async function moveRevision(
     }
     await recordStatus(trx, { deploymentId: revision.deployment_id, revisionId: revision.id, status: to, message: move.message, at });
     await move.alongside?.(trx, at);
+    // A placed revision's status is in its listener's desired state.
+    listenerId = await bumpGenerationOfDeployment(trx, revision.deployment_id);
     return { outcome: 'ok', at };
   });
-  if (result.outcome === 'ok') announce(deps.bus, revision.deployment_id, move.origin);
+  if (result.outcome === 'ok') {
+    announce(deps.bus, revision.deployment_id, move.origin);
+    if (listenerId) announceListener(deps.bus, listenerId);
+  }
   return result;
 }

@@ -47,10 +47,10 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
             requiresListener: source === 'external_docker',
             listenerId: sourceConfig.listener_id,
             namespace: source_config?.listener_config?.k8s_namespace ?? null,
-            listener: listener && { id: listener.id, namespaces: listener.compute_config.k8s_namespaces },
+            listener: listener && { id: listener.id, namespaces: listener.compute_config.k8s_namespaces, computeType: listener.compute_type },
             availableListenerIds: sourceConfig.listener_id ? [] : await listListenerIds(trx, scope.workspaceId),
           });
-          sourceConfig.listener_config = placement && { k8s_namespace: placement.namespace };
+          sourceConfig.listener_config = placement?.namespace ? { k8s_namespace: placement.namespace } : null;
           const deployment = await repo.insertDeployment(trx, {
             id: randomUUID(),
             workspace_id: scope.workspaceId,

@@ -4,6 +4,7 @@ import type { Db } from '../store/database.js';
 import { createDeploymentRecords, type DeploymentRecords } from './deployment-records.js';
 import { createDeploymentService } from './deployments.js';
 import { type CodehostOptions, createIntegrationService, type IntegrationService } from './integrations.js';
+import { createListenerProtocolService } from './listener-protocol.js';
 import { createListenerService } from './listeners.js';
 import { createLogService } from './logs.js';
 import { createDeploymentEventService } from './deployment-events.js';
@@ -55,6 +56,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     logs: createLogService(deps),
     deploymentEvents: createDeploymentEventService(deps),
     listeners: createListenerService(deps),
+    listenerProtocol: createListenerProtocolService(deps),
     integrations,
     oauthProviders: createOAuthProviderService(deps),
   };

@@ -3,15 +3,19 @@ import { fail, listenerNotFound } from '../domain/errors.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { type Executor, isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/listeners.js';
-import type { CreateListenerInput, ListenerView, PatchListenerInput } from '../contract/listeners.js';
+import type { CreatedListenerView, CreateListenerInput, ListenerView, PatchListenerInput } from '../contract/listeners.js';
+import { listenerStatus } from '../domain/listener-status.js';
+import { announceListener } from '../events/recorder.js';
+import { insertListenerKey } from './tenancy.js';
 import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
 
 export { listListenerIds } from '../store/repositories/listeners.js';
 
-export function createListenerService({ db }: ServiceDeps) {
+export function createListenerService({ db, bus }: ServiceDeps) {
   return {
-    async create(scope: WorkspaceScope, input: CreateListenerInput): Promise<ListenerView> {
+    /** The listener and its first listener key (shown this once), in one transaction. */
+    async create(scope: WorkspaceScope, input: CreateListenerInput): Promise<CreatedListenerView> {
       const { compute_type, compute_id, compute_config, version, ...unread } = input;
       allFieldsRead(unread);
       const now = nowIso();
@@ -24,17 +28,27 @@ export function createListenerService({ db }: ServiceDeps) {
         version: version ?? null,
         created_at: now,
         updated_at: now,
+        generation: 0,
+        last_seen_at: null,
       };
       try {
         // The unique constraint decides, so two concurrent creates cannot both succeed.
-        await repo.insertListener(db, record);
+        const key = await db.transaction().execute(async (trx) => {
+          await repo.insertListener(trx, record);
+          return insertListenerKey(trx, {
+            organizationId: scope.organizationId,
+            workspaceId: scope.workspaceId,
+            listenerId: record.id,
+            name: `listener ${compute_id}`.slice(0, 100),
+          });
+        });
+        return { ...toView(record), listener_key: key.key };
       } catch (error) {
         if (isUniqueViolation(error)) {
           throw fail('listener_exists', `Listener for LangSmith workspace ID '${scope.workspaceId}' and compute ID '${compute_id}' already exists.`);
         }
         throw error;
       }
-      return toView(record);
     },
 
     async get(scope: WorkspaceScope, listenerId: string): Promise<ListenerView> {
@@ -53,7 +67,7 @@ export function createListenerService({ db }: ServiceDeps) {
       const id = listenerId.toLowerCase();
       // The row lock (as for a delete) makes a concurrent placement on a namespace either
       // finish first and be seen below, or wait and then find the namespace gone.
-      return db.transaction().execute(async (trx) => {
+      const view = await db.transaction().execute(async (trx) => {
         const current = await repo.findListener(trx, scope.workspaceId, id, 'update');
         if (!current) throw listenerNotFound(id);
         const { compute_type, compute_id, version, compute_config, ...unread } = input;
@@ -75,10 +89,14 @@ export function createListenerService({ db }: ServiceDeps) {
         if (changes.version === undefined && changes.compute_config === undefined) return toView(current);
 
         if (!(await repo.updateListener(trx, scope.workspaceId, id, changes))) throw listenerNotFound(id);
+        // The namespaces are in the agents' desired state.
+        if (changes.compute_config) await repo.bumpGeneration(trx, id);
         const updated = await repo.findListener(trx, scope.workspaceId, id);
         if (!updated) throw listenerNotFound(id);
         return toView(updated);
       });
+      announceListener(bus, id);
+      return view;
     },
 
     async delete(scope: WorkspaceScope, listenerId: string): Promise<void> {
@@ -141,7 +159,7 @@ function sameList(a: string[], b: string[]): boolean {
   return a.length === b.length && a.every((value, index) => value === b[index]);
 }
 
-function toView(record: repo.ListenerRecord): ListenerView {
+export function toView(record: repo.ListenerRecord): ListenerView {
   return {
     id: record.id,
     compute_type: record.compute_type,
@@ -150,5 +168,7 @@ function toView(record: repo.ListenerRecord): ListenerView {
     version: record.version,
     created_at: record.created_at,
     updated_at: record.updated_at,
+    last_seen_at: record.last_seen_at,
+    status: listenerStatus(record.last_seen_at),
   };
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { fail } from '../domain/errors.js';
+import { fail, listenerNotFound } from '../domain/errors.js';
 import { type ApiKeyRole, DEFAULT_ORGANIZATION, DEFAULT_WORKSPACE, type Principal, type WorkspaceScope, workspaceName } from '../domain/tenancy.js';
 import { digestsEqual, generateApiKey, hashApiKey, keyHint } from '../security/api-keys.js';
-import { type Db, isUniqueViolation, nowIso } from '../store/database.js';
+import { type Db, type Executor, isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/tenancy.js';
 import type { ApiKeyView, CreatedApiKeyView, NewApiKey, WorkspaceView } from '../contract/admin.js';
 import { allFieldsRead } from './all-fields-read.js';
@@ -74,6 +74,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         organizationId: row.organization_id,
         boundWorkspaceId: row.workspace_id,
         role: row.role as ApiKeyRole,
+        listenerId: row.listener_id,
       };
       if (ttlMs > 0 && revocations === revocationsBefore) {
         keyCache.set(digest, { principal, expiresAt: now() + ttlMs });
@@ -125,8 +126,19 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
     },
 
     async createApiKey(principal: Principal, input: NewApiKey): Promise<CreatedApiKeyView> {
-      const { name = 'api-key', workspace_id = null, role = 'member', ...unread } = input;
+      const { name = 'api-key', workspace_id = null, role = 'member', listener_id = null, ...unread } = input;
       allFieldsRead(unread);
+      if (listener_id !== null) {
+        const listener = await repo.findListenerOfOrganization(db, principal.organizationId, listener_id.toLowerCase());
+        if (!listener || (workspace_id !== null && workspace_id !== listener.workspace_id)) throw listenerNotFound(listener_id.toLowerCase());
+        const created = await insertListenerKey(db, {
+          organizationId: principal.organizationId,
+          workspaceId: listener.workspace_id,
+          listenerId: listener.id,
+          name,
+        });
+        return created;
+      }
       if (workspace_id !== null && !(await repo.findWorkspace(db, principal.organizationId, workspace_id))) {
         throw fail('workspace_not_found', `Workspace ID ${workspace_id} not found.`);
       }
@@ -140,6 +152,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         key_hash: hashApiKey(key),
         key_hint: keyHint(key),
         created_at: nowIso(),
+        listener_id: null,
       };
       await repo.insertApiKey(db, row);
       return { ...toKeyView(row), key };
@@ -181,6 +194,7 @@ async function createOrganization(
       key_hash: hashApiKey(apiKey),
       key_hint: keyHint(apiKey),
       created_at: now,
+      listener_id: null,
     });
     return { organizationId, workspaceId, apiKey };
   });
@@ -195,5 +209,31 @@ function toKeyView(row: repo.ApiKeyRow): ApiKeyView {
     workspace_id: row.workspace_id,
     key_hint: row.key_hint,
     created_at: row.created_at,
+    listener_id: row.listener_id,
   };
+}
+
+/**
+ * A new `listener` key for one listener, bound to its workspace; inside the transaction
+ * that creates the listener, or alone through the admin keys endpoint. The key is in the
+ * answer once; only its digest is stored.
+ */
+export async function insertListenerKey(
+  db: Executor,
+  target: { organizationId: string; workspaceId: string; listenerId: string; name: string },
+): Promise<CreatedApiKeyView> {
+  const key = generateApiKey();
+  const row: repo.ApiKeyRow = {
+    id: randomUUID(),
+    organization_id: target.organizationId,
+    workspace_id: target.workspaceId,
+    name: target.name,
+    role: 'listener',
+    key_hash: hashApiKey(key),
+    key_hint: keyHint(key),
+    created_at: nowIso(),
+    listener_id: target.listenerId,
+  };
+  await repo.insertApiKey(db, row);
+  return { ...toKeyView(row), key };
 }

@@ -19,10 +19,12 @@ export interface Database {
     organization_id: string;
     workspace_id: string | null;
     name: string;
-    role: 'admin' | 'member';
+    role: 'admin' | 'member' | 'listener';
     key_hash: string;
     key_hint: string;
     created_at: string;
+    /** Set for `listener` keys: the one listener the key speaks for. */
+    listener_id: string | null;
   };
   deployments: {
     id: string;
@@ -136,13 +138,17 @@ export interface Database {
   listeners: {
     id: string;
     workspace_id: string;
-    compute_type: 'k8s';
+    compute_type: 'k8s' | 'docker' | 'podman';
     compute_id: string;
     /** JSON: ComputeConfig. */
     compute_config: string;
     version: string | null;
     created_at: string;
     updated_at: string;
+    /** Grows with every change of the listener's desired state (the protocol's cursor). */
+    generation: number;
+    /** When the listener's agent last called Berth. */
+    last_seen_at: string | null;
   };
   /** Status changes and log lines of a deployment's revisions, in one ordered stream. */
   deployment_events: {

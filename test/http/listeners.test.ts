@@ -20,7 +20,10 @@ async function createListener(api: Client, overrides: Record<string, unknown> = 
     body: { compute_type: 'k8s', compute_id: uniqueCluster(), compute_config: { k8s_namespaces: ['agents'] }, ...overrides },
   });
   assert.equal(res.status, 201, res.text);
-  return res.body;
+  // The listener's key is in the create answer only (docs/listener-protocol.md).
+  const { listener_key, ...listener } = res.body;
+  assert.match(listener_key, /^berth_/);
+  return listener;
 }
 
 /** A deployments row placed on the listener, written directly: deployments have their own routes. */
@@ -51,7 +54,18 @@ describeOnEachDatabase('listeners', (ctx) => {
       body: { compute_type: 'k8s', compute_id: 'prod-cluster', compute_config: { k8s_namespaces: ['agents', 'staging', 'agents'] } },
     });
     assert.equal(res.status, 201, res.text);
-    assert.deepEqual(Object.keys(res.body).sort(), ['compute_config', 'compute_id', 'compute_type', 'created_at', 'id', 'updated_at', 'version']);
+    assert.deepEqual(Object.keys(res.body).sort(), [
+      'compute_config',
+      'compute_id',
+      'compute_type',
+      'created_at',
+      'id',
+      'last_seen_at',
+      'listener_key',
+      'status',
+      'updated_at',
+      'version',
+    ]);
     assert.match(res.body.id, /^[0-9a-f-]{36}$/);
     assert.equal(res.body.compute_type, 'k8s');
     assert.equal(res.body.compute_id, 'prod-cluster');

@@ -11,6 +11,7 @@ type Parameter = { name: string; in: string; required?: boolean; schema?: { enum
 type Operation = {
   operationId?: string;
   security?: unknown[];
+  tags?: string[];
   parameters?: Parameter[];
   responses: Record<string, { 'x-error-codes'?: ErrorCode[]; content?: any }>;
   requestBody?: unknown;
@@ -133,6 +134,8 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
       'a wrong key': client(server.url, { key: 'berth_not-a-key' }),
       'another workspace': client(server.url, { key: other.otherWorkspaceKey }),
       'another organization': client(server.url, { key: other.otherOrganizationKey }),
+      // A listener key reaches the listener protocol and nothing else.
+      'a listener key': client(server.url, { key: listener.listener_key }),
     };
 
     const doc = (await anonymous('GET', '/openapi.json')).body;
@@ -160,6 +163,10 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
           continue;
         }
         assert.ok(res.status < 500, label);
+        if (who === 'a listener key') {
+          if (!operation.tags?.includes('listener-protocol')) assert.deepEqual([res.status, res.body?.code], [403, 'listener_key_forbidden'], label);
+          continue;
+        }
         if (who === 'another workspace' && adminOnly) {
           assert.deepEqual([res.status, res.body?.code], [403, 'admin_key_required'], label);
           continue;

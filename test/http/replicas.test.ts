@@ -84,4 +84,21 @@ describe('two servers on one database [postgres]', async () => {
     const seen = await viaFirst('GET', `/v2/deployments/${created.body.id}`);
     assert.ok(seen.status === 404 || seen.body.status === 'AWAITING_DELETE', `status ${seen.status}: ${seen.text}`);
   });
+  test("a listener's long poll on one server wakes on a change made through the other", async () => {
+    // In a workspace of its own: with a listener there, image deployments must name one.
+    const ws = await viaFirst('POST', '/v1/workspaces', { body: { name: `replica-listener-${randomUUID()}` } });
+    const key = (await viaFirst('POST', '/v1/api-keys', { body: { name: 'replica-listener', workspace_id: ws.body.id } })).body.key as string;
+    const member = client(first.url, { key });
+    const listener = await member('POST', '/v2/listeners', { body: { compute_type: 'k8s', compute_id: 'replica', compute_config: { k8s_namespaces: ['a'] } } });
+    assert.equal(listener.status, 201, listener.text);
+    const agent = client(second.url, { key: listener.body.listener_key });
+    const start = await agent('GET', '/v1/listener-protocol/state');
+    assert.equal(start.status, 200, start.text);
+    const waiting = agent('GET', `/v1/listener-protocol/state?since=${start.body.generation}&wait=30`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const patched = await member('PATCH', `/v2/listeners/${listener.body.id}`, { body: { compute_config: { k8s_namespaces: ['a', 'b'] } } });
+    assert.equal(patched.status, 200, patched.text);
+    const woken = await waiting;
+    assert.ok(woken.body.generation > start.body.generation, woken.text);
+  });
 });

@@ -4,7 +4,7 @@ import { scopeOf } from '../auth.js';
 import { NoContent, noContent } from '../replies.js';
 import { Envelope } from '../../contract/common.js';
 import { errorResponses } from '../../contract/errors.js';
-import { Listener, ListenerCreateBody, ListenerListQuery, ListenerParams, ListenerPatchBody } from '../../contract/listeners.js';
+import { CreatedListener, Listener, ListenerCreateBody, ListenerListQuery, ListenerParams, ListenerPatchBody } from '../../contract/listeners.js';
 
 const tags = ['listeners'];
 
@@ -18,10 +18,11 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
       schema: {
         operationId: 'createListener',
         summary: 'Create a listener',
-        description: 'The pair (workspace, `compute_id`) is unique.',
+        description:
+          'The pair (workspace, `compute_id`) is unique. The answer holds, this once, the `listener_key` its agent uses for the listener protocol (docs/listener-protocol.md).',
         tags,
         body: ListenerCreateBody,
-        response: { 201: Listener, ...errorResponses('listener_exists') },
+        response: { 201: CreatedListener, ...errorResponses('listener_exists') },
       },
     },
     async (request, reply) => reply.code(201).send(await listeners.create(scopeOf(request), request.body)),

@@ -6,6 +6,7 @@ import { workspaceNameCaseInsensitive } from './004-workspace-name-ci.js';
 import { revisionInputs } from './005-revision-inputs.js';
 import { codehost } from './006-codehost.js';
 import { deploymentResources } from './007-deployment-resources.js';
+import { listenerProtocol } from './008-listener-protocol.js';
 import { nameSearch } from './009-name-search.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
@@ -17,7 +18,7 @@ const migrations: Record<string, Migration> = {
   '005-revision-inputs': revisionInputs,
   '006-codehost': codehost,
   '007-deployment-resources': deploymentResources,
-  // 008 is taken by the listener protocol's keys (landing separately).
+  '008-listener-protocol': listenerProtocol,
   '009-name-search': nameSearch,
 };
 

@@ -221,6 +221,8 @@ export async function compareAndSetDeploymentStatus(
     now: string;
     /** The engine worker that must hold the lease, when the engine writes. */
     leaseOwner?: string;
+    /** The listener the deployment must be placed on, when a listener's report writes. */
+    listenerId?: string;
     set?: Partial<Pick<DeploymentRecord, 'active_revision_id' | 'url' | 'source_config'>>;
     /** Only while nothing serves (a deployment that never deployed becomes UNUSED). */
     requireInactive?: boolean;
@@ -233,6 +235,7 @@ export async function compareAndSetDeploymentStatus(
     .where('id', '=', change.id)
     .where('status', 'in', change.from);
   if (change.leaseOwner !== undefined) query = query.where('lease_owner', '=', change.leaseOwner);
+  if (change.listenerId !== undefined) query = query.where('listener_id', '=', change.listenerId);
   if (change.requireInactive) query = query.where('active_revision_id', 'is', null);
   const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
@@ -340,4 +343,38 @@ export async function deploymentsBuildingOnPush(db: Executor, integrationId: str
     .where('deployments.status', '!=', 'AWAITING_DELETE')
     .execute();
   return rows.map(splitLatest).filter(({ deployment }) => deployment.source_config.build_on_push === true);
+}
+
+/** The deployments placed on a listener (those being deleted included), oldest first. */
+export async function deploymentsOnListener(db: Executor, listenerId: string): Promise<DeploymentRecord[]> {
+  const rows = await db
+    .selectFrom('deployments')
+    .select(DEPLOYMENT_COLUMNS)
+    .where('listener_id', '=', listenerId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map(decodeDeployment);
+}
+
+/**
+ * The listener reported a deployment being deleted gone: it is no longer placed there, and
+ * the engine finishes the delete as for any other. False when it was not being deleted on
+ * that listener.
+ */
+export async function releaseFromListener(db: Executor, id: string, listenerId: string): Promise<boolean> {
+  const result = await db
+    .updateTable('deployments')
+    .set({ listener_id: null })
+    .where('id', '=', id)
+    .where('listener_id', '=', listenerId)
+    .where('status', '=', 'AWAITING_DELETE')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** A listener reported the revision applied: it and its deployment count as `remote_reconciled`. */
+export async function markRemoteReconciled(db: Executor, deploymentId: string, revisionId: string): Promise<void> {
+  await db.updateTable('revisions').set({ remote_reconciled: 1 }).where('id', '=', revisionId).execute();
+  await db.updateTable('deployments').set({ remote_reconciled: 1 }).where('id', '=', deploymentId).execute();
 }

@@ -52,6 +52,8 @@ export async function claimDeployment(
         ]),
       ]),
     )
+    // A placed deployment being deleted waits for its listener's report, revisions and all.
+    .where((eb) => eb.or([eb('d.listener_id', 'is', null), eb('d.status', '!=', 'AWAITING_DELETE')]))
     .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
   if (skip.length > 0) withRevisions = withRevisions.where('d.id', 'not in', skip);
   const pending = await withRevisions.orderBy('r.created_at').limit(8).execute();
@@ -59,6 +61,8 @@ export async function claimDeployment(
     .selectFrom('deployments as d')
     .select('d.id')
     .where('d.status', '=', 'AWAITING_DELETE')
+    // On a listener, the listener removes what runs and reports it (which releases the deployment).
+    .where('d.listener_id', 'is', null)
     .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
   if (skip.length > 0) deletingQuery = deletingQuery.where('d.id', 'not in', skip);
   const deleting = await deletingQuery.limit(8).execute();

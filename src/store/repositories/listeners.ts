@@ -96,3 +96,43 @@ function decode(row: Database['listeners']): ListenerRecord {
   const namespaces = Array.isArray(parsed?.k8s_namespaces) ? parsed.k8s_namespaces.filter((n) => typeof n === 'string') : [];
   return { ...row, compute_config: { k8s_namespaces: namespaces } };
 }
+
+/** One more change of the listener's desired state (see the listener protocol). */
+export async function bumpGeneration(db: Executor, listenerId: string): Promise<void> {
+  await db
+    .updateTable('listeners')
+    .set((eb) => ({ generation: eb('generation', '+', 1) }))
+    .where('id', '=', listenerId)
+    .execute();
+}
+
+/** The same for the listener a deployment is placed on; answers that listener (undefined when it is on none). */
+export async function bumpGenerationOfDeployment(db: Executor, deploymentId: string): Promise<string | undefined> {
+  const row = await db
+    .updateTable('listeners')
+    .set((eb) => ({ generation: eb('generation', '+', 1) }))
+    .where('id', '=', (eb) => eb.selectFrom('deployments').select('listener_id').where('id', '=', deploymentId))
+    .returning('id')
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/** A listener by id alone (for its own key, which names it). */
+export async function findListenerById(db: Executor, id: string): Promise<ListenerRecord | undefined> {
+  const row = await db.selectFrom('listeners').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && decode(row);
+}
+
+export async function generationOf(db: Executor, id: string): Promise<number | undefined> {
+  const row = await db.selectFrom('listeners').select('generation').where('id', '=', id).executeTakeFirst();
+  return row?.generation;
+}
+
+/** The agent called: when, and (from a heartbeat) the version it runs. */
+export async function markSeen(db: Executor, id: string, at: string, version?: string): Promise<void> {
+  await db
+    .updateTable('listeners')
+    .set({ last_seen_at: at, ...(version === undefined ? {} : { version }) })
+    .where('id', '=', id)
+    .execute();
+}

@@ -259,3 +259,47 @@ export async function pruneRevisions(
     .execute();
   return ids.length;
 }
+
+/** Of the given deployments, the revisions a listener may run: handed over or deploying, and the active ones. */
+export async function revisionsForListener(db: Executor, deploymentIds: readonly string[], activeIds: readonly string[]): Promise<RevisionRecord[]> {
+  if (deploymentIds.length === 0) return [];
+  return many(
+    selectRevisions(db)
+      .where('r.deployment_id', 'in', deploymentIds)
+      .where((eb) => {
+        const handedOver = eb('r.status', 'in', ['AWAITING_DEPLOY', 'DEPLOYING']);
+        return activeIds.length > 0 ? eb.or([handedOver, eb('r.id', 'in', activeIds)]) : handedOver;
+      })
+      .orderBy('r.seq'),
+  );
+}
+
+/** Revisions handed to a listener (or being deployed by it), with the listener and the deployment's deploy timeout. */
+export async function handedOverRevisions(db: Executor): Promise<(RevisionRecord & { listener_id: string; deployment_source_config: string })[]> {
+  const rows = await selectRevisions(db)
+    .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
+    .select(['d.listener_id', 'd.source_config as deployment_source_config'])
+    .where('r.status', 'in', ['AWAITING_DEPLOY', 'DEPLOYING'])
+    .where('d.listener_id', 'is not', null)
+    .where('d.status', '!=', 'AWAITING_DELETE')
+    .execute();
+  return rows.map((row) => ({
+    ...decodeRevision(row, row.spec),
+    listener_id: row.listener_id as string,
+    deployment_source_config: row.deployment_source_config,
+  }));
+}
+
+/** When each revision was last handed over (its latest AWAITING_DEPLOY status event). */
+export async function handoverTimes(db: Executor, revisionIds: readonly string[]): Promise<Map<string, string>> {
+  if (revisionIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('deployment_events')
+    .select(['revision_id', (eb) => eb.fn.max('created_at').as('at')])
+    .where('revision_id', 'in', revisionIds)
+    .where('kind', '=', 'status')
+    .where('status', '=', 'AWAITING_DEPLOY')
+    .groupBy('revision_id')
+    .execute();
+  return new Map(rows.flatMap((row) => (row.revision_id && row.at ? [[row.revision_id, String(row.at)] as const] : [])));
+}

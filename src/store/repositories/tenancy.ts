@@ -59,3 +59,18 @@ export async function deleteApiKey(db: Executor, organizationId: string, keyId: 
   const result = await db.deleteFrom('api_keys').where('organization_id', '=', organizationId).where('id', '=', keyId).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
+
+/** A listener of any workspace of the organization (listener keys are made by the organization's admins). */
+export async function findListenerOfOrganization(
+  db: Executor,
+  organizationId: string,
+  listenerId: string,
+): Promise<{ id: string; workspace_id: string } | undefined> {
+  return db
+    .selectFrom('listeners as l')
+    .innerJoin('workspaces as w', 'w.id', 'l.workspace_id')
+    .select(['l.id', 'l.workspace_id'])
+    .where('w.organization_id', '=', organizationId)
+    .where('l.id', '=', listenerId)
+    .executeTakeFirst();
+}
