@@ -87,7 +87,12 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
     } catch (error) {
       if ((error as Error).name === 'AbortError') throw error;
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new BerthApiError(0, 'unreachable', `could not reach Berth at ${baseUrl} (${cause?.code ?? cause?.message ?? (error as Error).message})`, operation);
+      throw new BerthApiError(
+        0,
+        'unreachable',
+        `could not reach Berth at ${baseUrl} (${cause?.code ?? cause?.message ?? (error as Error).message})`,
+        operation,
+      );
     }
     if (!answer.response.ok) {
       const { code, detail } = detailOf(answer.error, answer.response.statusText || 'request failed');
@@ -194,7 +199,11 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
    * The revision once it is terminal, or as it is when `timeoutSeconds` pass (check with
    * `isTerminal`). Each request is the server's long poll (`?wait_for_terminal=`).
    */
-  async function waitForRevision(deploymentId: string, revisionId: string, { timeoutSeconds = 600, signal }: { timeoutSeconds?: number; signal?: AbortSignal } = {}) {
+  async function waitForRevision(
+    deploymentId: string,
+    revisionId: string,
+    { timeoutSeconds = 600, signal }: { timeoutSeconds?: number; signal?: AbortSignal } = {},
+  ) {
     const deadline = Date.now() + timeoutSeconds * 1000;
     for (;;) {
       const remaining = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
@@ -237,7 +246,9 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
       }
       failures = 0;
       try {
-        const events = body.pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>).pipeThrough(new EventSourceParserStream());
+        const events = body
+          .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
+          .pipeThrough(new EventSourceParserStream());
         for await (const message of events as unknown as AsyncIterable<{ id?: string; event?: string; data: string }>) {
           if (message.event !== 'status' && message.event !== 'log') continue;
           if (message.id) last = message.id;
