@@ -24,6 +24,7 @@ const KEPT_LOG_LINES = 20;
 
 function specFrom(io: CliIo, options: Options): DeploySpec {
   const file = options.file ?? (fs.existsSync('berth.json') ? 'berth.json' : undefined);
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- user-given JSON and commander options are untyped
   const fromFile = file ? (bodyFrom({ file }) as Record<string, any>) : {};
   const fileSecrets = fromFile.secrets;
   const secretsFromFile = Array.isArray(fileSecrets)

@@ -113,6 +113,7 @@ export function registerResourceCommands(program: Command, context: CliContext):
     .option('--listener <id>', 'listener that runs the deployment')
     .action(
       action(context, async (options) => {
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- user-given JSON and commander options are untyped
         const body = bodyFrom(options) as Record<string, any>;
         if (options.name) body.name = options.name;
         if (options.image) {
@@ -136,6 +137,7 @@ export function registerResourceCommands(program: Command, context: CliContext):
     .action(
       action(context, async (options, reference) => {
         const berth = client(options);
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- user-given JSON and commander options are untyped
         const body = bodyFrom(options) as Record<string, any>;
         if (options.image) body.source_revision_config = { ...body.source_revision_config, image_uri: options.image };
         const secrets = parseSecrets(io, options.secret);
@@ -242,6 +244,7 @@ export function registerResourceCommands(program: Command, context: CliContext):
     .option('--namespace <name>', 'Kubernetes namespace (repeatable)', repeatable)
     .action(
       action(context, async (options) => {
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- user-given JSON and commander options are untyped
         const body = bodyFrom(options) as Record<string, any>;
         body.compute_type ??= 'k8s';
         if (options.computeId) body.compute_id = options.computeId;

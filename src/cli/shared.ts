@@ -33,6 +33,7 @@ export function clientFor(io: CliIo, flags: ConnectionFlags): BerthClient {
   return createBerthClient({ baseUrl: url, apiKey, tenantId });
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- user-given JSON and commander options are untyped
 export type Options = ConnectionFlags & { output?: OutputFormat } & Record<string, any>;
 
 /**

@@ -220,7 +220,7 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
   async function* followEvents(deploymentId: string, { lastEventId, signal, onReconnect }: FollowOptions = {}): AsyncGenerator<DeploymentEvent> {
     let last = lastEventId;
     let failures = 0;
-    let retryMs = 250;
+    const retryMs = 250;
     for (let attempt = 0; !signal?.aborted; attempt++) {
       if (attempt > 0) {
         onReconnect?.(last);
