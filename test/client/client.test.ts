@@ -22,6 +22,9 @@ async function cuttableProxy(target: string) {
       socket.on('error', () => {});
     }
     inbound.pipe(outbound).pipe(inbound);
+    // A proxy passes a closed connection on: either side closing closes the other.
+    inbound.on('close', () => outbound.destroy());
+    outbound.on('close', () => inbound.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
