@@ -47,9 +47,26 @@ function specFrom(io: CliIo, options: Options): DeploySpec {
   };
 }
 
+/**
+ * An event id the new revision's events all come after: the newest log line of the revision
+ * that was latest before the change (log line ids are event ids). The stream then starts
+ * there instead of replaying the deployment's whole history.
+ */
+async function eventsBefore(berth: BerthClient, deploymentId: string, revisionId: string | null): Promise<string | undefined> {
+  if (!revisionId) return undefined;
+  const newest = await Promise.all(
+    (['build', 'deploy'] as const).map((type) =>
+      berth.revisions.logs(deploymentId, revisionId, { type, order: 'desc', limit: 1 }).then((page) => page.logs[0]?.id),
+    ),
+  );
+  const ids = newest.filter((id): id is string => id !== undefined && /^\d+$/.test(id)).map(Number);
+  return ids.length > 0 ? String(Math.max(...ids)) : undefined;
+}
+
 /** Creates the deployment or changes it; answers the revision to follow. */
-async function apply(berth: BerthClient, spec: DeploySpec): Promise<{ deploymentId: string; revisionId: string; created: boolean }> {
+async function apply(berth: BerthClient, spec: DeploySpec): Promise<{ deploymentId: string; revisionId: string; created: boolean; since?: string }> {
   const existing = await findDeployment(berth, spec.name);
+  const since = existing ? await eventsBefore(berth, existing.id, existing.latest_revision_id) : undefined;
   const sourceConfig = { ...(spec.listener ? { listener_id: spec.listener } : {}), ...(spec.deploymentType ? { deployment_type: spec.deploymentType } : {}) };
   const deployment = existing
     ? await berth.deployments.update(existing.id, {
@@ -66,7 +83,7 @@ async function apply(berth: BerthClient, spec: DeploySpec): Promise<{ deployment
         secrets: spec.secrets ?? [],
       });
   if (!deployment.latest_revision_id) throw new CliExit(EXIT.failed, `deployment ${deployment.id} has no revision to follow`);
-  return { deploymentId: deployment.id, revisionId: deployment.latest_revision_id, created: !existing };
+  return { deploymentId: deployment.id, revisionId: deployment.latest_revision_id, created: !existing, ...(since ? { since } : {}) };
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
@@ -107,7 +124,7 @@ export function registerDeployCommand(program: Command, context: CliContext): vo
         return finish(code, { status: null, error: detail });
       }
       const berth = clientFor(io, options);
-      const { deploymentId, revisionId, created } = target;
+      const { deploymentId, revisionId, created, since } = target;
       if (!json)
         io.out(`${created ? 'created' : 'updated'} deployment ${options.name ?? ''}`.trimEnd() + ` (${deploymentId}); following revision ${revisionId}\n`);
 
@@ -122,6 +139,7 @@ export function registerDeployCommand(program: Command, context: CliContext): vo
       const ticker = !json && io.isTTY ? setInterval(progress, 200) : undefined;
       try {
         const events = berth.followEvents(deploymentId, {
+          ...(since ? { lastEventId: since } : {}),
           signal: timeout,
           onReconnect: (last) => (json ? undefined : io.err(`the event stream dropped; reconnecting after event ${last ?? 'none'}\n`)),
         });

@@ -35,18 +35,20 @@ describe('the berth CLI, against a real server', () => {
     fs.rmSync(configHome, { recursive: true, force: true });
   });
 
-  async function berth(args: string[], env: Record<string, string | undefined> = { BERTH_URL: server.url, BERTH_API_KEY: server.adminKey }): Promise<Run> {
+  const connection = () => ({ BERTH_URL: server.url, BERTH_API_KEY: server.adminKey });
+
+  async function berth(args: string[], env: Record<string, string | undefined> = connection(), tty?: string[]): Promise<Run> {
     let stdout = '';
     let stderr = '';
     const io: CliIo = {
       out: (text) => void (stdout += text),
       err: (text) => void (stderr += text),
-      isTTY: false,
+      isTTY: tty !== undefined,
       env: { XDG_CONFIG_HOME: configHome, ...env },
-      status: () => {},
+      status: (text) => void tty?.push(text),
     };
     const code = await runCli(args, io);
-    everything.push(stdout, stderr);
+    everything.push(stdout, stderr, ...(tty ?? []));
     return { code, stdout, stderr };
   }
 
@@ -68,6 +70,17 @@ describe('the berth CLI, against a real server', () => {
       [2, 1],
     );
     assert.equal(listed[0].status, 'DEPLOYED');
+  });
+
+  test('in a terminal, deploy draws a live progress line with the status, elapsed time and last log line, and clears it', async () => {
+    const progress: string[] = [];
+    const run = await berth(['deploy', '--name', 'cli-tty', '--image', 'registry.example/agent:1'], connection(), progress);
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(
+      progress.some((line) => /^DEPLOYING \d+\.\ds {2}Started registry\.example\/agent:1/.test(line)),
+      progress.join('\n'),
+    );
+    assert.equal(progress.at(-1), '');
   });
 
   test('deploy --json prints only JSON lines: status changes, log lines and a final result', async () => {
