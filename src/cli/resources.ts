@@ -210,8 +210,8 @@ export function registerResourceCommands(program: Command, context: CliContext):
   ).action(
     action(context, async (options, reference, revisionId) => {
       const berth = client(options);
-      const revision = await berth.revisions.redeploy(await deploymentIdOf(berth, reference!), revisionId!);
-      done(io, `redeploying: revision ${revision.id} is ${revision.status}`);
+      const deployment = await berth.revisions.redeploy(await deploymentIdOf(berth, reference!), revisionId!);
+      done(io, `redeploying revision ${revisionId} as revision ${deployment.latest_revision_id}`);
     }),
   );
   connected(

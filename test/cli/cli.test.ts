@@ -172,6 +172,36 @@ describe('the berth CLI, against a real server', () => {
     }
   });
 
+  test('revisions: logs --follow prints the lines until the revision is terminal; redeploy; interrupt refuses a finished revision', async () => {
+    const revisions = JSON.parse((await berth(['revisions', 'list', 'cli-json', '-o', 'json'])).stdout);
+    const [only] = revisions;
+    const followed = await berth(['revisions', 'logs', 'cli-json', only.id, '--follow']);
+    assert.equal(followed.code, 0, followed.stderr);
+    assert.match(followed.stdout, /deploy INFO Started registry\.example\/agent:1/);
+    assert.match(followed.stderr, /is DEPLOYED/);
+    const redeployed = await berth(['revisions', 'redeploy', 'cli-json', only.id]);
+    assert.equal(redeployed.code, 0, redeployed.stderr);
+    assert.match(redeployed.stderr, new RegExp(`redeploying revision ${only.id} as revision [0-9a-f-]{36}`));
+    const interrupted = await berth(['revisions', 'interrupt', 'cli-json', only.id]);
+    assert.equal(interrupted.code, 3);
+    assert.match(interrupted.stderr, /interruptRevision was refused \(\d{3} \w+\): .+\n {2}try: /);
+  });
+
+  test('workspaces and API keys: create, list, revoke; a new key is printed once, alone on stdout', async () => {
+    const workspace = await berth(['workspaces', 'create', '--name', 'cli-space', '-o', 'json']);
+    assert.equal(workspace.code, 0, workspace.stderr);
+    const created = await berth(['api-keys', 'create', '--name', 'ci', '--workspace', JSON.parse(workspace.stdout).id]);
+    assert.equal(created.code, 0, created.stderr);
+    const key = created.stdout.trim();
+    assert.ok(key.length > 20 && !key.includes(' '));
+    const listed = await berth(['api-keys', 'list']);
+    assert.match(listed.stdout, /^ID\s+NAME\s+ROLE/);
+    assert.ok(!listed.stdout.includes(key));
+    const id = created.stderr.match(/created API key ([0-9a-f-]{36})/)![1]!;
+    assert.equal((await berth(['api-keys', 'revoke', id])).code, 0);
+    assert.equal((await berth(['deployments', 'list'], { BERTH_URL: server.url, BERTH_API_KEY: key })).code, 3);
+  });
+
   test('login checks the key and saves a profile readable only by its owner; later commands use it', async () => {
     const refused = await berth(['login', '--url', server.url], { BERTH_API_KEY: 'berth_not_a_key' });
     assert.equal(refused.code, 3);
