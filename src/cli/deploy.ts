@@ -64,7 +64,10 @@ async function eventsBefore(berth: BerthClient, deploymentId: string, revisionId
 }
 
 /** Creates the deployment or changes it; answers the revision to follow. */
-async function apply(berth: BerthClient, spec: DeploySpec): Promise<{ deploymentId: string; revisionId: string; created: boolean; since?: string }> {
+async function apply(
+  berth: BerthClient,
+  spec: DeploySpec,
+): Promise<{ name: string; deploymentId: string; revisionId: string; created: boolean; unchanged: boolean; since?: string }> {
   const existing = await findDeployment(berth, spec.name);
   const since = existing ? await eventsBefore(berth, existing.id, existing.latest_revision_id) : undefined;
   const sourceConfig = { ...(spec.listener ? { listener_id: spec.listener } : {}), ...(spec.deploymentType ? { deployment_type: spec.deploymentType } : {}) };
@@ -83,7 +86,16 @@ async function apply(berth: BerthClient, spec: DeploySpec): Promise<{ deployment
         secrets: spec.secrets ?? [],
       });
   if (!deployment.latest_revision_id) throw new CliExit(EXIT.failed, `deployment ${deployment.id} has no revision to follow`);
-  return { deploymentId: deployment.id, revisionId: deployment.latest_revision_id, created: !existing, ...(since ? { since } : {}) };
+  // Nothing that makes a revision changed: follow the current one from its start.
+  const unchanged = existing !== undefined && deployment.latest_revision_id === existing.latest_revision_id;
+  return {
+    name: deployment.name,
+    deploymentId: deployment.id,
+    revisionId: deployment.latest_revision_id,
+    created: !existing,
+    unchanged,
+    ...(since && !unchanged ? { since } : {}),
+  };
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
@@ -124,9 +136,9 @@ export function registerDeployCommand(program: Command, context: CliContext): vo
         return finish(code, { status: null, error: detail });
       }
       const berth = clientFor(io, options);
-      const { deploymentId, revisionId, created, since } = target;
-      if (!json)
-        io.out(`${created ? 'created' : 'updated'} deployment ${options.name ?? ''}`.trimEnd() + ` (${deploymentId}); following revision ${revisionId}\n`);
+      const { deploymentId, revisionId, created, unchanged, since, name } = target;
+      const verb = created ? 'created' : unchanged ? 'no change to' : 'updated';
+      if (!json) io.out(`${verb} deployment ${name} (${deploymentId}); following revision ${revisionId}\n`);
 
       const timeout = AbortSignal.timeout(options.timeout * 1000);
       const logs: { type: string; message: string }[] = [];

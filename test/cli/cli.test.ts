@@ -55,14 +55,14 @@ describe('the berth CLI, against a real server', () => {
   test('deploy creates a deployment, follows it to DEPLOYED with a timeline and exits 0; a second deploy updates it', async () => {
     const first = await berth(['deploy', '--name', 'cli-app', '--image', 'registry.example/agent:1', '--secret', 'TOKEN=s3cret']);
     assert.equal(first.code, 0, first.stderr);
-    assert.match(first.stdout, /created deployment cli-app/);
+    assert.match(first.stdout, /created deployment cli-app \(/);
     assert.match(first.stdout, /^\s+\d+\.\ds {2}DEPLOYING/m);
     assert.match(first.stdout, /^\s+\d+\.\ds {2}DEPLOYED/m);
     assert.match(first.stdout, /deployed in \d+\.\ds at http:\/\/127\.0\.0\.1:\d+/);
 
     const second = await berth(['deploy', '--name', 'cli-app', '--image', 'registry.example/agent:2']);
     assert.equal(second.code, 0, second.stderr);
-    assert.match(second.stdout, /updated deployment cli-app/);
+    assert.match(second.stdout, /updated deployment cli-app \(/);
     const revisions = await berth(['revisions', 'list', 'cli-app', '-o', 'json']);
     const listed = JSON.parse(revisions.stdout);
     assert.deepEqual(
