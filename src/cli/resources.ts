@@ -270,7 +270,7 @@ export function registerResourceCommands(program: Command, context: CliContext):
   readable(providers.command('list').description('List OAuth providers.')).action(
     action(context, async (options) => render(io, options.output!, await client(options).oauthProviders.list(), PROVIDER_COLUMNS)),
   );
-  readable(providers.command('get').description('Show one OAuth provider.').argument('<provider>', 'provider id')).action(
+  readable(providers.command('get').description('Show one OAuth provider.').argument('<provider>', 'the provider_id chosen at creation')).action(
     action(context, async (options, id) => render(io, options.output!, await client(options).oauthProviders.get(id!), PROVIDER_COLUMNS)),
   );
   withBody(
@@ -278,12 +278,12 @@ export function registerResourceCommands(program: Command, context: CliContext):
   ).action(
     action(context, async (options) => render(io, options.output!, await client(options).oauthProviders.create(bodyFrom(options) as never), PROVIDER_COLUMNS)),
   );
-  withBody(readable(providers.command('update').description('Change an OAuth provider.').argument('<provider>', 'provider id'))).action(
+  withBody(readable(providers.command('update').description('Change an OAuth provider.').argument('<provider>', 'the provider_id chosen at creation'))).action(
     action(context, async (options, id) =>
       render(io, options.output!, await client(options).oauthProviders.update(id!, bodyFrom(options) as never), PROVIDER_COLUMNS),
     ),
   );
-  connected(providers.command('delete').description('Delete an OAuth provider.').argument('<provider>', 'provider id')).action(
+  connected(providers.command('delete').description('Delete an OAuth provider.').argument('<provider>', 'the provider_id chosen at creation')).action(
     action(context, async (options, id) => {
       await client(options).oauthProviders.delete(id!);
       done(io, `deleted OAuth provider ${id}`);

@@ -187,6 +187,34 @@ describe('the berth CLI, against a real server', () => {
     assert.match(interrupted.stderr, /interruptRevision was refused \(\d{3} \w+\): .+\n {2}try: /);
   });
 
+  test('listeners and OAuth providers: create from flags or --data, get, update, delete', async () => {
+    const created = await berth(['listeners', 'create', '--compute-id', 'cli-cluster', '--namespace', 'agents', '--namespace', 'staging', '-o', 'json']);
+    assert.equal(created.code, 0, created.stderr);
+    const listener = JSON.parse(created.stdout);
+    assert.deepEqual(listener.compute_config.k8s_namespaces, ['agents', 'staging']);
+    const updated = await berth(['listeners', 'update', listener.id, '--data', '{"version": "0.2.0"}', '-o', 'json']);
+    assert.equal(JSON.parse(updated.stdout).version, '0.2.0');
+    assert.match((await berth(['listeners', 'list'])).stdout, /cli-cluster\s+agents,staging\s+0\.2\.0/);
+    assert.equal((await berth(['listeners', 'delete', listener.id])).code, 0);
+    assert.equal((await berth(['listeners', 'get', listener.id])).code, 3);
+
+    const provider = await berth([
+      'oauth-providers',
+      'create',
+      '-o',
+      'json',
+      '--data',
+      'provider_id: cli-github\nname: GitHub\nclient_id: client-1\nclient_secret: oauth-cli-secret\nauth_url: https://github.com/login/oauth/authorize\ntoken_url: https://github.com/login/oauth/access_token\n',
+    ]);
+    assert.equal(provider.code, 0, provider.stderr);
+    assert.equal(JSON.parse(provider.stdout).provider_id, 'cli-github');
+    assert.match((await berth(['oauth-providers', 'get', 'cli-github'])).stdout, /client_id\s+client-1/);
+    assert.equal((await berth(['oauth-providers', 'delete', 'cli-github'])).code, 0);
+    const bad = await berth(['oauth-providers', 'create', '--data', '{not json']);
+    assert.equal(bad.code, 3);
+    assert.match(bad.stderr, /the --data value is not valid JSON or YAML/);
+  });
+
   test('workspaces and API keys: create, list, revoke; a new key is printed once, alone on stdout', async () => {
     const workspace = await berth(['workspaces', 'create', '--name', 'cli-space', '-o', 'json']);
     assert.equal(workspace.code, 0, workspace.stderr);
