@@ -124,16 +124,19 @@ export function registerDeployCommand(program: Command, context: CliContext): vo
         if (json) line({ type: 'result', exit_code: code, elapsed_seconds: (Date.now() - started) / 1000, ...result });
         return code;
       };
-      if (!Number.isFinite(options.timeout) || options.timeout <= 0) throw new CliExit(EXIT.usage, '--timeout must be a number of seconds above 0');
+      const failed = (error: unknown, extra: Record<string, unknown> = {}) => {
+        const code = reportFailure(io, error);
+        const detail = error instanceof BerthApiError ? { status: error.status, code: error.code, detail: error.detail } : { detail: (error as Error).message };
+        return finish(code, { status: null, ...extra, error: detail });
+      };
 
       let target: Awaited<ReturnType<typeof apply>>;
       try {
+        if (!Number.isFinite(options.timeout) || options.timeout <= 0) throw new CliExit(EXIT.usage, '--timeout must be a number of seconds above 0');
         const spec = specFrom(io, options);
         target = await apply(clientFor(io, options), spec);
       } catch (error) {
-        const code = reportFailure(io, error);
-        const detail = error instanceof BerthApiError ? { status: error.status, code: error.code, detail: error.detail } : { detail: (error as Error).message };
-        return finish(code, { status: null, error: detail });
+        return failed(error);
       }
       const berth = clientFor(io, options);
       const { deploymentId, revisionId, created, unchanged, since, name } = target;
@@ -150,6 +153,7 @@ export function registerDeployCommand(program: Command, context: CliContext): vo
       };
       const ticker = !json && io.isTTY ? setInterval(progress, 200) : undefined;
       try {
+        status = (await berth.revisions.get(deploymentId, revisionId)).status;
         const events = berth.followEvents(deploymentId, {
           ...(since ? { lastEventId: since } : {}),
           signal: timeout,
@@ -175,6 +179,8 @@ export function registerDeployCommand(program: Command, context: CliContext): vo
           }
           if (isTerminal(status)) break;
         }
+      } catch (error) {
+        return failed(error, { deployment_id: deploymentId, revision_id: revisionId, last_status: status });
       } finally {
         if (ticker) clearInterval(ticker);
         if (!json && io.isTTY) io.status('');

@@ -215,7 +215,8 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
   /**
    * A deployment's events (`GET /v2/deployments/{id}/events`, Server-Sent Events) until
    * `signal` aborts. When the connection drops the stream is opened again with
-   * `Last-Event-ID`, so no event is lost or repeated; a refusal (e.g. 404, 401) throws.
+   * `Last-Event-ID`, so no event is lost or repeated (also after a 429 or 5xx answer, up to
+   * 8 failures in a row); a refusal (e.g. 404, 401) throws.
    */
   async function* followEvents(deploymentId: string, { lastEventId, signal, onReconnect }: FollowOptions = {}): AsyncGenerator<DeploymentEvent> {
     let last = lastEventId;
@@ -241,7 +242,9 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
         body = stream;
       } catch (error) {
         if (signal?.aborted) return;
-        if (error instanceof BerthApiError && error.status === 0 && ++failures < STREAM_ATTEMPTS) continue;
+        // Unreachable, overloaded or restarting (behind a proxy): try again; a refusal is final.
+        const passing = error instanceof BerthApiError && (error.status === 0 || error.status === 429 || error.status >= 500);
+        if (passing && ++failures < STREAM_ATTEMPTS) continue;
         throw error;
       }
       failures = 0;

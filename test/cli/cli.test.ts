@@ -136,6 +136,15 @@ describe('the berth CLI, against a real server', () => {
     });
     assert.equal(wrongKey.code, 3);
     assert.match(wrongKey.stderr, /refused \(401 .*\n {2}try: check the API key/);
+    const badTimeout = await berth(['deploy', '--json', '--name', 'cli-x', '--image', 'registry.example/agent:1', '--timeout', 'soon']);
+    assert.equal(badTimeout.code, 3);
+    assert.deepEqual(JSON.parse(badTimeout.stdout), {
+      type: 'result',
+      exit_code: 3,
+      elapsed_seconds: JSON.parse(badTimeout.stdout).elapsed_seconds,
+      status: null,
+      error: { detail: '--timeout must be a number of seconds above 0' },
+    });
     assert.equal((await berth(['deployments', 'lst'])).code, 3);
     assert.equal((await berth(['deployments', 'list', '-o', 'xml'])).code, 3);
   });
