@@ -30,6 +30,7 @@ describe('the berth CLI, against a real server', () => {
   });
   after(async () => {
     runtime?.open();
+    // As in test/client/client.test.ts: do not wait out connections left after event streams.
     server?.berth.app.server.closeAllConnections();
     await server?.close();
     fs.rmSync(configHome, { recursive: true, force: true });

@@ -48,8 +48,9 @@ describe('the typed client, against a real server', () => {
     berth = createBerthClient({ baseUrl: server.url, apiKey: server.adminKey });
   });
   after(async () => {
-    // An event stream the tests ended can still be open on the server when it closes (seen
-    // once the proxy test ran after others); end the connections rather than wait for them.
+    // After a client ends an event stream, the server can be left holding a connection that
+    // never sent a request, which its close waits out (about 70 s, the headers timeout);
+    // end the connections rather than wait (reported to the lead; not the client's doing).
     server?.berth.app.server.closeAllConnections();
     await server?.close();
   });
