@@ -73,6 +73,20 @@ module.exports = {
       to: { path: '^src/(http|services|engine|lifecycle|operations)/|^src/(server|main)\\.ts$' },
     },
     {
+      name: 'client-stands-alone',
+      severity: 'error',
+      comment: 'client/ is the published typed client: it speaks to Berth over HTTP only, from its generated schema.',
+      from: { path: layer('client') },
+      to: { path: '^src/', pathNot: layer('client') },
+    },
+    {
+      name: 'cli-through-the-client',
+      severity: 'error',
+      comment: 'cli/ calls Berth only through the typed client, never the server code.',
+      from: { path: layer('cli') },
+      to: { path: '^src/', pathNot: ['^src/(cli|client)/'] },
+    },
+    {
       name: 'no-test-code-in-src',
       severity: 'error',
       comment: 'Test support (stand-ins, in-process drivers) never ships.',

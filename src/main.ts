@@ -1,4 +1,5 @@
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
+import { processIo, registerClientCommands, usageExitCode } from './cli/index.js';
 import { registerDockerfileCommand } from './build/dockerfile-command.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { AgentConfigError, loadAgentConfig } from './listener/agent/config.js';
@@ -39,10 +40,13 @@ function stopOnSignals(logger: ReturnType<typeof createLogger>, close: () => Pro
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
-const program = new Command('berth').description('Berth: a self-hostable deployment control plane for agent servers.');
+// Under exitOverride commander throws instead of exiting, so bad usage ends with exit code 3
+// (the client commands' "bad usage") and help with 0.
+const program = new Command('berth').description('Berth: a self-hostable deployment control plane for agent servers.').exitOverride();
 
 program
   .command('serve', { isDefault: true })
+  .alias('server')
   .description('Run the API server (and, unless BERTH_ENGINE=off, the revision engine).')
   .action(async () => {
     const config = configOrExit();
@@ -89,7 +93,12 @@ program
 registerDockerfileCommand(program);
 registerOperationsCommands(program);
 
+registerClientCommands(program, processIo(), (code) => {
+  process.exitCode = code;
+});
+
 program.parseAsync().catch((error) => {
+  if (error instanceof CommanderError) process.exit(usageExitCode(error));
   process.stderr.write(`berth failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 });

@@ -1,0 +1,366 @@
+/** The resource commands: deployments, revisions, listeners, OAuth providers, integrations, workspaces, API keys. */
+import { type Command, Option } from 'commander';
+import { type BerthClient, isTerminal } from '../client/index.js';
+import { CliExit, EXIT, type CliIo } from './io.js';
+import { type Column, render } from './output.js';
+import {
+  action,
+  bodyFrom,
+  type CliContext,
+  clientFor,
+  repeatable,
+  connected,
+  deploymentIdOf,
+  type Options,
+  parseSecrets,
+  readable,
+  withBody,
+} from './shared.js';
+
+const DEPLOYMENT_COLUMNS: Column[] = [
+  ['ID', (d) => d.id],
+  ['NAME', (d) => d.name],
+  ['STATUS', (d) => d.status],
+  ['IMAGE', (d) => d.source_revision_config?.image_uri ?? d.source_config?.repo_url],
+  ['LATEST REVISION', (d) => d.latest_revision_id],
+  ['URL', (d) => d.url],
+];
+const REVISION_COLUMNS: Column[] = [
+  ['ID', (r) => r.id],
+  ['#', (r) => r.revision_number],
+  ['STATUS', (r) => r.status],
+  ['CREATED', (r) => r.created_at],
+  ['MESSAGE', (r) => r.status_message],
+];
+const LISTENER_COLUMNS: Column[] = [
+  ['ID', (l) => l.id],
+  ['COMPUTE ID', (l) => l.compute_id],
+  ['NAMESPACES', (l) => l.compute_config?.k8s_namespaces?.join(',')],
+  ['VERSION', (l) => l.version],
+];
+const PROVIDER_COLUMNS: Column[] = [
+  ['ID', (p) => p.id],
+  ['PROVIDER ID', (p) => p.provider_id],
+  ['NAME', (p) => p.name],
+  ['CLIENT ID', (p) => p.client_id],
+];
+const INTEGRATION_COLUMNS: Column[] = [
+  ['ID', (i) => i.id],
+  ['NAME', (i) => i.name],
+  ['INSTALLATION', (i) => i.installation_id],
+];
+const REPOSITORY_COLUMNS: Column[] = [
+  ['NAME', (r) => `${r.owner}/${r.name}`],
+  ['DEFAULT BRANCH', (r) => r.default_branch],
+  ['URL', (r) => r.url],
+];
+const WORKSPACE_COLUMNS: Column[] = [
+  ['ID', (w) => w.id],
+  ['NAME', (w) => w.name],
+  ['CREATED', (w) => w.created_at],
+];
+const KEY_COLUMNS: Column[] = [
+  ['ID', (k) => k.id],
+  ['NAME', (k) => k.name],
+  ['ROLE', (k) => k.role],
+  ['WORKSPACE', (k) => k.workspace_id],
+  ['HINT', (k) => k.key_hint],
+];
+
+/** A deployment as a table shows it: secret names, never their values. */
+function withoutSecretValues<T extends { secrets?: { name: string }[] }>(deployment: T, format: string | undefined): T {
+  return format === 'table' ? { ...deployment, secrets: (deployment.secrets ?? []).map((secret) => secret.name) as never } : deployment;
+}
+
+async function collect<T>(client: BerthClient, fetchPage: (page: { offset: number; limit: number }) => Promise<{ resources: T[]; offset: number }>) {
+  const all: T[] = [];
+  for await (const page of client.pages(fetchPage)) all.push(...page);
+  return all;
+}
+
+function done(io: CliIo, text: string): void {
+  io.err(`${text}\n`);
+}
+
+export function registerResourceCommands(program: Command, context: CliContext): void {
+  const { io } = context;
+  const client = (options: Options) => clientFor(io, options);
+
+  // Deployments.
+  const deployments = program.command('deployments').alias('deployment').description('Create, list, read, change and delete deployments.');
+  readable(deployments.command('list').description('List the deployments of the workspace (every page).'))
+    .option('--name-contains <text>', 'only deployments whose name contains this')
+    .action(
+      action(context, async (options) => {
+        const berth = client(options);
+        const rows = await collect(berth, (page) =>
+          berth.deployments.list({ ...page, ...(options.nameContains ? { name_contains: options.nameContains } : {}) }),
+        );
+        render(io, options.output!, rows, DEPLOYMENT_COLUMNS);
+      }),
+    );
+  readable(deployments.command('get').description('Show one deployment.').argument('<deployment>', 'deployment id or name')).action(
+    action(context, async (options, reference) => {
+      const berth = client(options);
+      const deployment = await berth.deployments.get(await deploymentIdOf(berth, reference!));
+      render(io, options.output!, withoutSecretValues(deployment, options.output), DEPLOYMENT_COLUMNS);
+    }),
+  );
+  withBody(readable(deployments.command('create').description('Create a deployment (an external image; other sources through --data/--file).')))
+    .option('--name <name>', 'deployment name')
+    .option('--image <ref>', 'container image to run (source external_docker)')
+    .option('--secret <NAME=VALUE>', 'secret environment variable (repeatable)', repeatable)
+    .option('--listener <id>', 'listener that runs the deployment')
+    .action(
+      action(context, async (options) => {
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- user-given JSON and commander options are untyped
+        const body = bodyFrom(options) as Record<string, any>;
+        if (options.name) body.name = options.name;
+        if (options.image) {
+          body.source ??= 'external_docker';
+          body.source_revision_config = { ...body.source_revision_config, image_uri: options.image };
+        }
+        if (options.listener) body.source_config = { ...body.source_config, listener_id: options.listener };
+        body.secrets = parseSecrets(io, options.secret) ?? body.secrets ?? [];
+        body.source_config ??= {};
+        body.source_revision_config ??= {};
+        if (!body.name) throw new CliExit(EXIT.usage, 'a deployment needs a name', 'pass --name');
+        const created = await client(options).deployments.create(body as never);
+        render(io, options.output!, withoutSecretValues(created, options.output), DEPLOYMENT_COLUMNS);
+      }),
+    );
+  withBody(readable(deployments.command('update').description('Change a deployment (a new revision when the image, secrets or resources change).')))
+    .argument('<deployment>', 'deployment id or name')
+    .option('--image <ref>', 'new container image')
+    .option('--secret <NAME=VALUE>', 'secret environment variable (repeatable; replaces the list)', repeatable)
+    .option('--display-name <text>', 'display name')
+    .action(
+      action(context, async (options, reference) => {
+        const berth = client(options);
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- user-given JSON and commander options are untyped
+        const body = bodyFrom(options) as Record<string, any>;
+        if (options.image) body.source_revision_config = { ...body.source_revision_config, image_uri: options.image };
+        const secrets = parseSecrets(io, options.secret);
+        if (secrets) body.secrets = secrets;
+        if (options.displayName) body.display_name = options.displayName;
+        const updated = await berth.deployments.update(await deploymentIdOf(berth, reference!), body as never);
+        render(io, options.output!, withoutSecretValues(updated, options.output), DEPLOYMENT_COLUMNS);
+      }),
+    );
+  connected(deployments.command('delete').description('Delete a deployment.').argument('<deployment>', 'deployment id or name')).action(
+    action(context, async (options, reference) => {
+      const berth = client(options);
+      const id = await deploymentIdOf(berth, reference!);
+      await berth.deployments.delete(id);
+      done(io, `deleted deployment ${id}`);
+    }),
+  );
+
+  // Revisions.
+  const revisions = program.command('revisions').alias('revision').description("Read a deployment's revisions and their logs; redeploy or interrupt one.");
+  readable(revisions.command('list').description('List the revisions of a deployment, newest first.').argument('<deployment>', 'deployment id or name')).action(
+    action(context, async (options, reference) => {
+      const berth = client(options);
+      const id = await deploymentIdOf(berth, reference!);
+      render(io, options.output!, await collect(berth, (page) => berth.revisions.list(id, page)), REVISION_COLUMNS);
+    }),
+  );
+  readable(revisions.command('get').description('Show one revision.').argument('<deployment>', 'deployment id or name').argument('<revision>', 'revision id'))
+    .option('--wait <seconds>', 'wait up to this long for the revision to be terminal (long poll)', Number)
+    .action(
+      action(context, async (options, reference, revisionId) => {
+        const berth = client(options);
+        const id = await deploymentIdOf(berth, reference!);
+        const revision = options.wait
+          ? await berth.waitForRevision(id, revisionId!, { timeoutSeconds: options.wait })
+          : await berth.revisions.get(id, revisionId!);
+        render(io, options.output!, revision, REVISION_COLUMNS);
+      }),
+    );
+  connected(
+    revisions
+      .command('logs')
+      .description("Print a revision's build and deploy logs.")
+      .argument('<deployment>', 'deployment id or name')
+      .argument('<revision>', 'revision id'),
+  )
+    .addOption(new Option('--type <type>', 'only build or deploy logs').choices(['build', 'deploy']))
+    .option('-f, --follow', 'keep printing new lines until the revision is terminal (event stream)')
+    .action(
+      action(context, async (options, reference, revisionId) => {
+        const berth = client(options);
+        const id = await deploymentIdOf(berth, reference!);
+        if (options.follow) return followLogs(berth, io, id, revisionId!, options.type);
+        for (const type of options.type ? [options.type as 'build' | 'deploy'] : (['build', 'deploy'] as const)) {
+          let offset: string | undefined;
+          do {
+            const page = await berth.revisions.logs(id, revisionId!, { type, order: 'asc', limit: 1000, ...(offset ? { offset } : {}) });
+            for (const line of page.logs) io.out(`${new Date(line.timestamp).toISOString()} ${type} ${line.level} ${line.message}\n`);
+            offset = page.next_offset ?? undefined;
+          } while (offset);
+        }
+      }),
+    );
+  connected(
+    revisions
+      .command('redeploy')
+      .description('Deploy a revision again.')
+      .argument('<deployment>', 'deployment id or name')
+      .argument('<revision>', 'revision id'),
+  ).action(
+    action(context, async (options, reference, revisionId) => {
+      const berth = client(options);
+      const deployment = await berth.revisions.redeploy(await deploymentIdOf(berth, reference!), revisionId!);
+      done(io, `redeploying revision ${revisionId} as revision ${deployment.latest_revision_id}`);
+    }),
+  );
+  connected(
+    revisions
+      .command('interrupt')
+      .description('Interrupt a revision that is not terminal yet.')
+      .argument('<deployment>', 'deployment id or name')
+      .argument('<revision>', 'revision id'),
+  ).action(
+    action(context, async (options, reference, revisionId) => {
+      const berth = client(options);
+      await berth.revisions.interrupt(await deploymentIdOf(berth, reference!), revisionId!);
+      done(io, `interrupted revision ${revisionId}`);
+    }),
+  );
+
+  // Listeners.
+  const listeners = program.command('listeners').description('Kubernetes clusters that run deployments.');
+  readable(listeners.command('list').description('List listeners.')).action(
+    action(context, async (options) => {
+      const berth = client(options);
+      render(io, options.output!, await collect(berth, (page) => berth.listeners.list(page)), LISTENER_COLUMNS);
+    }),
+  );
+  readable(listeners.command('get').description('Show one listener.').argument('<listener>', 'listener id')).action(
+    action(context, async (options, id) => render(io, options.output!, await client(options).listeners.get(id!), LISTENER_COLUMNS)),
+  );
+  withBody(readable(listeners.command('create').description('Register a listener.')))
+    .option('--compute-id <id>', 'cluster name, unique in the workspace')
+    .option('--namespace <name>', 'Kubernetes namespace (repeatable)', repeatable)
+    .action(
+      action(context, async (options) => {
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- user-given JSON and commander options are untyped
+        const body = bodyFrom(options) as Record<string, any>;
+        body.compute_type ??= 'k8s';
+        if (options.computeId) body.compute_id = options.computeId;
+        if (options.namespace) body.compute_config = { ...body.compute_config, k8s_namespaces: options.namespace };
+        body.compute_config ??= {};
+        render(io, options.output!, await client(options).listeners.create(body as never), LISTENER_COLUMNS);
+      }),
+    );
+  withBody(readable(listeners.command('update').description('Change a listener.').argument('<listener>', 'listener id'))).action(
+    action(context, async (options, id) =>
+      render(io, options.output!, await client(options).listeners.update(id!, bodyFrom(options) as never), LISTENER_COLUMNS),
+    ),
+  );
+  connected(listeners.command('delete').description('Delete a listener.').argument('<listener>', 'listener id')).action(
+    action(context, async (options, id) => {
+      await client(options).listeners.delete(id!);
+      done(io, `deleted listener ${id}`);
+    }),
+  );
+
+  // OAuth providers.
+  const providers = program.command('oauth-providers').description('OAuth providers of the organization (writes need an admin key).');
+  readable(providers.command('list').description('List OAuth providers.')).action(
+    action(context, async (options) => render(io, options.output!, await client(options).oauthProviders.list(), PROVIDER_COLUMNS)),
+  );
+  readable(providers.command('get').description('Show one OAuth provider.').argument('<provider>', 'the provider_id chosen at creation')).action(
+    action(context, async (options, id) => render(io, options.output!, await client(options).oauthProviders.get(id!), PROVIDER_COLUMNS)),
+  );
+  withBody(
+    readable(providers.command('create').description('Create an OAuth provider (body: provider_id, name, client_id, client_secret, auth_url, token_url).')),
+  ).action(
+    action(context, async (options) => render(io, options.output!, await client(options).oauthProviders.create(bodyFrom(options) as never), PROVIDER_COLUMNS)),
+  );
+  withBody(readable(providers.command('update').description('Change an OAuth provider.').argument('<provider>', 'the provider_id chosen at creation'))).action(
+    action(context, async (options, id) =>
+      render(io, options.output!, await client(options).oauthProviders.update(id!, bodyFrom(options) as never), PROVIDER_COLUMNS),
+    ),
+  );
+  connected(providers.command('delete').description('Delete an OAuth provider.').argument('<provider>', 'the provider_id chosen at creation')).action(
+    action(context, async (options, id) => {
+      await client(options).oauthProviders.delete(id!);
+      done(io, `deleted OAuth provider ${id}`);
+    }),
+  );
+
+  // Integrations and their repositories.
+  const integrations = program.command('integrations').description('Code-host integrations (git, GitHub) and their repositories.');
+  readable(integrations.command('list').description('List integrations.')).action(
+    action(context, async (options) => render(io, options.output!, await client(options).integrations.list(), INTEGRATION_COLUMNS)),
+  );
+  readable(integrations.command('get').description('Show one integration.').argument('<integration>', 'integration id')).action(
+    action(context, async (options, id) => render(io, options.output!, await client(options).integrations.get(id!), INTEGRATION_COLUMNS)),
+  );
+  withBody(readable(integrations.command('create').description('Create an integration (body: provider, name, and git or github settings).'))).action(
+    action(context, async (options) => render(io, options.output!, await client(options).integrations.create(bodyFrom(options) as never), INTEGRATION_COLUMNS)),
+  );
+  connected(integrations.command('delete').description('Delete an integration.').argument('<integration>', 'integration id')).action(
+    action(context, async (options, id) => {
+      await client(options).integrations.delete(id!);
+      done(io, `deleted integration ${id}`);
+    }),
+  );
+  readable(integrations.command('repos').description("List an integration's repositories.").argument('<integration>', 'integration id')).action(
+    action(context, async (options, id) => render(io, options.output!, await client(options).integrations.repositories(id!), REPOSITORY_COLUMNS)),
+  );
+
+  // Workspaces.
+  const workspaces = program.command('workspaces').description('Workspaces of the organization (admin keys).');
+  readable(workspaces.command('list').description('List workspaces.')).action(
+    action(context, async (options) => render(io, options.output!, await client(options).workspaces.list(), WORKSPACE_COLUMNS)),
+  );
+  readable(workspaces.command('create').description('Create a workspace.'))
+    .requiredOption('--name <name>', 'workspace name')
+    .action(
+      action(context, async (options) => render(io, options.output!, await client(options).workspaces.create({ name: options.name }), WORKSPACE_COLUMNS)),
+    );
+
+  // API keys.
+  const keys = program.command('api-keys').description('API keys of the organization (admin keys).');
+  readable(keys.command('list').description('List API keys (their hints, never the keys).')).action(
+    action(context, async (options) => render(io, options.output!, await client(options).apiKeys.list(), KEY_COLUMNS)),
+  );
+  connected(keys.command('create').description('Create an API key and print it once, alone on stdout.'))
+    .requiredOption('--name <name>', 'key name')
+    .addOption(new Option('--role <role>', 'role').choices(['member', 'admin']).default('member'))
+    .option('--workspace <id>', 'bind the key to this workspace')
+    .action(
+      action(context, async (options) => {
+        const created = await client(options).apiKeys.create({
+          name: options.name,
+          role: options.role,
+          ...(options.workspace ? { workspace_id: options.workspace } : {}),
+        });
+        io.err(`created API key ${created.id} (${created.key_hint}); it is shown only now:\n`);
+        io.out(`${created.key}\n`);
+      }),
+    );
+  connected(keys.command('revoke').description('Revoke an API key.').argument('<key>', 'key id')).action(
+    action(context, async (options, id) => {
+      await client(options).apiKeys.revoke(id!);
+      done(io, `revoked API key ${id}`);
+    }),
+  );
+}
+
+/** Prints a revision's log lines from the event stream until the revision is terminal. */
+async function followLogs(berth: BerthClient, io: CliIo, deploymentId: string, revisionId: string, type: string | undefined): Promise<number> {
+  for await (const event of berth.followEvents(deploymentId)) {
+    if (event.data.revision_id !== revisionId) continue;
+    if (event.event === 'log' && (!type || event.data.type === type)) {
+      io.out(`${new Date(event.data.timestamp).toISOString()} ${event.data.type} ${event.data.level} ${event.data.message}\n`);
+    }
+    if (event.event === 'status' && isTerminal(event.data.status)) {
+      io.err(`revision ${revisionId} is ${event.data.status}\n`);
+      return event.data.status === 'DEPLOYED' ? EXIT.ok : EXIT.failed;
+    }
+  }
+  return EXIT.ok;
+}

@@ -1,0 +1,268 @@
+/**
+ * The typed Berth client: every operation of the server's OpenAPI document (types generated
+ * into schema.ts by openapi-typescript, calls made by openapi-fetch), pagination, waiting for
+ * a revision and following a deployment's event stream. docs/client.md shows it in use.
+ */
+import createClient, { type Client } from 'openapi-fetch';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+import type { components, paths } from './schema.js';
+
+export type { components, paths } from './schema.js';
+export type Schemas = components['schemas'];
+export type Deployment = Schemas['Deployment'];
+export type Revision = Schemas['Revision'];
+export type RevisionStatus = Revision['status'];
+
+/** Statuses a revision never leaves. */
+export const TERMINAL_STATUSES: readonly RevisionStatus[] = ['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED'];
+export const isTerminal = (status: string): boolean => (TERMINAL_STATUSES as readonly string[]).includes(status);
+
+/** A request Berth refused (`status` ≥ 400, with the server's `code` and `detail`), or one that did not reach it (`status` 0). */
+export class BerthApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly operation: string,
+  ) {
+    super(`${operation}: ${status === 0 ? detail : `${status} ${code}: ${detail}`}`);
+    this.name = 'BerthApiError';
+  }
+}
+
+/** The `detail` of a FastAPI-shaped body: a string, or 422 issues as `loc: msg` lines. */
+function detailOf(body: unknown, fallback: string): { code: string; detail: string } {
+  const { detail, code } = (body ?? {}) as { detail?: unknown; code?: unknown };
+  const text =
+    typeof detail === 'string'
+      ? detail
+      : Array.isArray(detail)
+        ? detail.map((issue: { loc?: unknown[]; msg?: string }) => `${(issue.loc ?? []).join('.')}: ${issue.msg ?? 'invalid'}`).join('; ')
+        : fallback;
+  return { code: typeof code === 'string' ? code : 'unknown', detail: text };
+}
+
+export interface BerthClientOptions {
+  /** Where Berth answers, e.g. `http://127.0.0.1:8124` (a `/api-host` suffix works too). */
+  baseUrl: string;
+  apiKey: string;
+  /** Workspace id for admin keys acting in another workspace (`X-Tenant-Id`). */
+  tenantId?: string;
+  fetch?: typeof fetch;
+}
+
+/** One event of a deployment's stream: a status change or a log line. */
+export type DeploymentEvent =
+  | { id: string; event: 'status'; data: { revision_id: string; status: RevisionStatus; message: string | null; at: string } }
+  | { id: string; event: 'log'; data: { revision_id: string | null; type: string; level: string; message: string; timestamp: number } };
+
+export interface FollowOptions {
+  /** Start after this event id (what a previous stream last delivered). */
+  lastEventId?: string;
+  signal?: AbortSignal;
+  /** Called each time the stream is opened again after it dropped. */
+  onReconnect?: (lastEventId: string | undefined) => void;
+}
+
+type Answer<T> = { data?: T; error?: unknown; response: Response };
+type Page<T> = { resources: T[]; offset: number };
+
+export type BerthClient = ReturnType<typeof createBerthClient>;
+
+/** Consecutive failures to open the event stream before `followEvents` gives up. */
+const STREAM_ATTEMPTS = 8;
+
+export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl }: BerthClientOptions) {
+  const api: Client<paths> = createClient<paths>({
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    headers: { 'x-api-key': apiKey, ...(tenantId ? { 'x-tenant-id': tenantId } : {}) },
+    ...(fetchImpl ? { fetch: fetchImpl } : {}),
+  });
+
+  /** The answer's data, or a BerthApiError saying what failed. */
+  async function call<T>(operation: string, request: () => Promise<Answer<T>>): Promise<T> {
+    let answer: Answer<T>;
+    try {
+      answer = await request();
+    } catch (error) {
+      if ((error as Error).name === 'AbortError') throw error;
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new BerthApiError(
+        0,
+        'unreachable',
+        `could not reach Berth at ${baseUrl} (${cause?.code ?? cause?.message ?? (error as Error).message})`,
+        operation,
+      );
+    }
+    if (!answer.response.ok) {
+      const { code, detail } = detailOf(answer.error, answer.response.statusText || 'request failed');
+      throw new BerthApiError(answer.response.status, code, detail, operation);
+    }
+    return answer.data as T;
+  }
+
+  const path = <K extends string>(params: Record<K, string>) => ({ params: { path: params } });
+  type Q<P extends keyof paths> = paths[P] extends { get: { parameters: { query?: infer T } } } ? NonNullable<T> : never;
+
+  const deployments = {
+    list: (query: Q<'/v2/deployments'> = {}) => call('listDeployments', () => api.GET('/v2/deployments', { params: { query } })),
+    get: (deploymentId: string) => call('getDeployment', () => api.GET('/v2/deployments/{deployment_id}', path({ deployment_id: deploymentId }))),
+    create: (body: Schemas['DeploymentCreate']) => call('createDeployment', () => api.POST('/v2/deployments', { body })),
+    update: (deploymentId: string, body: Schemas['DeploymentUpdate']) =>
+      call('updateDeployment', () => api.PATCH('/v2/deployments/{deployment_id}', { ...path({ deployment_id: deploymentId }), body })),
+    delete: (deploymentId: string) => call('deleteDeployment', () => api.DELETE('/v2/deployments/{deployment_id}', path({ deployment_id: deploymentId }))),
+  };
+
+  const revisions = {
+    list: (deploymentId: string, query: Q<'/v2/deployments/{deployment_id}/revisions'> = {}) =>
+      call('listRevisions', () => api.GET('/v2/deployments/{deployment_id}/revisions', { params: { path: { deployment_id: deploymentId }, query } })),
+    get: (deploymentId: string, revisionId: string, query: Q<'/v2/deployments/{deployment_id}/revisions/{revision_id}'> = {}, signal?: AbortSignal) =>
+      call('getRevision', () =>
+        api.GET('/v2/deployments/{deployment_id}/revisions/{revision_id}', {
+          params: { path: { deployment_id: deploymentId, revision_id: revisionId }, query },
+          signal,
+        }),
+      ),
+    create: (deploymentId: string, body: Schemas['RevisionCreate']) =>
+      call('createRevision', () => api.POST('/v2/deployments/{deployment_id}/revisions', { ...path({ deployment_id: deploymentId }), body })),
+    redeploy: (deploymentId: string, revisionId: string) =>
+      call('redeployRevision', () =>
+        api.POST('/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy', path({ deployment_id: deploymentId, revision_id: revisionId })),
+      ),
+    interrupt: (deploymentId: string, revisionId: string) =>
+      call('interruptRevision', () =>
+        api.POST('/v2/deployments/{deployment_id}/revisions/{revision_id}/interruption', path({ deployment_id: deploymentId, revision_id: revisionId })),
+      ),
+    logs: (deploymentId: string, revisionId: string, query: Q<'/v2/deployments/{deployment_id}/revisions/{revision_id}/logs'>) =>
+      call('listRevisionLogs', () =>
+        api.GET('/v2/deployments/{deployment_id}/revisions/{revision_id}/logs', {
+          params: { path: { deployment_id: deploymentId, revision_id: revisionId }, query },
+        }),
+      ),
+  };
+
+  const listeners = {
+    list: (query: Q<'/v2/listeners'> = {}) => call('listListeners', () => api.GET('/v2/listeners', { params: { query } })),
+    get: (listenerId: string) => call('getListener', () => api.GET('/v2/listeners/{listener_id}', path({ listener_id: listenerId }))),
+    create: (body: Schemas['ListenerCreate']) => call('createListener', () => api.POST('/v2/listeners', { body })),
+    update: (listenerId: string, body: Schemas['ListenerUpdate']) =>
+      call('updateListener', () => api.PATCH('/v2/listeners/{listener_id}', { ...path({ listener_id: listenerId }), body })),
+    delete: (listenerId: string) => call('deleteListener', () => api.DELETE('/v2/listeners/{listener_id}', path({ listener_id: listenerId }))),
+  };
+
+  const oauthProviders = {
+    list: () => call('listOAuthProviders', () => api.GET('/v2/auth/providers')),
+    get: (providerId: string) => call('getOAuthProvider', () => api.GET('/v2/auth/providers/{provider_id}', path({ provider_id: providerId }))),
+    create: (body: Schemas['OAuthProviderCreate']) => call('createOAuthProvider', () => api.POST('/v2/auth/providers', { body })),
+    update: (providerId: string, body: Schemas['OAuthProviderUpdate']) =>
+      call('updateOAuthProvider', () => api.PATCH('/v2/auth/providers/{provider_id}', { ...path({ provider_id: providerId }), body })),
+    delete: (providerId: string) => call('deleteOAuthProvider', () => api.DELETE('/v2/auth/providers/{provider_id}', path({ provider_id: providerId }))),
+  };
+
+  const integrations = {
+    list: () => call('listIntegrations', () => api.GET('/v1/integrations/codehost/install')),
+    get: (integrationId: string) =>
+      call('getIntegration', () => api.GET('/v1/integrations/codehost/{integration_id}', path({ integration_id: integrationId }))),
+    create: (body: Schemas['IntegrationCreate']) => call('createIntegration', () => api.POST('/v1/integrations/codehost', { body })),
+    delete: (integrationId: string) =>
+      call('deleteIntegration', () => api.DELETE('/v1/integrations/codehost/{integration_id}', path({ integration_id: integrationId }))),
+    repositories: (integrationId: string) =>
+      call('listIntegrationRepositories', () => api.GET('/v1/integrations/codehost/{integration_id}/repos', path({ integration_id: integrationId }))),
+  };
+
+  const workspaces = {
+    list: () => call('listWorkspaces', () => api.GET('/v1/workspaces')),
+    create: (body: Schemas['WorkspaceCreate']) => call('createWorkspace', () => api.POST('/v1/workspaces', { body })),
+  };
+
+  const apiKeys = {
+    list: () => call('listApiKeys', () => api.GET('/v1/api-keys')),
+    create: (body: Schemas['ApiKeyCreate']) => call('createApiKey', () => api.POST('/v1/api-keys', { body })),
+    revoke: (keyId: string) => call('revokeApiKey', () => api.DELETE('/v1/api-keys/{key_id}', path({ key_id: keyId }))),
+  };
+
+  /**
+   * Every page of a list endpoint that answers `{resources, offset}`, fetching the next page
+   * only when asked: `for await (const page of client.pages((p) => client.deployments.list(p)))`.
+   */
+  async function* pages<T>(fetchPage: (page: { offset: number; limit: number }) => Promise<Page<T>>, { limit = 100 } = {}): AsyncGenerator<T[]> {
+    let offset = 0;
+    for (;;) {
+      const page = await fetchPage({ offset, limit });
+      if (page.resources.length > 0) yield page.resources;
+      if (page.resources.length < limit || page.offset <= offset) return;
+      offset = page.offset;
+    }
+  }
+
+  /**
+   * The revision once it is terminal, or as it is when `timeoutSeconds` pass (check with
+   * `isTerminal`). Each request is the server's long poll (`?wait_for_terminal=`).
+   */
+  async function waitForRevision(
+    deploymentId: string,
+    revisionId: string,
+    { timeoutSeconds = 600, signal }: { timeoutSeconds?: number; signal?: AbortSignal } = {},
+  ) {
+    const deadline = Date.now() + timeoutSeconds * 1000;
+    for (;;) {
+      const remaining = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+      const revision = await revisions.get(deploymentId, revisionId, { wait_for_terminal: Math.min(300, remaining) }, signal);
+      if (isTerminal(revision.status) || Date.now() >= deadline) return revision;
+    }
+  }
+
+  /**
+   * A deployment's events (`GET /v2/deployments/{id}/events`, Server-Sent Events) until
+   * `signal` aborts. When the connection drops the stream is opened again with
+   * `Last-Event-ID`, so no event is lost or repeated (also after a 429 or 5xx answer, up to
+   * 8 failures in a row); a refusal (e.g. 404, 401) throws.
+   */
+  async function* followEvents(deploymentId: string, { lastEventId, signal, onReconnect }: FollowOptions = {}): AsyncGenerator<DeploymentEvent> {
+    let last = lastEventId;
+    let failures = 0;
+    const retryMs = 250;
+    for (let attempt = 0; !signal?.aborted; attempt++) {
+      if (attempt > 0) {
+        onReconnect?.(last);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(retryMs * 2 ** Math.min(failures, 4), 5000)));
+        if (signal?.aborted) return;
+      }
+      let body: ReadableStream<Uint8Array>;
+      try {
+        const stream = await call('streamDeploymentEvents', () =>
+          api.GET('/v2/deployments/{deployment_id}/events', {
+            params: { path: { deployment_id: deploymentId } },
+            headers: { accept: 'text/event-stream', ...(last ? { 'last-event-id': last } : {}) },
+            parseAs: 'stream',
+            signal,
+          }),
+        );
+        if (!stream) throw new BerthApiError(0, 'unreachable', 'the event stream answered without a body', 'streamDeploymentEvents');
+        body = stream;
+      } catch (error) {
+        if (signal?.aborted) return;
+        // Unreachable, overloaded or restarting (behind a proxy): try again; a refusal is final.
+        const passing = error instanceof BerthApiError && (error.status === 0 || error.status === 429 || error.status >= 500);
+        if (passing && ++failures < STREAM_ATTEMPTS) continue;
+        throw error;
+      }
+      failures = 0;
+      try {
+        const events = body
+          .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
+          .pipeThrough(new EventSourceParserStream());
+        for await (const message of events as unknown as AsyncIterable<{ id?: string; event?: string; data: string }>) {
+          if (message.event !== 'status' && message.event !== 'log') continue;
+          if (message.id) last = message.id;
+          yield { id: message.id ?? '', event: message.event, data: JSON.parse(message.data) } as DeploymentEvent;
+        }
+      } catch (error) {
+        if (signal?.aborted) return;
+        if ((error as Error).name !== 'AbortError' && !(error instanceof TypeError)) throw error;
+      }
+    }
+  }
+
+  return { api, deployments, revisions, listeners, oauthProviders, integrations, workspaces, apiKeys, pages, waitForRevision, followEvents };
+}
