@@ -286,7 +286,7 @@ export interface paths {
     put?: never;
     /**
      * Create a listener
-     * @description The pair (workspace, `compute_id`) is unique.
+     * @description The pair (workspace, `compute_id`) is unique. The answer holds, this once, the `listener_key` its agent uses for the listener protocol (docs/listener-protocol.md).
      */
     post: operations['createListener'];
     delete?: never;
@@ -318,6 +318,66 @@ export interface paths {
      * @description Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. Removing a namespace that deployments still use is refused with 409.
      */
     patch: operations['updateListener'];
+    trace?: never;
+  };
+  '/v1/listener-protocol/state': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The listener's desired state
+     * @description Everything the listener should run, as a full snapshot. With `since` (the `generation` last received) and `wait`, answers as soon as the generation grows past `since`, or after `wait` seconds with the current state. Every call counts as a heartbeat.
+     */
+    get: operations['getListenerDesiredState'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/listener-protocol/reports': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Report what the listener did
+     * @description Revision reports (DEPLOYING, DEPLOYED with its URL, DEPLOY_FAILED with the reason, deploy log lines) and finished deletions. Each answers `applied`, `unchanged` (a retried report) or `fenced` (about a revision that is no longer the one to run, or a deployment not on this listener).
+     */
+    post: operations['reportListenerObservedState'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/listener-protocol/heartbeat': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Listener heartbeat
+     * @description Records the agent's version and that it is alive; the listener shows `ONLINE` while heartbeats (or any protocol calls) arrive.
+     */
+    post: operations['sendListenerHeartbeat'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/v2/auth/providers': {
@@ -399,7 +459,7 @@ export interface paths {
     put?: never;
     /**
      * Create an API key
-     * @description The key itself is in the answer once and never again; only its digest is stored.
+     * @description The key itself is in the answer once and never again; only its digest is stored. With `listener_id`, a `listener` key that reaches only the listener protocol of that listener.
      */
     post: operations['createApiKey'];
     delete?: never;
@@ -595,11 +655,16 @@ export interface components {
       /** Format: uuid */
       id: string;
       name: string;
-      role: 'admin' | 'member';
+      role: 'admin' | 'member' | 'listener';
       /** Format: uuid */
       organization_id: string;
       /** Format: uuid */
       workspace_id: string | null;
+      /**
+       * Format: uuid
+       * @description For `listener` keys: the listener the key speaks for.
+       */
+      listener_id?: string | null;
       /** @description First and last characters of the key, to tell keys apart. */
       key_hint: string;
       /** Format: date-time */
@@ -615,6 +680,11 @@ export interface components {
       workspace_id?: string | null;
       /** @default member */
       role: 'admin' | 'member';
+      /**
+       * Format: uuid
+       * @description Make a `listener` key for this listener (a new key beside its others; revoke the old one to rotate). It reaches only the listener protocol (docs/listener-protocol.md); `role` is ignored.
+       */
+      listener_id?: string | null;
     };
     /**
      * ComputeConfigInput
@@ -629,16 +699,66 @@ export interface components {
       /** Format: uuid */
       id: string;
       name: string;
-      role: 'admin' | 'member';
+      role: 'admin' | 'member' | 'listener';
       /** Format: uuid */
       organization_id: string;
       /** Format: uuid */
       workspace_id: string | null;
+      /**
+       * Format: uuid
+       * @description For `listener` keys: the listener the key speaks for.
+       */
+      listener_id?: string | null;
       /** @description First and last characters of the key, to tell keys apart. */
       key_hint: string;
       /** Format: date-time */
       created_at: string;
       key: string;
+    };
+    /** CreatedListener */
+    CreatedListener: {
+      /**
+       * Format: uuid
+       * @description System-assigned id. Read-only.
+       */
+      id: string;
+      /** @description Compute type of the listener: `k8s` (a Kubernetes cluster), or `docker`/`podman` (a container host running `berth listener`; beyond the public API). Cannot be changed after creation. */
+      compute_type: 'k8s' | 'docker' | 'podman';
+      compute_id: string;
+      compute_config: {
+        k8s_namespaces: string[];
+      };
+      version: string | null;
+      /**
+       * Format: date-time
+       * @description Read-only.
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @description Read-only.
+       */
+      updated_at: string;
+      /**
+       * Format: date-time
+       * @description When the listener's agent last called Berth (listener protocol). Read-only.
+       */
+      last_seen_at: string | null;
+      /**
+       * @description `ONLINE` when the agent was heard from within the offline threshold (see docs/listener-protocol.md). Read-only.
+       * @enum {string}
+       */
+      status: 'ONLINE' | 'OFFLINE';
+      /** @description The listener's key for the listener protocol (docs/listener-protocol.md), shown this once; only its digest is stored. */
+      listener_key: string;
+    };
+    /**
+     * DeletionReport
+     * @description Everything of the deployment is gone.
+     */
+    DeletionReport: {
+      /** Format: uuid */
+      deployment_id: string;
     };
     /** Deployment */
     Deployment: {
@@ -708,6 +828,54 @@ export interface components {
       tracked_packages?: string[] | null;
       revision_source?: string | null;
     };
+    /** DesiredDeletion */
+    DesiredDeletion: {
+      /** Format: uuid */
+      deployment_id: string;
+      deployment_name: string;
+    };
+    /** DesiredDeployment */
+    DesiredDeployment: {
+      /** Format: uuid */
+      deployment_id: string;
+      deployment_name: string;
+      /**
+       * Format: uuid
+       * @description The revision that should run.
+       */
+      revision_id: string;
+      /**
+       * @description `AWAITING_DEPLOY`/`DEPLOYING`: the agent should roll it out and report. `DEPLOYED`: it runs; keep it running.
+       * @enum {string}
+       */
+      revision_status: 'AWAITING_DEPLOY' | 'DEPLOYING' | 'DEPLOYED';
+      image_uri: string;
+      resource_spec: components['schemas']['ResourceSpec'] | null;
+      secrets: components['schemas']['DesiredSecret'][];
+      /** @description Kubernetes namespace to deploy into (k8s listeners). */
+      namespace: string | null;
+      /** @description After this long without DEPLOYED, Berth fails the revision. */
+      deploy_timeout_seconds: number;
+    };
+    /** DesiredSecret */
+    DesiredSecret: {
+      name: string;
+      value: string;
+    };
+    /**
+     * DesiredState
+     * @description Everything the listener should run now: a full snapshot, never a diff.
+     */
+    DesiredState: {
+      /** @enum {number} */
+      protocol_version: 1;
+      /** Format: uuid */
+      listener_id: string;
+      /** @description Grows whenever anything in this state changes; send it back as `since`. */
+      generation: number;
+      deployments: components['schemas']['DesiredDeployment'][];
+      deletions: components['schemas']['DesiredDeletion'][];
+    };
     /**
      * Error
      * @description An error, in FastAPI form with a stable code beside it.
@@ -739,6 +907,7 @@ export interface components {
       | 'webhook_not_accepted'
       | 'webhook_payload_invalid'
       | 'malformed_request'
+      | 'listener_protocol_unsupported'
       | 'api_key_missing'
       | 'api_key_invalid'
       | 'webhook_signature_invalid'
@@ -746,6 +915,8 @@ export interface components {
       | 'workspace_required'
       | 'workspace_forbidden'
       | 'upload_token_invalid'
+      | 'listener_key_forbidden'
+      | 'listener_key_required'
       | 'route_not_found'
       | 'deployment_not_found'
       | 'revision_not_found'
@@ -874,11 +1045,8 @@ export interface components {
        * @description System-assigned id. Read-only.
        */
       id: string;
-      /**
-       * @description Compute type of the listener. Cannot be changed after creation.
-       * @enum {string}
-       */
-      compute_type: 'k8s';
+      /** @description Compute type of the listener: `k8s` (a Kubernetes cluster), or `docker`/`podman` (a container host running `berth listener`; beyond the public API). Cannot be changed after creation. */
+      compute_type: 'k8s' | 'docker' | 'podman';
       compute_id: string;
       compute_config: {
         k8s_namespaces: string[];
@@ -894,25 +1062,66 @@ export interface components {
        * @description Read-only.
        */
       updated_at: string;
+      /**
+       * Format: date-time
+       * @description When the listener's agent last called Berth (listener protocol). Read-only.
+       */
+      last_seen_at: string | null;
+      /**
+       * @description `ONLINE` when the agent was heard from within the offline threshold (see docs/listener-protocol.md). Read-only.
+       * @enum {string}
+       */
+      status: 'ONLINE' | 'OFFLINE';
     };
     /** ListenerCreate */
     ListenerCreate: {
-      /**
-       * @description Compute type of the listener. Cannot be changed after creation.
-       * @enum {string}
-       */
-      compute_type: 'k8s';
+      /** @description Compute type of the listener: `k8s` (a Kubernetes cluster), or `docker`/`podman` (a container host running `berth listener`; beyond the public API). Cannot be changed after creation. */
+      compute_type: 'k8s' | 'docker' | 'podman';
       /** @description User-assigned id of the compute infrastructure, unique in the workspace (for `k8s`, the cluster name). Cannot be changed after creation. */
       compute_id: string;
       compute_config: components['schemas']['ComputeConfigInput'];
       /** @description Version of the listener. */
       version?: string | null;
     };
+    /** ListenerHeartbeat */
+    ListenerHeartbeat: {
+      /** @description The agent's version. */
+      version: string;
+    };
+    /** ListenerHeartbeatResult */
+    ListenerHeartbeatResult: {
+      /** Format: uuid */
+      listener_id: string;
+      /** @description How often the agent should send a heartbeat. */
+      heartbeat_interval_seconds: number;
+      /** @description Silent this long, the listener shows OFFLINE. */
+      offline_after_seconds: number;
+    };
     /** ListenerPage */
     ListenerPage: {
       resources: components['schemas']['Listener'][];
       /** @description Pass as `offset` to get the next page. */
       offset: number;
+    };
+    /** ListenerReports */
+    ListenerReports: {
+      revisions?: components['schemas']['RevisionReport'][];
+      deletions?: components['schemas']['DeletionReport'][];
+    };
+    /** ListenerReportsResult */
+    ListenerReportsResult: {
+      revisions: {
+        /** Format: uuid */
+        revision_id: string;
+        /** @enum {string} */
+        outcome: 'applied' | 'unchanged' | 'fenced';
+      }[];
+      deletions: {
+        /** Format: uuid */
+        deployment_id: string;
+        /** @enum {string} */
+        outcome: 'applied' | 'unchanged' | 'fenced';
+      }[];
     };
     /**
      * ListenerUpdate
@@ -1067,6 +1276,14 @@ export interface components {
       /** @description Push `<registry_url>/<name>:<tag>`. */
       registry_url: string;
     };
+    /** ReportedLogLine */
+    ReportedLogLine: {
+      /** @enum {string} */
+      level: 'DEBUG' | 'INFO' | 'WARNING' | 'ERROR';
+      message: string;
+      /** Format: date-time */
+      timestamp?: string | null;
+    };
     /** Repository */
     Repository: {
       /**
@@ -1201,6 +1418,21 @@ export interface components {
       resources: components['schemas']['Revision'][];
       /** @description Pass as `offset` to get the next page. */
       offset: number;
+    };
+    /** RevisionReport */
+    RevisionReport: {
+      /** Format: uuid */
+      deployment_id: string;
+      /** Format: uuid */
+      revision_id: string;
+      /** @enum {string} */
+      status: 'DEPLOYING' | 'DEPLOYED' | 'DEPLOY_FAILED';
+      /** @description Where the revision serves (with DEPLOYED). */
+      url?: string | null;
+      /** @description Why it failed, for a person (with DEPLOY_FAILED). */
+      message?: string | null;
+      /** @description Deploy log lines, added to the revision once. */
+      logs?: components['schemas']['ReportedLogLine'][];
     };
     /** Secret */
     Secret: {
@@ -1406,7 +1638,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1475,7 +1707,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1560,7 +1792,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1625,7 +1857,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1705,7 +1937,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1789,7 +2021,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1869,7 +2101,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1949,7 +2181,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2026,7 +2258,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2112,7 +2344,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2197,7 +2429,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2269,7 +2501,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2341,7 +2573,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2412,7 +2644,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2480,7 +2712,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2541,7 +2773,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2611,7 +2843,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2653,13 +2885,13 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Compute infrastructure (a Kubernetes cluster) on which deployments run. */
+      /** @description Default Response */
       201: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Listener'];
+          'application/json': components['schemas']['CreatedListener'];
         };
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
@@ -2671,7 +2903,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2739,7 +2971,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2805,7 +3037,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2896,7 +3128,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2916,6 +3148,241 @@ export interface operations {
       };
       /** @description `listener_namespace_in_use` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getListenerDesiredState: {
+    parameters: {
+      query?: {
+        /** @description The `generation` of the last state the agent received. The answer waits (up to `wait`) until the generation is greater. */
+        since?: number;
+        /** @description Seconds to wait for a change (long poll). */
+        wait?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Everything the listener should run now: a full snapshot, never a diff. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DesiredState'];
+        };
+      };
+      /** @description `listener_protocol_unsupported` */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_key_required` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  reportListenerObservedState: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ListenerReports'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ListenerReportsResult'];
+        };
+      };
+      /** @description `listener_protocol_unsupported` */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_key_required` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  sendListenerHeartbeat: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ListenerHeartbeat'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ListenerHeartbeatResult'];
+        };
+      };
+      /** @description `listener_protocol_unsupported` */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_key_required` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_not_found` */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -2963,6 +3430,15 @@ export interface operations {
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_key_forbidden` */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -3021,7 +3497,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `admin_key_required` */
+      /** @description One of `admin_key_required`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3089,6 +3565,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `listener_key_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description `provider_not_found` */
       404: {
         headers: {
@@ -3148,7 +3633,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `admin_key_required` */
+      /** @description One of `admin_key_required`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3221,7 +3706,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `admin_key_required` */
+      /** @description One of `admin_key_required`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3286,7 +3771,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `admin_key_required` */
+      /** @description One of `admin_key_required`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3346,7 +3831,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `admin_key_required` */
+      /** @description One of `admin_key_required`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3411,7 +3896,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `admin_key_required` */
+      /** @description One of `admin_key_required`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3471,7 +3956,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `admin_key_required` */
+      /** @description One of `admin_key_required`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3480,7 +3965,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `workspace_not_found` */
+      /** @description One of `workspace_not_found`, `listener_not_found` */
       404: {
         headers: {
           [name: string]: unknown;
@@ -3536,7 +4021,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `admin_key_required` */
+      /** @description One of `admin_key_required`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3623,7 +4108,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3679,7 +4164,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3738,7 +4223,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3804,7 +4289,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3881,7 +4366,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3966,7 +4451,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4051,7 +4536,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden` */
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
