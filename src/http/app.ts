@@ -30,6 +30,7 @@ import { revisionRoutes } from './routes/revisions.js';
 import { buildSourceRoutes, uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { installWireValueParsing } from './wire-values.js';
+import { installConnectionShutdown } from './shutdown.js';
 import { installWriteDeadline } from './write-deadline.js';
 import { isUuid } from '../domain/ids.js';
 
@@ -72,6 +73,7 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
   await installRateLimit(app, limits.rateLimitPerMinute);
   installWriteDeadline(app, limits.responseWriteTimeoutMs);
   installMetrics(app, metrics);
+  installConnectionShutdown(app);
   // Ids are stored in lower case; a path id in upper case names the same resource.
   app.addHook('preHandler', async (request) => {
     const params = request.params as Record<string, unknown> | undefined;
