@@ -11,6 +11,11 @@ export interface CliIo {
 
 export function processIo(): CliIo {
   const isTTY = process.stdout.isTTY === true;
+  // `berth deploy --json | head -1`: once the reader has gone, there is nobody to tell.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
   return {
     out: (text) => void process.stdout.write(text),
     err: (text) => void process.stderr.write(text),
