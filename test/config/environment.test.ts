@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { AGENT_ENVIRONMENT } from '../../src/listener/agent/config.js';
 import { ENVIRONMENT } from '../../src/environment.js';
 import { configurationTable } from '../../scripts/config-table.js';
 
@@ -10,13 +11,33 @@ test("the README's configuration table is the environment schema written out (np
   assert.ok(readme.includes(configurationTable()), 'README.md is out of date: paste the output of `npm run docs:config` over its configuration table');
 });
 
-test('every variable Berth reads is in the schema: the sources name no BERTH_ variable it lacks', async () => {
+/** The BERTH_ names written in the sources under `paths` (grep's own exclusions aside). */
+async function namedIn(paths: string[], exclude: string[] = []): Promise<string[]> {
   const { execFileSync } = await import('node:child_process');
-  const named = execFileSync('grep', ['-rhoE', '\\bBERTH_[A-Z0-9_]+', 'src'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  const args = ['-rhoE', '\\bBERTH_[A-Z0-9_]+', ...exclude.map((dir) => `--exclude-dir=${dir}`), ...paths];
+  return [...new Set(execFileSync('grep', args, { encoding: 'utf8' }).split('\n').filter(Boolean))];
+}
+
+test('every variable the server reads is in the schema: the sources name no BERTH_ variable it lacks', async () => {
+  // The listener agent and the CLI are other programs with settings of their own (below).
+  const named = await namedIn(['src'], ['cli', 'agent']);
   // Paths and constants that merely start with the prefix.
   const notVariables = new Set(['BERTH_CONTAINERS_CONF', 'BERTH_REGISTRIES_CONF']);
-  const missing = [...new Set(named)].filter((name) => !notVariables.has(name) && !(name in ENVIRONMENT.properties));
+  // src/main.ts names the agent's variables in `berth listener --help`.
+  const missing = named.filter((name) => !notVariables.has(name) && !(name in ENVIRONMENT.properties) && !(name in AGENT_ENVIRONMENT.properties));
   assert.deepEqual(missing, []);
+});
+
+test("the listener agent's variables are all in its own schema, and none of them is the server's", async () => {
+  const named = await namedIn(['src/listener/agent']);
+  assert.deepEqual(
+    named.filter((name) => !(name in AGENT_ENVIRONMENT.properties)),
+    [],
+  );
+  assert.deepEqual(
+    Object.keys(AGENT_ENVIRONMENT.properties).filter((name) => name.startsWith('BERTH_') && name in ENVIRONMENT.properties),
+    [],
+  );
 });
 
 test('defaults fill in unset and empty variables; values are trimmed and choices read in any case', () => {
