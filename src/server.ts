@@ -19,11 +19,13 @@ import { Engine } from './engine/engine.js';
 import { type EventBus, LocalEventBus, PostgresEventBus } from './events/bus.js';
 import { buildApp } from './http/app.js';
 import { serveEngineMetrics } from './observability/engine-metrics-server.js';
+import { setListenerSightingsReader } from './observability/metrics.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { startGitPoller } from './services/git-poller.js';
 import { startUploadSweeper } from './engine/upload-sweeper.js';
 import { createServices, type Services } from './services/index.js';
 import { type Db, migrateToLatest, openDatabase } from './store/database.js';
+import { listenerSightings } from './store/repositories/listeners.js';
 import { countRevisionsByStatus } from './store/repositories/revision-counts.js';
 
 /** Drivers and settings tests and benchmarks put in place of the configured ones. */
@@ -62,6 +64,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
   const db = openDatabase(config.database);
   try {
     await migrateToLatest(db);
+    setListenerSightingsReader(() => listenerSightings(db));
     const { key, source } = loadEncryptionKey(config.encryptionKey, config.dataDir);
     if (source === 'generated') logger.info({ dir: config.dataDir }, 'generated a new encryption key file in the data directory');
     if (config.database.kind === 'postgres' && source !== 'env') {

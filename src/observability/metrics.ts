@@ -76,10 +76,7 @@ export type ListenerSightingsReader = () => Promise<readonly ListenerSighting[]>
 
 let readListenerSightings: ListenerSightingsReader | undefined;
 
-/**
- * Gives the listener age gauge its source. Nothing records listener reports yet, so until
- * something calls this the gauge has no samples.
- */
+/** Gives the listener age gauge its source (the server sets it to the listeners' last_seen_at). */
 export function setListenerSightingsReader(reader: ListenerSightingsReader | undefined): void {
   readListenerSightings = reader;
 }

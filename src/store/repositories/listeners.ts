@@ -136,3 +136,9 @@ export async function markSeen(db: Executor, id: string, at: string, version?: s
     .where('id', '=', id)
     .execute();
 }
+
+/** When each listener was last heard from (those ever heard from): the metrics' listener ages. */
+export async function listenerSightings(db: Executor): Promise<{ listenerId: string; lastSeenAt: Date }[]> {
+  const rows = await db.selectFrom('listeners').select(['id', 'last_seen_at']).where('last_seen_at', 'is not', null).execute();
+  return rows.map((row) => ({ listenerId: row.id, lastSeenAt: new Date(row.last_seen_at as string) }));
+}

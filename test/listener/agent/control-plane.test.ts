@@ -119,6 +119,10 @@ describe('berth listener against a real control plane (two processes, real podma
     const seen = (await api()('GET', `/v2/listeners/${listener.id}`)).body;
     assert.equal(seen.status, 'ONLINE');
     assert.match(seen.version, /^berth-listener\//);
+    const metrics = await (await fetch(`${berth.url}/metrics`)).text();
+    const age = new RegExp(`^berth_listener_last_seen_age_seconds\\{listener_id="${listener.id}"\\} ([0-9.e+-]+)$`, 'm').exec(metrics);
+    assert.ok(age, 'the metrics show how long ago the listener was last seen');
+    assert.ok(Number(age[1]) >= 0 && Number(age[1]) < 30, `age ${age[1]}`);
   });
 
   test('a new image rolls out even when the agent is killed mid-rollout and started again: one container, the new one', async () => {
