@@ -241,6 +241,9 @@ for (const kind of databasesToTest()) {
     async function victimState(): Promise<Record<string, string[]>> {
       const deployments = new Set(ids.deployments);
       const revisions = new Set(ids.revisions);
+      const victimNames = new Set(
+        (await server.berth.db.selectFrom('deployments').select(['id', 'name']).execute()).filter((row) => deployments.has(row.id)).map((row) => row.name),
+      );
       const secretSets = new Set(
         (await server.berth.db.selectFrom('secret_sets').select(['id', 'deployment_id']).execute())
           .filter((set) => deployments.has(set.deployment_id))
@@ -262,11 +265,16 @@ for (const kind of databasesToTest()) {
         codehost_branch_heads: (r) => r.integration_id === ids.integration,
         codehost_deliveries: (r) => r.integration_id === ids.integration,
         deployment_events: (r) => deployments.has(r.deployment_id as string),
+        // The name search index (SQLite): one entry per deployment, with its name.
+        deployment_search_keys: (r) => deployments.has(r.deployment_id as string),
+        deployment_name_search: (r) => victimNames.has(r.name as string),
         engine_step_runs: (r) => revisions.has(r.revision_id as string),
       };
       const state: Record<string, string[]> = {};
       for (const table of await tableNames(server.berth.db)) {
         if (table.startsWith('kysely_migration')) continue;
+        // FTS5's own storage behind deployment_name_search, whose rows are compared above.
+        if (table.startsWith('deployment_name_search_')) continue;
         // A table this suite does not know yet is compared whole.
         const mine = ours[table] ?? (() => true);
         state[table] = (await allRows(server.berth.db, table))
