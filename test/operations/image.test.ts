@@ -20,7 +20,6 @@ const NODE_BUILD_IMAGE = 'localhost/berth/node:20-build';
 // cores) and installs from the npm registry: minutes, not seconds.
 test('the Dockerfile builds an image that serves /ok and the API as an unprivileged user, and stops cleanly', { timeout: 20 * 60_000 }, async (t) => {
   const release = await takeMachineTurn();
-  t.after(() => release());
   const signal = AbortSignal.timeout(19 * 60_000);
   const suffix = randomBytes(4).toString('hex');
   const image = `localhost/berth-test/berth:${suffix}`;
@@ -28,9 +27,14 @@ test('the Dockerfile builds an image that serves /ok and the API as an unprivile
   const key = `berth_image_test_${randomBytes(24).toString('hex')}`;
   const run = (command: string, args: string[], env: NodeJS.ProcessEnv = CONTAINERS_ENV) => runCommand(command, args, { signal, env, cwd: ROOT });
 
+  // One hook, cleanup first: the machine turn is given back only once nothing of this test is left.
   t.after(async () => {
-    await runCommand('podman', ['rm', '--force', '--volumes', '--time', '0', container], { env: CONTAINERS_ENV, check: false });
-    await runCommand('buildah', ['rmi', '--force', image], { env: CONTAINERS_ENV, check: false });
+    try {
+      await runCommand('podman', ['rm', '--force', '--volumes', '--time', '0', container], { env: CONTAINERS_ENV, check: false });
+      await runCommand('buildah', ['rmi', '--force', image], { env: CONTAINERS_ENV, check: false });
+    } finally {
+      await release();
+    }
   });
 
   await run('bash', ['scripts/build-node-base-image.sh', '--tag', NODE_IMAGE, '--build-tag', NODE_BUILD_IMAGE]);
