@@ -1,7 +1,9 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { DesiredDeploymentView, DesiredStateView, ReportsInput, ReportsResultView } from '../../contract/listener-protocol.js';
 import type { RunningRevision } from '../../engine/drivers/types.js';
+import { errorMessage } from '../../engine/drivers/local-container/step.js';
 import { type AgentConfig } from './config.js';
 import { ProtocolClient, ProtocolError } from './protocol.js';
 import { type Action, type ObservedContainer, reconcile } from './reconciler.js';
@@ -33,20 +35,8 @@ export function backoffDelay(attempt: number, settings: BackoffSettings, random:
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+/** Waits, or less when the signal aborts (which ends the wait, not the caller). */
+const sleep = (ms: number, signal: AbortSignal): Promise<void> => delay(ms, undefined, { signal }).catch(() => undefined);
 
 /** Logs the connection to Berth once per change (connected/disconnected), not once per retry. */
 class Link {
@@ -150,7 +140,7 @@ export class ListenerAgent {
         this.heartbeatSeconds = Math.max(1, answer.heartbeat_interval_seconds);
         this.link.up();
       } catch (error) {
-        if (!this.stopped) this.link.down(message(error));
+        if (!this.stopped) this.link.down(errorMessage(error));
       }
     }
   }
@@ -169,7 +159,7 @@ export class ListenerAgent {
         failures = 0;
       } catch (error) {
         // The runtime failed (podman broken, disk full): say so, and look again after a pause.
-        this.logger.error({ error: message(error) }, 'could not apply the desired state; trying again');
+        this.logger.error({ error: errorMessage(error) }, 'could not apply the desired state; trying again');
         since = undefined;
         await sleep(backoffDelay(failures++, this.backoff), this.stopping.signal);
       }
@@ -228,7 +218,9 @@ export class ListenerAgent {
       case 'retire':
       case 'remove-orphans': {
         const context = this.quietContext(action.deploymentId);
-        await this.runner.remove(action.names, context).catch((error: unknown) => this.logger.warn({ error: message(error) }, 'could not remove containers'));
+        await this.runner
+          .remove(action.names, context)
+          .catch((error: unknown) => this.logger.warn({ error: errorMessage(error) }, 'could not remove containers'));
         return;
       }
       case 'delete':
@@ -249,11 +241,11 @@ export class ListenerAgent {
       // Stopping: the runtime removed what it started; the next agent rolls the revision out again.
       if (this.stopped) return;
       if (!rollout) {
-        this.logger.warn({ deployment: deployment.deployment_name, error: message(error) }, 'could not start the deployed revision again; will retry');
+        this.logger.warn({ deployment: deployment.deployment_name, error: errorMessage(error) }, 'could not start the deployed revision again; will retry');
         return;
       }
       await this.saveState({ ...this.state, failed_revisions: [...this.state.failed_revisions, deployment.revision_id] });
-      await this.reportRevision(deployment, 'DEPLOY_FAILED', { message: message(error), logs: context.lines });
+      await this.reportRevision(deployment, 'DEPLOY_FAILED', { message: errorMessage(error), logs: context.lines });
       return;
     } finally {
       context.done();
@@ -268,7 +260,7 @@ export class ListenerAgent {
         await this.runner.remove(replaces, this.quietContext(deployment.deployment_id));
         await context.log('INFO', `Removed ${replaces.join(', ')}, which this revision replaces`);
       } catch (error) {
-        await context.log('WARNING', `Could not remove the replaced containers: ${message(error)}`);
+        await context.log('WARNING', `Could not remove the replaced containers: ${errorMessage(error)}`);
       }
     }
     await this.reportRevision(deployment, 'DEPLOYED', { url: started.url, logs: context.lines });
@@ -298,7 +290,7 @@ export class ListenerAgent {
       started = await this.runner.resume(container, context);
     } catch (error) {
       if (this.stopped) return;
-      await context.log('WARNING', `${message(error)}; starting it anew`);
+      await context.log('WARNING', `${errorMessage(error)}; starting it anew`);
       return this.deploy(deployment, true, replaces);
     } finally {
       context.done();
@@ -313,7 +305,10 @@ export class ListenerAgent {
       await this.runner.resume(container, context);
     } catch (error) {
       if (this.stopped) return;
-      this.logger.warn({ deployment: deployment.deployment_name, error: message(error) }, 'could not start the stopped container again; starting a new one');
+      this.logger.warn(
+        { deployment: deployment.deployment_name, error: errorMessage(error) },
+        'could not start the stopped container again; starting a new one',
+      );
       return this.deploy(deployment, false, replaces);
     } finally {
       context.done();
@@ -326,7 +321,7 @@ export class ListenerAgent {
     try {
       await this.runner.teardown(deploymentId, this.quietContext(deploymentId));
     } catch (error) {
-      this.logger.warn({ deployment: deploymentId, error: message(error) }, 'could not remove the deployment; will retry');
+      this.logger.warn({ deployment: deploymentId, error: errorMessage(error) }, 'could not remove the deployment; will retry');
       return;
     }
     const answer = await this.report({ deletions: [{ deployment_id: deploymentId }] });
@@ -378,7 +373,7 @@ export class ListenerAgent {
           this.logger.error({ error: error.message }, 'Berth refused a report; dropped');
           return undefined;
         }
-        this.link.down(message(error));
+        this.link.down(errorMessage(error));
         await sleep(backoffDelay(attempt, this.backoff), this.stopping.signal);
         if (this.stopped) return undefined;
       }

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { DriverError, type StepContext } from '../types.js';
 import type { ResolvedRuntime } from './cli.js';
 import { CONTAINER_PORT, containerState } from './containers.js';
@@ -71,15 +72,5 @@ async function probeOk(url: string, signal: AbortSignal): Promise<number | strin
   }
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
+/** Waits, or less when the signal aborts (which ends the wait, not the caller). */
+const sleep = (ms: number, signal: AbortSignal): Promise<void> => delay(ms, undefined, { signal }).catch(() => undefined);
