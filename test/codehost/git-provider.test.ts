@@ -2,22 +2,13 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CodehostError } from '../../src/codehost/errors.js';
 import { GitProvider } from '../../src/codehost/git-provider.js';
 import { diffBranchHeads, remoteBranchHeads, remoteDefaultBranch } from '../../src/codehost/remote.js';
 import { createRepository, type FixtureRepository, git, type TempDir, tempDir } from '../support/git-repos.js';
 import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
+import { failsWith } from '../support/codehost.js';
 
 const PASSWORD = 'pw-Zq8!secret';
-
-const failsWith =
-  (failure: CodehostError['failure'], ...mustNotContain: string[]) =>
-  (error: unknown) => {
-    assert.ok(error instanceof CodehostError, `expected a CodehostError, got ${String(error)}`);
-    assert.equal(error.failure, failure, error.message);
-    for (const text of mustNotContain) assert.ok(!error.message.includes(text), `the message leaks ${text}: ${error.message}`);
-    return true;
-  };
 
 describe('git provider', () => {
   let dir: TempDir;

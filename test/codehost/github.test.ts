@@ -3,23 +3,14 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CodehostError } from '../../src/codehost/errors.js';
 import { GitHubAppProvider } from '../../src/codehost/github-provider.js';
 import { MirrorCache } from '../../src/codehost/mirror.js';
 import { createRepository, type FixtureRepository, type TempDir, tempDir } from '../support/git-repos.js';
 import { type GitHubStandIn, startGitHubStandIn } from '../support/github-stand-in.js';
+import { failsWith } from '../support/codehost.js';
 
 const APP_ID = 424242;
 const INSTALLATION_ID = 9001;
-
-const failsWith =
-  (failure: CodehostError['failure'], ...mustNotContain: string[]) =>
-  (error: unknown) => {
-    assert.ok(error instanceof CodehostError, `expected a CodehostError, got ${String(error)}`);
-    assert.equal(error.failure, failure, error.message);
-    for (const text of mustNotContain) assert.ok(!error.message.includes(text), `the message leaks ${text}: ${error.message}`);
-    return true;
-  };
 
 describe('github provider (GitHub App installation)', () => {
   let dir: TempDir;

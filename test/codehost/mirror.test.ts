@@ -3,23 +3,14 @@ import { spawn } from 'node:child_process';
 import { mkdir, readdir, readFile, readlink, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CodehostError } from '../../src/codehost/errors.js';
 import { MirrorCache } from '../../src/codehost/mirror.js';
 import { createRepository, type FixtureRepository, git, type TempDir, tempDir } from '../support/git-repos.js';
 import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
 import { commandLines, filesContaining } from '../support/processes.js';
+import { failsWith } from '../support/codehost.js';
 
 const PASSWORD = 'pw-Zq8!secret';
 const ROOT = path.resolve(import.meta.dirname, '../..');
-
-const failsWith =
-  (failure: CodehostError['failure'], ...mustNotContain: string[]) =>
-  (error: unknown) => {
-    assert.ok(error instanceof CodehostError, `expected a CodehostError, got ${String(error)}`);
-    assert.equal(error.failure, failure, error.message);
-    for (const text of mustNotContain) assert.ok(!error.message.includes(text), `the message leaks ${text}: ${error.message}`);
-    return true;
-  };
 
 const exists = (file: string) =>
   stat(file).then(

@@ -3,20 +3,11 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CodehostError } from '../../src/codehost/errors.js';
 import { GitProvider } from '../../src/codehost/git-provider.js';
 import { MirrorCache } from '../../src/codehost/mirror.js';
 import { createRepository, type FixtureRepository, type TempDir, tempDir } from '../support/git-repos.js';
 import { type SshServer, sshUnavailable, startSshServer } from '../support/ssh-server.js';
-
-const failsWith =
-  (failure: CodehostError['failure'], ...mustNotContain: string[]) =>
-  (error: unknown) => {
-    assert.ok(error instanceof CodehostError, `expected a CodehostError, got ${String(error)}`);
-    assert.equal(error.failure, failure, error.message);
-    for (const text of mustNotContain) assert.ok(!error.message.includes(text), `the message leaks ${text}: ${error.message}`);
-    return true;
-  };
+import { failsWith } from '../support/codehost.js';
 
 const keyFiles = async () => (await readdir(os.tmpdir())).filter((name) => name.startsWith('berth-git-'));
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { CodehostError } from '../../src/codehost/index.js';
 import type { Client } from './http.js';
 import { createRepository, type FixtureRepository, tempDir } from './git-repos.js';
 
@@ -36,3 +37,13 @@ export async function gitIntegrationOf(api: Client, repository: string): Promise
   assert.ok(listed, 'the integration lists its repository');
   return { id: created.body.id, repoUrl: listed.url, defaultBranch: listed.default_branch };
 }
+
+/** For assert.rejects: a CodehostError of this kind whose message holds none of the given texts (credentials). */
+export const failsWith =
+  (failure: CodehostError['failure'], ...mustNotContain: string[]) =>
+  (error: unknown) => {
+    assert.ok(error instanceof CodehostError, `expected a CodehostError, got ${String(error)}`);
+    assert.equal(error.failure, failure, error.message);
+    for (const text of mustNotContain) assert.ok(!error.message.includes(text), `the message leaks ${text}: ${error.message}`);
+    return true;
+  };
