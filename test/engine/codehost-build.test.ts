@@ -8,16 +8,9 @@ import { containersEnv, removeContainers, run, ROOT } from '../build/helpers.js'
 import { createRepository, type FixtureRepository, git, type TempDir, tempDir } from '../support/git-repos.js';
 import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
 import { client, type Client as ApiClient } from '../support/http.js';
-import {
-  DEFAULT_REGISTRY_SERVICE,
-  DEFAULT_TOKEN_ISSUER,
-  deriveCredentialSecret,
-  loadOrCreateSigningKey,
-  mintPullCredential,
-  writeCertificateBundle,
-} from '../../src/registry/index.js';
-import { type BerthProcess, freePort, spawnBerth, stopBerth } from '../support/process.js';
-import { startTokenRegistry, type TokenRegistry } from '../support/registry.js';
+import { deriveCredentialSecret, mintPullCredential } from '../../src/registry/index.js';
+import { type BerthProcess, stopBerth } from '../support/process.js';
+import { startBerthWithRegistry, type TokenRegistry } from '../support/registry.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
 
 const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
@@ -55,31 +48,14 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
       await git(repo.work, ['commit', '--quiet', '-m', 'the echo agent']);
       await git(repo.work, ['push', '--quiet', 'origin', 'main']);
       http = await startGitHttpServer({ root: repos.path });
-      // Built images go to a registry (Debian's docker-registry) that trusts Berth's tokens:
-      // Berth's signing key is made first, so the registry can start with its certificate.
-      const signingKey = await loadOrCreateSigningKey(path.join(data.path, 'registry'));
-      const bundle = path.join(data.path, 'registry', 'token-certificates.pem');
-      await writeCertificateBundle(signingKey, bundle);
-      const berthPort = await freePort();
-      registry = await startTokenRegistry({
-        port: await freePort(),
-        realm: `http://127.0.0.1:${berthPort}/v2/registry/token`,
-        service: DEFAULT_REGISTRY_SERVICE,
-        issuer: DEFAULT_TOKEN_ISSUER,
-        rootCertBundle: bundle,
-      });
-      berth = await spawnBerth(
-        {
-          ...(containersEnv() as Record<string, string>),
-          BERTH_DATA_DIR: data.path,
-          BERTH_BOOTSTRAP_API_KEY: KEY,
-          BERTH_ENCRYPTION_KEY: MASTER_KEY.toString('hex'),
-          BERTH_CONTAINER_RUNTIME: 'podman',
-          BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
-          BERTH_REGISTRY: registry.host,
-        },
-        { port: berthPort },
-      );
+      // Built images go to a registry (Debian's docker-registry) that trusts Berth's tokens.
+      ({ berth, registry } = await startBerthWithRegistry(data.path, {
+        ...(containersEnv() as Record<string, string>),
+        BERTH_BOOTSTRAP_API_KEY: KEY,
+        BERTH_ENCRYPTION_KEY: MASTER_KEY.toString('hex'),
+        BERTH_CONTAINER_RUNTIME: 'podman',
+        BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+      }));
       api = client(berth.url, { key: KEY });
       const integration = await api('POST', '/v1/integrations/codehost', {
         body: { provider: 'git', name: 'company git', git: { repositories: [`${http.url}/acme/echo-agent.git`] } },

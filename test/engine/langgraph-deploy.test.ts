@@ -7,11 +7,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@langchain/langgraph-sdk';
-import { DEFAULT_REGISTRY_SERVICE, DEFAULT_TOKEN_ISSUER, loadOrCreateSigningKey, writeCertificateBundle } from '../../src/registry/index.js';
 import { containersEnv, run, ROOT } from '../build/helpers.js';
 import { type TempDir, tempDir } from '../support/git-repos.js';
-import { type BerthProcess, freePort, spawnBerth, stopBerth } from '../support/process.js';
-import { startTokenRegistry, type TokenRegistry } from '../support/registry.js';
+import { type BerthProcess, stopBerth } from '../support/process.js';
+import { startBerthWithRegistry, type TokenRegistry } from '../support/registry.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
 
 const execFileAsync = promisify(execFile);
@@ -68,29 +67,14 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
       assert.equal(testImage.code, 0, testImage.stderr);
       data = await tempDir('berth-deploy-data-');
       work = await mkdtemp(path.join(os.tmpdir(), 'berth-deploy-work-'));
-      const signingKey = await loadOrCreateSigningKey(path.join(data.path, 'registry'));
-      const bundle = path.join(data.path, 'registry', 'token-certificates.pem');
-      await writeCertificateBundle(signingKey, bundle);
-      const berthPort = await freePort();
-      registry = await startTokenRegistry({
-        port: await freePort(),
-        realm: `http://127.0.0.1:${berthPort}/v2/registry/token`,
-        service: DEFAULT_REGISTRY_SERVICE,
-        issuer: DEFAULT_TOKEN_ISSUER,
-        rootCertBundle: bundle,
-      });
-      berth = await spawnBerth(
-        {
-          ...(containersEnv() as Record<string, string>),
-          BERTH_DATA_DIR: data.path,
-          BERTH_BOOTSTRAP_API_KEY: KEY,
-          BERTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-          BERTH_CONTAINER_RUNTIME: 'podman',
-          BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
-          BERTH_REGISTRY: registry.host,
-        },
-        { port: berthPort },
-      );
+      // Built images go to a registry (Debian's docker-registry) that trusts Berth's tokens.
+      ({ berth, registry } = await startBerthWithRegistry(data.path, {
+        ...(containersEnv() as Record<string, string>),
+        BERTH_BOOTSTRAP_API_KEY: KEY,
+        BERTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+        BERTH_CONTAINER_RUNTIME: 'podman',
+        BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+      }));
     },
     { timeout: 20 * 60_000 },
   );

@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { TokenEndpointResponse, TokenRequest } from '../../src/registry/token-endpoint.js';
-import { freePort } from './process.js';
+import { DEFAULT_REGISTRY_SERVICE, DEFAULT_TOKEN_ISSUER, loadOrCreateSigningKey, writeCertificateBundle } from '../../src/registry/index.js';
+import { type BerthProcess, freePort, spawnBerth } from './process.js';
 
 /** The route Berth serves its token realm on; the test token server uses the same path. */
 export const TOKEN_PATH = '/v2/registry/token';
@@ -188,4 +189,30 @@ export async function serveTokenEndpoint(handle: (request: TokenRequest) => Prom
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A Berth server process whose built images go to a real docker-registry that trusts its
+ * tokens. Berth's signing key is made first in its data directory, so the registry can
+ * start with its certificate before Berth does.
+ */
+export async function startBerthWithRegistry(dataDir: string, env: Record<string, string>): Promise<{ berth: BerthProcess; registry: TokenRegistry }> {
+  const signingKey = await loadOrCreateSigningKey(path.join(dataDir, 'registry'));
+  const bundle = path.join(dataDir, 'registry', 'token-certificates.pem');
+  await writeCertificateBundle(signingKey, bundle);
+  const berthPort = await freePort();
+  const registry = await startTokenRegistry({
+    port: await freePort(),
+    realm: `http://127.0.0.1:${berthPort}${TOKEN_PATH}`,
+    service: DEFAULT_REGISTRY_SERVICE,
+    issuer: DEFAULT_TOKEN_ISSUER,
+    rootCertBundle: bundle,
+  });
+  try {
+    const berth = await spawnBerth({ ...env, BERTH_DATA_DIR: dataDir, BERTH_REGISTRY: registry.host }, { port: berthPort });
+    return { berth, registry };
+  } catch (error) {
+    await registry.stop();
+    throw error;
+  }
 }
