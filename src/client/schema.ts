@@ -1037,7 +1037,7 @@ export interface components {
     };
     /**
      * Listener
-     * @description Compute infrastructure (a Kubernetes cluster) on which deployments run.
+     * @description Compute infrastructure on which deployments run: a Kubernetes cluster, or a container host running `berth listener`.
      */
     Listener: {
       /**
@@ -2953,7 +2953,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Compute infrastructure (a Kubernetes cluster) on which deployments run. */
+      /** @description Compute infrastructure on which deployments run: a Kubernetes cluster, or a container host running `berth listener`. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -3101,7 +3101,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Compute infrastructure (a Kubernetes cluster) on which deployments run. */
+      /** @description Compute infrastructure on which deployments run: a Kubernetes cluster, or a container host running `berth listener`. */
       200: {
         headers: {
           [name: string]: unknown;

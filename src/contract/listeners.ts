@@ -49,7 +49,7 @@ export const Listener = Type.Object(
       description: '`ONLINE` when the agent was heard from within the offline threshold (see docs/listener-protocol.md). Read-only.',
     }),
   },
-  { title: 'Listener', description: 'Compute infrastructure (a Kubernetes cluster) on which deployments run.' },
+  { title: 'Listener', description: 'Compute infrastructure on which deployments run: a Kubernetes cluster, or a container host running `berth listener`.' },
 );
 
 /** The answer to creating a listener: the listener and, this once, its key. */
