@@ -89,8 +89,10 @@ new Gauge({
   async collect() {
     this.reset();
     if (!readListenerSightings) return;
+    // A database that cannot answer now costs this gauge its samples, not the whole scrape.
+    const sightings = await readListenerSightings().catch(() => []);
     const now = Date.now();
-    for (const sighting of await readListenerSightings()) {
+    for (const sighting of sightings) {
       this.set({ listener_id: sighting.listenerId }, Math.max(0, (now - sighting.lastSeenAt.getTime()) / 1000));
     }
   },

@@ -114,6 +114,11 @@ describe('GET /metrics on the server', () => {
     try {
       const age = value(await scrape(server.url), 'berth_listener_last_seen_age_seconds', { listener_id: 'listener-a' }) ?? 0;
       assert.ok(age >= 90 && age < 3600, `age ${age}`);
+      // A reader that fails (the database is away) leaves the gauge empty; the scrape still answers.
+      setListenerSightingsReader(async () => Promise.reject(new Error('database unreachable')));
+      const samples = await scrape(server.url);
+      assert.equal(value(samples, 'berth_listener_last_seen_age_seconds', { listener_id: 'listener-a' }), undefined);
+      assert.notEqual(value(samples, 'berth_engine_slots'), undefined);
     } finally {
       setListenerSightingsReader(undefined);
     }
