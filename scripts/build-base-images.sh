@@ -87,9 +87,12 @@ FINGERPRINT=$( {
   cat "$(dirname "$NPM_DIR")/corepack/package.json" 2>/dev/null | sha256sum | cut -d' ' -f1
   printf '%s\n' "$NODE_MAJOR" "$NPM_VERSION" "${LIBS[@]}"
 } | sha256sum | cut -d' ' -f1)
+# Berth adds the `:<node version>` tag itself, as the LangGraph CLI does.
+use_hint() { log "to build JavaScript agents on it, start Berth with BERTH_BASE_IMAGE_NODE=${TAG%:*}"; }
 existing=$(buildah inspect --type image --format '{{index .ImageAnnotations "berth.base-image.fingerprint"}}' "$TAG" 2>/dev/null || true)
 if [ "$existing" = "$FINGERPRINT" ]; then
   log "$TAG is up to date (node $NODE_VERSION, @langchain/langgraph-api $API_VERSION)"
+  use_hint
   exit 0
 fi
 previous=$(buildah inspect --type image --format '{{.FromImageID}}' "$TAG" 2>/dev/null || true)
@@ -198,3 +201,4 @@ CTR=
 # The replaced build is now untagged; drop it unless a container still uses it.
 if [ -n "$previous" ]; then buildah rmi "$previous" >/dev/null 2>&1 || true; fi
 log "built $TAG (node $NODE_VERSION, npm $NPM_VERSION, @langchain/langgraph-api $API_VERSION) in $(( $(date +%s) - started )) s"
+use_hint
