@@ -6,6 +6,8 @@ import type { Registry } from '../registry/setup.js';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { Db } from '../store/database.js';
+import type { SecretEntryRow } from '../store/repositories/secret-sets.js';
+import type { Pending } from './effects.js';
 import type { BuildDriver, RuntimeDriver } from './drivers/types.js';
 
 export interface EngineDeps {
@@ -58,4 +60,16 @@ export interface WorkContext extends EngineDeps {
   work: AbortController;
   /** The step running now, so an interruption can stop it promptly. */
   step?: { revisionId: string; controller: AbortController };
+  /** The deployment's listener as last read (null: not placed, which never changes). */
+  listenerId?: string | null;
+  /** Stored secrets of the revisions in progress, by set, as last read. */
+  secretEntries?: Map<string, SecretEntryRow[]>;
+  /** Whether the deployment has provisioned databases, as last read. */
+  hasDatabases?: boolean;
+  /** Writes decided but not made yet (effects.ts). */
+  pending?: Pending;
+  /** A write of pending moves was refused: what this process knows of the revision is wrong. */
+  stale?: boolean;
+  logTimer?: NodeJS.Timeout;
+  flushing?: Promise<void>;
 }

@@ -1,15 +1,56 @@
 import type { RevisionStatus } from '../domain/revision-status.js';
-import { announce, type LogType, recordLog } from '../events/recorder.js';
+import { announce, type LogLine, type LogType, recordEvents } from '../events/recorder.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { moveRevision as lifecycleMove } from '../lifecycle/revisions.js';
+import { type Executor, nowIso } from '../store/database.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
 import type { RevisionRecord, TransitionSet } from '../store/repositories/revisions.js';
+import { finishStepRuns, type StepRunEnd } from '../store/repositories/step-runs.js';
 import type { WorkContext } from './context.js';
 
 /**
- * Moves a revision to its next status through the lifecycle, fenced by our lease, and
- * keeps the in-memory record in step. False: someone else moved it first, or our lease
- * is gone; either way the worker re-reads and decides again.
+ * What the engine decided about the revision it works on but has not written yet: steps
+ * that need nothing from outside (CREATING → QUEUED → AWAITING_DEPLOY → DEPLOYING), log
+ * lines, and step runs that ended. They are written together, in one transaction, before
+ * anything leaves the process (a driver starts, the worker reads again or lets go): a
+ * crash before that loses only decisions the next worker makes again from the same status.
+ */
+export interface Pending {
+  revision: RevisionRecord;
+  /** The revision's status in the database. */
+  from: RevisionStatus;
+  hops: { status: RevisionStatus; message: string | null; at: string }[];
+  set: TransitionSet;
+  logs: LogLine[];
+  ended: StepRunEnd[];
+}
+
+/** A step's log lines wait at most this long for the step's next write, so that followers see them live. */
+const LOG_FLUSH_MS = 200;
+
+function pendingFor(ctx: WorkContext, revision: RevisionRecord): Pending {
+  if (ctx.pending && ctx.pending.revision !== revision)
+    throw new Error(`engine: revision ${revision.id} written while ${ctx.pending.revision.id} has pending writes`);
+  ctx.pending ??= { revision, from: revision.status, hops: [], set: {}, logs: [], ended: [] };
+  return ctx.pending;
+}
+
+/**
+ * Takes the revision a status further in memory; `flush` writes it. For steps whose
+ * outcome nobody outside the process sees before the next write.
+ */
+export function hop(ctx: WorkContext, revision: RevisionRecord, to: RevisionStatus, message: string | null, set?: TransitionSet): void {
+  const pending = pendingFor(ctx, revision);
+  const at = nowIso();
+  pending.hops.push({ status: to, message, at });
+  Object.assign(pending.set, set ?? {});
+  Object.assign(revision, set ?? {}, { status: to, status_message: message, updated_at: at });
+}
+
+/**
+ * Moves a revision to its next status through the lifecycle, fenced by our lease, with
+ * whatever is pending for it, and keeps the in-memory record in step. False: someone else
+ * moved it first, or our lease is gone; either way the worker re-reads and decides again.
  */
 export async function moveRevision(
   ctx: WorkContext,
@@ -18,15 +59,96 @@ export async function moveRevision(
   message: string | null,
   set?: TransitionSet,
 ): Promise<boolean> {
-  const result = await lifecycleMove(ctx, revision, to, { message, fence: leaseFence(ctx), set, origin: ctx.settings.workerId });
-  if (result.outcome !== 'ok') return false;
-  Object.assign(revision, set ?? {}, { status: to, status_message: message, updated_at: result.at });
-  return true;
+  if (ctx.pending?.revision !== revision) {
+    // Nothing waits to be written with it (or it is another revision, one the queue skips or queues).
+    const result = await lifecycleMove(ctx, revision, to, { message, fence: leaseFence(ctx), set, origin: ctx.settings.workerId, listenerId: ctx.listenerId });
+    if (result.outcome !== 'ok') return false;
+    Object.assign(revision, set ?? {}, { status: to, status_message: message, updated_at: result.at });
+    return true;
+  }
+  hop(ctx, revision, to, message, set);
+  return (await flush(ctx)) !== 'stale';
 }
 
+/** A log line of the revision: written with its next status change, or within LOG_FLUSH_MS. */
 export async function writeLog(ctx: WorkContext, revision: RevisionRecord, logType: LogType, level: string, message: string): Promise<void> {
-  await recordLog(ctx.db, { deploymentId: revision.deployment_id, revisionId: revision.id, logType, level, message });
-  announce(ctx.bus, revision.deployment_id, ctx.settings.workerId);
+  if (ctx.pending && ctx.pending.revision !== revision) {
+    await recordEvents(ctx.db, revision.deployment_id, revision.id, [{ logType, level, message, at: nowIso() }], []);
+    announce(ctx.bus, revision.deployment_id, ctx.settings.workerId);
+    return;
+  }
+  pendingFor(ctx, revision).logs.push({ logType, level, message, at: nowIso() });
+  ctx.logTimer ??= setTimeout(() => {
+    ctx.logTimer = undefined;
+    flush(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not write log lines'));
+  }, LOG_FLUSH_MS);
+}
+
+/** A step run ended; written with what follows. */
+export function endStepRun(ctx: WorkContext, revision: RevisionRecord, end: StepRunEnd): void {
+  pendingFor(ctx, revision).ended.push(end);
+}
+
+/**
+ * Writes what is pending in one transaction, with `alongside` when given (run only if the
+ * status change succeeds). `stale`: the status change was refused (moved by someone else,
+ * or our lease is gone): the in-memory revision is wrong and the worker must read again;
+ * the log lines and step runs are written all the same.
+ */
+export async function flush(ctx: WorkContext, alongside?: (db: Executor) => Promise<void>): Promise<'ok' | 'stale'> {
+  // One write at a time, in order: a log flush must not overtake the status change after it.
+  const run = (ctx.flushing ?? Promise.resolve()).then(() => {
+    const pending = ctx.pending;
+    ctx.pending = undefined;
+    clearTimeout(ctx.logTimer);
+    ctx.logTimer = undefined;
+    return writePending(ctx, pending, alongside);
+  });
+  ctx.flushing = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  return run;
+}
+
+async function writePending(ctx: WorkContext, pending: Pending | undefined, alongside?: (db: Executor) => Promise<void>): Promise<'ok' | 'stale'> {
+  const last = pending?.hops.at(-1);
+  if (!pending || !last) {
+    const writes = [
+      ...(pending && pending.logs.length > 0
+        ? [(db: Executor) => recordEvents(db, pending.revision.deployment_id, pending.revision.id, pending.logs, [])]
+        : []),
+      ...(pending && pending.ended.length > 0 ? [(db: Executor) => finishStepRuns(db, pending.ended)] : []),
+      ...(alongside ? [alongside] : []),
+    ];
+    // A single statement needs no transaction of its own.
+    if (writes.length === 1) await writes[0]?.(ctx.db);
+    else if (writes.length > 1)
+      await ctx.db.transaction().execute(async (trx) => {
+        for (const write of writes) await write(trx);
+      });
+    if (pending && pending.logs.length > 0) announce(ctx.bus, pending.revision.deployment_id, ctx.settings.workerId);
+    return 'ok';
+  }
+  const { revision } = pending;
+  const result = await lifecycleMove(ctx, { id: revision.id, deployment_id: revision.deployment_id, status: pending.from }, last.status, {
+    message: last.message,
+    via: pending.hops.slice(0, -1),
+    logs: pending.logs,
+    set: Object.keys(pending.set).length > 0 ? pending.set : undefined,
+    fence: leaseFence(ctx),
+    origin: ctx.settings.workerId,
+    listenerId: ctx.listenerId,
+    alongside: async (trx) => {
+      if (pending.ended.length > 0) await finishStepRuns(trx, pending.ended);
+      await alongside?.(trx);
+    },
+  });
+  if (result.outcome === 'ok') return 'ok';
+  ctx.stale = true;
+  // Nothing of the change was written: the lines and step runs still tell what happened.
+  await writePending(ctx, { ...pending, hops: [] });
+  return 'stale';
 }
 
 /**
@@ -44,25 +166,17 @@ export async function markDeployed(
   // custom_url is the user's to set (e.g. a proxy in front); fill it only when empty.
   const sourceConfig = { ...deployment.source_config };
   if (!sourceConfig.custom_url || sourceConfig.custom_url === deployment.url) sourceConfig.custom_url = running.url;
-  const message = `Serving at ${running.url}.`;
-  const set = { url: running.url, runtime_handle: running.handle };
-  const result = await lifecycleMove(ctx, revision, 'DEPLOYED', {
-    message,
-    fence: leaseFence(ctx),
-    set,
-    origin: ctx.settings.workerId,
-    alongside: async (trx) => {
-      await moveDeployment(
-        ctx,
-        deployment.id,
-        'READY',
-        { fence: leaseFence(ctx), set: { active_revision_id: revision.id, url: running.url, source_config: sourceConfig } },
-        trx,
-      );
-    },
+  hop(ctx, revision, 'DEPLOYED', `Serving at ${running.url}.`, { url: running.url, runtime_handle: running.handle });
+  const outcome = await flush(ctx, async (trx) => {
+    await moveDeployment(
+      ctx,
+      deployment.id,
+      'READY',
+      { fence: leaseFence(ctx), set: { active_revision_id: revision.id, url: running.url, source_config: sourceConfig } },
+      trx,
+    );
   });
-  if (result.outcome !== 'ok') return false;
-  Object.assign(revision, set, { status: 'DEPLOYED', status_message: message, updated_at: result.at });
+  if (outcome !== 'ok') return false;
   Object.assign(deployment, { active_revision_id: revision.id, url: running.url, source_config: sourceConfig });
   return true;
 }

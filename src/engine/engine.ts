@@ -4,7 +4,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { DEFAULT_DEPLOY_TIMEOUT_SECONDS } from '../domain/deployment-config.js';
 import { StopSignal, type EngineDeps, type EngineSettings } from './context.js';
 import { setEngineSlots } from '../observability/metrics.js';
-import { claimDeployment, leaseHoldersOn, releaseLeasesOf } from '../store/repositories/leases.js';
+import { claimCandidates, leaseHoldersOn, releaseLeasesOf, takeLease } from '../store/repositories/leases.js';
 import { failOverdueHandovers } from './listener-deadlines.js';
 import { workOnDeployment } from './worker.js';
 
@@ -24,6 +24,15 @@ export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId'> = {
  */
 const PARK_MS = 30_000;
 const PARKED_AT_MOST = 500;
+
+/**
+ * The claim query sorts every revision in progress (oldest first), so under a backlog it
+ * cost more than the rest of a revision's reads together. One query names this many
+ * candidates, tried one by one by the slots until used up or older than CANDIDATES_FOR_MS;
+ * a candidate someone finished meanwhile costs only a look (the worker finds nothing to do).
+ */
+const CANDIDATES_PER_QUERY = 16;
+const CANDIDATES_FOR_MS = 500;
 
 export function newWorkerId(): string {
   return `${os.hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
@@ -46,6 +55,9 @@ export class Engine {
   readonly #running = new Set<Promise<void>>();
   /** Deployments found idle, with when they may be claimed again. */
   readonly #parked = new Map<string, number>();
+  /** Candidates of the last claim query not tried yet (see CANDIDATES_PER_QUERY). */
+  #candidates: string[] = [];
+  #candidatesAt = 0;
   /** Successful claims since start, for tests and metrics. */
   claims = 0;
 
@@ -107,14 +119,7 @@ export class Engine {
       this.#wanted = false;
       let claimed;
       try {
-        const now = new Date();
-        claimed = await claimDeployment(
-          this.deps.db,
-          this.settings.workerId,
-          now.toISOString(),
-          new Date(now.getTime() + this.settings.leaseMs).toISOString(),
-          this.#stillParked(now.getTime()),
-        );
+        claimed = await this.#claim(new Date());
       } catch (error) {
         this.deps.logger.error({ err: error }, 'engine could not claim work');
         return;
@@ -129,10 +134,10 @@ export class Engine {
       this.#work.add(work);
       setEngineSlots(this.#work.size, this.settings.concurrency);
       try {
-        const outcome = await workOnDeployment({ ...this.deps, settings: this.settings, deploymentId: claimed.id, work });
-        if (outcome === 'idle') this.#park(claimed.id);
+        const outcome = await workOnDeployment({ ...this.deps, settings: this.settings, deploymentId: claimed, work });
+        if (outcome === 'idle') this.#park(claimed);
       } catch (error) {
-        this.deps.logger.error({ err: error, deploymentId: claimed.id }, 'engine work failed');
+        this.deps.logger.error({ err: error, deploymentId: claimed }, 'engine work failed');
       } finally {
         this.#work.delete(work);
         setEngineSlots(this.#work.size, this.settings.concurrency);
@@ -140,6 +145,26 @@ export class Engine {
       // On SQLite every query resolves as a microtask: without this, a slot that keeps
       // finding work would never let the event loop serve requests or signals.
       await yieldToEventLoop();
+    }
+  }
+
+  /** Leases a deployment with work: the next candidate, or a new query's once they are used up or old. */
+  async #claim(now: Date): Promise<string | undefined> {
+    const at = now.toISOString();
+    const expiresAt = new Date(now.getTime() + this.settings.leaseMs).toISOString();
+    let queried = false;
+    for (;;) {
+      if (this.#candidates.length === 0 || now.getTime() - this.#candidatesAt > CANDIDATES_FOR_MS) {
+        // A fresh list tried to its end: nothing to claim now.
+        if (queried) return undefined;
+        queried = true;
+        this.#candidates = await claimCandidates(this.deps.db, at, this.#stillParked(now.getTime()), CANDIDATES_PER_QUERY);
+        this.#candidatesAt = now.getTime();
+        continue;
+      }
+      const id = this.#candidates.shift() as string;
+      if (this.#parked.has(id)) continue;
+      if (await takeLease(this.deps.db, id, this.settings.workerId, at, expiresAt)) return id;
     }
   }
 

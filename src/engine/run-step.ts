@@ -3,10 +3,10 @@ import type { LogType } from '../events/recorder.js';
 import { observeStep } from '../observability/metrics.js';
 import { nowIso } from '../store/database.js';
 import type { RevisionRecord } from '../store/repositories/revisions.js';
-import { finishStepRun, startStepRun } from '../store/repositories/step-runs.js';
+import { startStepRun } from '../store/repositories/step-runs.js';
 import { StopSignal, stopReasonOf, type WorkContext } from './context.js';
 import { DriverError, type LogLevel, type StepContext } from './drivers/types.js';
-import { moveRevision, writeLog } from './effects.js';
+import { endStepRun, flush, moveRevision, writeLog } from './effects.js';
 
 /** What the deployment loop does after one advance: go on with this revision, look at the next, or leave. */
 export type Next = 'again' | 'next' | 'leave';
@@ -23,21 +23,29 @@ export interface StepSpec {
   timeoutSetting: string;
 }
 
-type StepResult<T> = { ok: true; value: T } | { ok: false; next: Next };
+/** `started: false`: the step never ran, because what led to it could not be written (the revision moved, or the lease is gone). */
+type StepResult<T> = { ok: true; value: T } | { ok: false; next: Next; started: boolean };
 
 /**
  * Runs one driver call with its timeout, its log stream and a record in engine_step_runs.
+ * What the engine decided before the step is written with the record of its start (a
+ * driver must never act for a status only this process knows), and how it ended with
+ * what follows it.
  * A driver failure or a timeout ends the revision in the step's *_FAILED status with a
  * message a person can act on; a stop (shutdown, lost lease, interruption, delete) leaves
  * the status for whoever continues.
  */
 export async function runStep<T>(ctx: WorkContext, revision: RevisionRecord, spec: StepSpec, body: (step: StepContext) => Promise<T>): Promise<StepResult<T>> {
+  let runId = 0;
+  const written = await flush(ctx, async (db) => {
+    runId = await startStepRun(db, { revisionId: revision.id, step: spec.name, worker: ctx.settings.workerId, at: nowIso() });
+  });
+  if (written === 'stale') return { ok: false, next: 'again', started: false };
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new StopSignal('timeout')), spec.timeoutMs);
   const forward = () => controller.abort(ctx.work.signal.reason);
   ctx.work.signal.addEventListener('abort', forward, { once: true });
   ctx.step = { revisionId: revision.id, controller };
-  const runId = await startStepRun(ctx.db, { revisionId: revision.id, step: spec.name, worker: ctx.settings.workerId, at: nowIso() });
   const started = performance.now();
   const elapsedSeconds = () => (performance.now() - started) / 1000;
   const step: StepContext = {
@@ -47,7 +55,7 @@ export async function runStep<T>(ctx: WorkContext, revision: RevisionRecord, spe
   const work = body(step);
   try {
     const value = await Promise.race([work, aborted<T>(controller.signal)]);
-    await finishStepRun(ctx.db, runId, 'succeeded', nowIso());
+    endStepRun(ctx, revision, { id: runId, outcome: 'succeeded', at: nowIso() });
     observeStep(spec.name, 'succeeded', elapsedSeconds());
     return { ok: true, value };
   } catch (error) {
@@ -55,30 +63,31 @@ export async function runStep<T>(ctx: WorkContext, revision: RevisionRecord, spe
     // An aborted driver cleans up after itself (removes a half-started container): let it
     // finish, within reason, before the revision moves on or the process exits.
     if (reason) await Promise.race([work.catch(() => {}), new Promise((resolve) => setTimeout(resolve, CLEANUP_GRACE_MS))]);
-    await finishStepRun(ctx.db, runId, reason ?? 'failed', nowIso());
+    endStepRun(ctx, revision, { id: runId, outcome: reason ?? 'failed', at: nowIso() });
     observeStep(spec.name, reason ?? 'failed', elapsedSeconds());
     if (reason === 'timeout') {
       const seconds = Math.round(spec.timeoutMs / 1000);
       const message = `${title(spec.name)} timed out after ${seconds} s. Check the ${spec.logType} logs for where it stalled; raise the limit with ${spec.timeoutSetting} if it needs longer.`;
       await writeLog(ctx, revision, spec.logType, 'ERROR', message);
       await moveRevision(ctx, revision, spec.failedStatus, message);
-      return { ok: false, next: 'again' };
+      return { ok: false, next: 'again', started: true };
     }
     if (reason) {
       await writeLog(ctx, revision, spec.logType, 'INFO', stopMessage(reason));
-      return { ok: false, next: reason === 'interrupted' ? 'again' : 'leave' };
+      await flush(ctx);
+      return { ok: false, next: reason === 'interrupted' ? 'again' : 'leave', started: true };
     }
     if (error instanceof DriverError) {
       const message = `${title(spec.name)} failed: ${error.message}`;
       await writeLog(ctx, revision, spec.logType, 'ERROR', message);
       await moveRevision(ctx, revision, spec.failedStatus, message);
-      return { ok: false, next: 'again' };
+      return { ok: false, next: 'again', started: true };
     }
     ctx.logger.error({ err: error, revisionId: revision.id, step: spec.name }, 'engine step failed unexpectedly');
     const message = `${title(spec.name)} failed: an internal error occurred in Berth during the ${spec.name} step; the server log has the details (revision ${revision.id}).`;
     await writeLog(ctx, revision, spec.logType, 'ERROR', message);
     await moveRevision(ctx, revision, spec.failedStatus, message);
-    return { ok: false, next: 'again' };
+    return { ok: false, next: 'again', started: true };
   } finally {
     clearTimeout(timer);
     ctx.work.signal.removeEventListener('abort', forward);

@@ -9,7 +9,7 @@ import { moveDeployment } from '../lifecycle/deployments.js';
 import { buildSource } from './build-source.js';
 import type { WorkContext } from './context.js';
 import { databaseEnv, missingDatabases, provisionDatabases } from './databases.js';
-import { leaseFence, markDeployed, moveRevision, writeLog } from './effects.js';
+import { hop, leaseFence, markDeployed, moveRevision, writeLog } from './effects.js';
 import { type Next, quietStep, runStep, type StepSpec } from './run-step.js';
 
 export type { Next } from './run-step.js';
@@ -17,6 +17,8 @@ export type { Next } from './run-step.js';
 /**
  * Takes a revision one status further. Each call makes at most one transition, so a
  * crash between calls leaves a status from which the next worker simply carries on.
+ * Transitions that need nothing from outside are `hop`s, written together with the next
+ * one that does (effects.ts): an image revision reaches DEPLOYING in one transaction.
  */
 export async function advance(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord): Promise<Next> {
   const config = revision.source_revision_config;
@@ -34,7 +36,7 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
         );
         return 'again';
       }
-      await moveRevision(ctx, revision, 'QUEUED', null);
+      hop(ctx, revision, 'QUEUED', null);
       return 'again';
     }
     case 'QUEUED': {
@@ -46,11 +48,11 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
       if (!(await databasesReady(ctx, deployment, revision))) return 'again';
       const needsBuild = isBuiltSource(source) && !revision.image_ref;
       if (!needsBuild && isBuiltSource(source)) await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
-      await moveRevision(ctx, revision, needsBuild ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY', needsBuild ? null : handoverMessage(deployment));
+      hop(ctx, revision, needsBuild ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY', needsBuild ? null : handoverMessage(deployment));
       return 'again';
     }
     case 'AWAITING_BUILD':
-      await moveRevision(ctx, revision, 'BUILDING', null);
+      hop(ctx, revision, 'BUILDING', null);
       return 'again';
     case 'BUILDING':
       return build(ctx, deployment, revision, config);
@@ -58,7 +60,8 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
       // Handed to the listener: its report moves the revision on, not the engine.
       if (isListenerOwned(revision.status, deployment.listener_id !== null)) return 'next';
       const unavailable = await ctx.runtime.unavailableReason();
-      await moveRevision(ctx, revision, unavailable ? 'DEPLOY_FAILED' : 'DEPLOYING', unavailable ? `Deploy failed: ${unavailable}` : null);
+      if (unavailable) await moveRevision(ctx, revision, 'DEPLOY_FAILED', `Deploy failed: ${unavailable}`);
+      else hop(ctx, revision, 'DEPLOYING', null);
       return 'again';
     }
     case 'DEPLOYING':
@@ -92,8 +95,9 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
     ),
   );
   // An uploaded archive is needed only until it is built (or its build ended); a paused
-  // build keeps it for whoever resumes.
-  if (config.source_tarball_path && (result.ok || result.next !== 'leave')) await ctx.uploads.discard(config.source_tarball_path).catch(() => {});
+  // build, or one that never started, keeps it for whoever resumes.
+  if (config.source_tarball_path && (result.ok || (result.started && result.next !== 'leave')))
+    await ctx.uploads.discard(config.source_tarball_path).catch(() => {});
   if (!result.ok) return result.next;
   const built = { ...config, repo_commit_sha: result.value.commitSha };
   await moveRevision(ctx, revision, 'AWAITING_DEPLOY', handoverMessage(deployment), {
@@ -120,7 +124,9 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
     timeoutSetting: 'source_config.deploy_timeout_seconds',
   };
   const env = Object.fromEntries((await secretsOf(ctx, revision)).map((s) => [s.name, s.value]));
-  Object.assign(env, await databaseEnv(ctx, deployment.id), platformVariables(deployment, revision));
+  // Provisioned databases are looked up only when the last read saw some.
+  if (ctx.hasDatabases !== false) Object.assign(env, await databaseEnv(ctx, deployment.id));
+  Object.assign(env, platformVariables(deployment, revision));
   const pull = await pullCredentials(ctx, image);
   const result = await runStep(ctx, revision, spec, (step) =>
     ctx.runtime.start(
@@ -164,6 +170,7 @@ async function databasesReady(ctx: WorkContext, deployment: DeploymentRecord, re
     };
     const result = await runStep(ctx, revision, spec, (step) => provisionDatabases(ctx, deployment, missing, step));
     if (!result.ok) return false;
+    ctx.hasDatabases = true;
   }
   // Without provisioning, a deployment becomes READY when its first revision serves (markDeployed).
   if (deployment.status === 'AWAITING_DATABASE' && Object.keys(ctx.provisioners).length > 0) {
@@ -172,10 +179,11 @@ async function databasesReady(ctx: WorkContext, deployment: DeploymentRecord, re
   return true;
 }
 
-/** The revision's secrets, decrypted (needed once per step, so not cached). */
+/** The revision's secrets, decrypted (kept only encrypted, as read with the deployment's work). */
 async function secretsOf(ctx: WorkContext, revision: RevisionRecord) {
   if (!revision.secret_set_id) return [];
-  return decryptSecretSet(ctx.encryptor, await secretEntries(ctx.db, [revision.secret_set_id]));
+  const entries = ctx.secretEntries?.get(revision.secret_set_id) ?? (await secretEntries(ctx.db, [revision.secret_set_id]));
+  return decryptSecretSet(ctx.encryptor, entries);
 }
 
 /**

@@ -2,11 +2,12 @@ import { planQueue, type QueuePlan } from '../domain/queue-policy.js';
 import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { deleteDeploymentHeldBy, findDeploymentById } from '../store/repositories/deployments.js';
+import { readDeploymentWork, releaseLeaseIfSettled } from '../store/repositories/engine-work.js';
 import { renewLease, releaseLease } from '../store/repositories/leases.js';
 import { findRevisionById, type RevisionRecord, revisionsInStatus } from '../store/repositories/revisions.js';
 import { StopSignal, stopReasonOf, type WorkContext } from './context.js';
 import { deprovisionDatabases } from './databases.js';
-import { leaseFence, moveRevision } from './effects.js';
+import { flush, leaseFence, moveRevision } from './effects.js';
 import { advance } from './steps.js';
 
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
@@ -23,10 +24,13 @@ export type WorkOutcome = 'done' | 'idle';
 export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
   const stopWatching = watch(ctx);
   let progressed = false;
+  let released = false;
   try {
     while (!ctx.work.signal.aborted) {
-      const deployment = await findDeploymentById(ctx.db, ctx.deploymentId);
-      if (!deployment) return 'done';
+      const work = await readDeploymentWork(ctx.db, ctx.deploymentId);
+      if (!work) return 'done';
+      const { deployment, unfinished } = work;
+      Object.assign(ctx, { listenerId: deployment.listener_id, secretEntries: work.secretEntries, hasDatabases: work.hasDatabases });
       if (deployment.status === 'AWAITING_DELETE') {
         // Placed on a listener: its deletion report releases it, and then the engine finishes.
         if (deployment.listener_id !== null) return progressed ? 'done' : 'idle';
@@ -34,7 +38,6 @@ export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
         return 'done';
       }
 
-      const unfinished = await revisionsInStatus(ctx.db, ctx.deploymentId, IN_PROGRESS);
       if (unfinished.length === 0) {
         await settle(ctx);
         return 'done';
@@ -43,21 +46,32 @@ export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
       if (await applyQueuePlan(ctx, plan)) progressed = true;
       if (!plan.run) return progressed ? 'done' : 'idle';
 
-      let revision: RevisionRecord = plan.run;
+      const revision: RevisionRecord = plan.run;
       for (;;) {
+        const before = revision.status;
         const next = await advance(ctx, deployment, revision);
         progressed = true;
+        // Carry on from what this process knows only while its own moves went through.
+        const knownWell = !ctx.stale && !ctx.work.signal.aborted && revision.status !== before;
+        if (next === 'again' && knownWell && IN_PROGRESS_STATUSES.has(revision.status as never)) continue;
+        const stale = (await flush(ctx)) === 'stale' || ctx.stale;
+        ctx.stale = false;
         if (next === 'leave') return 'done';
-        if (next === 'next' || ctx.work.signal.aborted) break;
-        const fresh = await findRevisionById(ctx.db, revision.id);
-        if (!fresh || !IN_PROGRESS_STATUSES.has(fresh.status as never)) break;
-        revision = fresh;
+        if (stale) break;
+        // Done with the revision: when nothing else is left, one statement ends the work.
+        if (next === 'next' && (await releaseLeaseIfSettled(ctx.db, ctx.deploymentId, ctx.settings.workerId))) {
+          released = true;
+          return 'done';
+        }
+        break;
       }
+      if (ctx.work.signal.aborted) break;
     }
     return 'done';
   } finally {
     stopWatching();
-    if (stopReasonOf(ctx.work.signal) !== 'lease-lost') await releaseLease(ctx.db, ctx.deploymentId, ctx.settings.workerId).catch(() => {});
+    await flush(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not write what the engine decided'));
+    if (!released && stopReasonOf(ctx.work.signal) !== 'lease-lost') await releaseLease(ctx.db, ctx.deploymentId, ctx.settings.workerId).catch(() => {});
   }
 }
 

@@ -1,7 +1,7 @@
 import type { RevisionStatus } from '../domain/revision-status.js';
 import type { Executor } from '../store/database.js';
 import { nowIso } from '../store/database.js';
-import { insertEvent } from '../store/repositories/events.js';
+import { insertEvent, insertEvents } from '../store/repositories/events.js';
 import type { EventBus } from './bus.js';
 
 export type LogType = 'build' | 'deploy';
@@ -41,6 +41,45 @@ export async function recordStatus(
     message: change.message,
     created_at: change.at,
   });
+}
+
+/** A log line kept to be written later, with when it was said. */
+export interface LogLine {
+  logType: LogType;
+  level: string;
+  message: string;
+  at: string;
+}
+
+/** Log lines, then status changes, of one revision: one insert, in that order. */
+export async function recordEvents(
+  db: Executor,
+  deploymentId: string,
+  revisionId: string,
+  logs: readonly LogLine[],
+  statuses: readonly { status: RevisionStatus; message: string | null; at: string }[],
+): Promise<void> {
+  const common = { deployment_id: deploymentId, revision_id: revisionId };
+  await insertEvents(db, [
+    ...logs.map((line) => ({
+      ...common,
+      kind: 'log' as const,
+      log_type: line.logType,
+      level: line.level,
+      status: null,
+      message: line.message,
+      created_at: line.at,
+    })),
+    ...statuses.map((change) => ({
+      ...common,
+      kind: 'status' as const,
+      log_type: null,
+      level: null,
+      status: change.status,
+      message: change.message,
+      created_at: change.at,
+    })),
+  ]);
 }
 
 export function announce(bus: EventBus, deploymentId: string, origin?: string): void {

@@ -1,6 +1,6 @@
 import { canTransition, type RevisionStatus } from '../domain/revision-status.js';
 import type { EventBus } from '../events/bus.js';
-import { announce, announceListener, recordStatus } from '../events/recorder.js';
+import { announce, announceListener, type LogLine, recordEvents } from '../events/recorder.js';
 import { bumpGenerationOfDeployment } from '../store/repositories/listeners.js';
 import { type Db, type Executor, nowIso } from '../store/database.js';
 import { compareAndSetRevisionStatus, currentRevisionStatus, type RevisionFence, type TransitionSet } from '../store/repositories/revisions.js';
@@ -29,6 +29,20 @@ export interface RevisionMove {
   alongside?: (trx: Executor, at: string) => Promise<void>;
   /** Who announces the change, so a worker need not react to its own news. */
   origin?: string;
+  /**
+   * Statuses passed through on the way to `to`, oldest first: each must be an allowed step
+   * from the one before, and each gets its event in the timeline, but the revision moves
+   * with one compare-and-set from its status to `to`. For steps that need nothing from
+   * outside (the engine's CREATING → QUEUED → AWAITING_DEPLOY → DEPLOYING).
+   */
+  via?: { status: RevisionStatus; message: string | null; at: string }[];
+  /** Log lines of the revision that come before the change, written with its events in one insert. */
+  logs?: LogLine[];
+  /**
+   * The deployment's listener as the writer read it. A deployment never gains a listener,
+   * so `null` (not placed) means no listener's desired state can change and none is looked up.
+   */
+  listenerId?: string | null;
 }
 
 /**
@@ -43,8 +57,11 @@ export async function moveRevision(
   to: RevisionStatus,
   move: RevisionMove,
 ): Promise<RevisionTransition> {
-  if (!canTransition(revision.status, to)) {
-    throw new Error(`revision ${revision.id}: ${revision.status} → ${to} is not an allowed transition`);
+  const via = move.via ?? [];
+  let from = revision.status;
+  for (const step of [...via.map((v) => v.status), to]) {
+    if (!canTransition(from, step)) throw new Error(`revision ${revision.id}: ${from} → ${step} is not an allowed transition`);
+    from = step;
   }
   const at = nowIso();
   let listenerId: string | undefined;
@@ -63,10 +80,11 @@ export async function moveRevision(
       const current = await currentRevisionStatus(trx, revision.id);
       return current === revision.status ? { outcome: 'fenced' } : { outcome: 'moved', current };
     }
-    await recordStatus(trx, { deploymentId: revision.deployment_id, revisionId: revision.id, status: to, message: move.message, at });
+    const statuses = [...via, { status: to, message: move.message, at }];
+    await recordEvents(trx, revision.deployment_id, revision.id, move.logs ?? [], statuses);
     await move.alongside?.(trx, at);
     // A placed revision's status is in its listener's desired state.
-    listenerId = await bumpGenerationOfDeployment(trx, revision.deployment_id);
+    if (move.listenerId !== null) listenerId = await bumpGenerationOfDeployment(trx, revision.deployment_id);
     return { outcome: 'ok', at };
   });
   if (result.outcome === 'ok') {

@@ -5,10 +5,10 @@ import { type Db, migrateToLatest, openDatabase } from '../../src/store/database
 import { createPostgresDatabase, type DatabaseKind } from './server.js';
 
 /** A fresh, migrated database of the given kind without a server, for store and service tests. */
-export async function openTestDatabase(kind: DatabaseKind): Promise<{ db: Db; close: () => Promise<void> }> {
+export async function openTestDatabase(kind: DatabaseKind, options: Parameters<typeof openDatabase>[1] = {}): Promise<{ db: Db; close: () => Promise<void> }> {
   if (kind === 'postgres') {
     const postgres = await createPostgresDatabase();
-    const db = openDatabase({ kind: 'postgres', url: postgres.url });
+    const db = openDatabase({ kind: 'postgres', url: postgres.url }, options);
     await migrateToLatest(db);
     return {
       db,
@@ -19,7 +19,7 @@ export async function openTestDatabase(kind: DatabaseKind): Promise<{ db: Db; cl
     };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-db-'));
-  const db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') });
+  const db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') }, options);
   await migrateToLatest(db);
   return {
     db,

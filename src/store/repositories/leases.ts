@@ -3,6 +3,7 @@ import { LISTENER_OWNED_STATUSES } from '../../domain/queue-policy.js';
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
 import { escapeLike } from '../like.js';
+import { preparedQuery } from '../prepared.js';
 
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
 
@@ -28,6 +29,14 @@ export async function claimDeployment(
   expiresAt: string,
   skip: readonly string[] = [],
 ): Promise<{ id: string } | undefined> {
+  for (const id of await claimCandidates(db, now, skip)) {
+    if (await takeLease(db, id, worker, now, expiresAt)) return { id };
+  }
+  return undefined;
+}
+
+/** Unleased deployments with engine work (see claimDeployment), pending deletes first, then by their oldest revision in progress. */
+export async function claimCandidates(db: Executor, now: string, skip: readonly string[] = [], limit = 8): Promise<string[]> {
   // Two narrow queries rather than one EXISTS over every deployment: both walk an index
   // (revisions by status, deployments by status), so the cost follows the amount of
   // pending work, not the number of deployments.
@@ -56,7 +65,7 @@ export async function claimDeployment(
     .where((eb) => eb.or([eb('d.listener_id', 'is', null), eb('d.status', '!=', 'AWAITING_DELETE')]))
     .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
   if (skip.length > 0) withRevisions = withRevisions.where('d.id', 'not in', skip);
-  const pending = await withRevisions.orderBy('r.created_at').limit(8).execute();
+  const pending = await withRevisions.orderBy('r.created_at').limit(limit).execute();
   let deletingQuery = db
     .selectFrom('deployments as d')
     .select('d.id')
@@ -65,20 +74,22 @@ export async function claimDeployment(
     .where('d.listener_id', 'is', null)
     .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
   if (skip.length > 0) deletingQuery = deletingQuery.where('d.id', 'not in', skip);
-  const deleting = await deletingQuery.limit(8).execute();
-  const candidates = [...new Set([...deleting, ...pending].map((c) => c.id))];
+  const deleting = await deletingQuery.limit(limit).execute();
+  return [...new Set([...deleting, ...pending].map((c) => c.id))];
+}
 
-  for (const id of candidates) {
-    const claimed = await db
-      .updateTable('deployments')
-      .set({ lease_owner: worker, lease_expires_at: expiresAt })
-      .where('id', '=', id)
-      .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
-      .returning('id')
-      .executeTakeFirst();
-    if (claimed) return claimed;
-  }
-  return undefined;
+const leaseOne = preparedQuery((db: Executor, id: string, worker: string, now: string, expiresAt: string) =>
+  db
+    .updateTable('deployments')
+    .set({ lease_owner: worker, lease_expires_at: expiresAt })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
+    .returning('id'),
+);
+
+/** The compare-and-set that leases one deployment; false when another worker holds it. */
+export async function takeLease(db: Executor, id: string, worker: string, now: string, expiresAt: string): Promise<boolean> {
+  return (await leaseOne(db, id, worker, now, expiresAt)).length > 0;
 }
 
 /** Extends a lease we hold; false means it was lost (expired and taken, or deleted). */

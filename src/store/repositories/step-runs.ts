@@ -10,6 +10,12 @@ export async function startStepRun(db: Executor, run: { revisionId: string; step
   return Number(row.id);
 }
 
-export async function finishStepRun(db: Executor, id: number, outcome: string, at: string): Promise<void> {
-  await db.updateTable('engine_step_runs').set({ finished_at: at, outcome }).where('id', '=', id).execute();
+export interface StepRunEnd {
+  id: number;
+  outcome: string;
+  at: string;
+}
+
+export async function finishStepRuns(db: Executor, ends: readonly StepRunEnd[]): Promise<void> {
+  for (const end of ends) await db.updateTable('engine_step_runs').set({ finished_at: end.at, outcome: end.outcome }).where('id', '=', end.id).execute();
 }
