@@ -34,7 +34,8 @@ const usage = `npm run bench -- [flags]
   --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
                          implied when DATABASE_URL is a postgres URL (its server is used the same way)
   --only-postgres        skip the embedded default
-  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,build
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,listeners,build
+  --agents N             simulated listener agents in the listeners scenario (default 1000)
   --api-only             run the servers with BERTH_ENGINE=off (what the API alone costs; the default keeps the engine in)
   --cpu-prof             write a CPU profile of each Berth server to bench/profiles/ and summarise it
   --label TEXT           a line saying what this run measures (e.g. which change), written with the results
@@ -47,6 +48,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '2' },
     deployments: { type: 'string', default: '100000' },
     'engine-revisions': { type: 'string', default: '1000' },
+    agents: { type: 'string', default: '1000' },
     postgres: { type: 'boolean', default: false },
     'only-postgres': { type: 'boolean', default: false },
     scenarios: { type: 'string' },
@@ -71,7 +73,10 @@ const DURATION = Number(flags.duration);
 const WARMUP = Number(flags.warmup);
 const DEPLOYMENTS = Number(flags.deployments);
 const ENGINE_REVISIONS = Number(flags['engine-revisions']);
-const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 'create', 'patch', 'engine'] as const;
+const AGENTS = Number(flags.agents);
+const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 'create', 'patch', 'engine', 'listeners'] as const;
+/** Scenarios with a script of their own rather than autocannon against the seeded server. */
+const SCRIPTED: readonly string[] = ['engine', 'listeners'];
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 /** Not per database: builds and deploys the sample agent with podman (bench/build.ts). */
 const BUILD_SCENARIO = 'build';
@@ -498,6 +503,17 @@ interface DatabaseRun {
   drains: Partial<Record<ScenarioName, number>>;
   memory?: { hwmMb: number; rssMb: number };
   engine?: EngineResult;
+  listeners?: ListenersResult;
+  profile?: string;
+}
+
+interface ListenersResult {
+  agents: number;
+  setupSeconds: number;
+  settleSeconds: number;
+  idle: { seconds: number; serverCpu: number; rssMb: number; polls: number; heartbeats: number; errors: number };
+  patches: { count: number; intervalMs: number; serverCpu: number; p50: number; p99: number; max: number };
+  totals: { polls: number; heartbeats: number; reports: number; errors: number; lastError: string };
   profile?: string;
 }
 
@@ -529,7 +545,7 @@ async function runDatabase(kind: 'sqlite' | 'postgres', ceilings: Partial<Record
   await first.stop();
   log(`${kind}: start to first /ok on an empty database ${run.startupEmptyMs.toFixed(0)} ms`);
 
-  const httpScenarios = ALL_SCENARIOS.filter((s) => s !== 'engine' && SELECTED.has(s));
+  const httpScenarios = ALL_SCENARIOS.filter((s) => !SCRIPTED.includes(s) && SELECTED.has(s));
   if (httpScenarios.length > 0) {
     log(`${kind}: seeding ${DEPLOYMENTS.toLocaleString('en')} deployments`);
     const seeded = await runJson<{ ms: number; sampleIds: string[] }>(['bench/seed.ts', '--deployments', String(DEPLOYMENTS)], {
@@ -571,6 +587,8 @@ async function runDatabase(kind: 'sqlite' | 'postgres', ceilings: Partial<Record
   }
   if (postgres) await postgres.drop();
 
+  if (SELECTED.has('listeners')) run.listeners = await runListeners(kind, env);
+
   if (SELECTED.has('engine')) {
     log(`${kind}: engine, ${ENGINE_REVISIONS} revisions`);
     await waitForQuiet([]);
@@ -587,6 +605,45 @@ async function runDatabase(kind: 'sqlite' | 'postgres', ceilings: Partial<Record
     );
   }
   return run;
+}
+
+/**
+ * The listeners scenario (bench/listeners.ts) against a server of its own on an empty
+ * database, with the default rate limit: what a real deployment with that many agents runs.
+ */
+async function runListeners(kind: 'sqlite' | 'postgres', baseEnv: NodeJS.ProcessEnv): Promise<ListenersResult> {
+  log(`${kind}: listeners, ${AGENTS} agents long-polling`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `berth-bench-listeners-${kind}-`));
+  cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const postgres = kind === 'postgres' ? await createBenchDatabase(POSTGRES_ADMIN_URL as string) : undefined;
+  const { BERTH_RATE_LIMIT_PER_MINUTE: _unlimited, ...env } = baseEnv;
+  const serverEnv = { ...env, BERTH_DATA_DIR: dataDir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+  const profileName = flags['cpu-prof'] ? `berth-listeners-${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
+  const berth = await startBerthProcess(serverEnv, profileName);
+  await waitForQuiet([berth.pid]);
+  let result: ListenersResult;
+  try {
+    result = await runJson<ListenersResult>(
+      ['bench/listeners.ts', '--url', berth.url, '--pid', String(berth.pid), '--key', env.BERTH_BOOTSTRAP_API_KEY as string, '--agents', String(AGENTS)],
+      env,
+    );
+  } finally {
+    await berth.stop();
+    await postgres?.drop();
+  }
+  if (profileName) {
+    result.profile = mainThreadProfile(path.join(PROFILES, profileName));
+    const { summarise } = await import('./profile-summary.js');
+    const summary = summarise(JSON.parse(fs.readFileSync(result.profile, 'utf8')), 25);
+    fs.writeFileSync(`${result.profile}.txt`, `${summary}\n`);
+    log(`${kind}: listeners CPU profile ${path.relative(ROOT, result.profile)}\n${summary}`);
+  }
+  const { idle, patches } = result;
+  log(
+    `${kind}: ${result.agents} agents idle: server ${(idle.serverCpu * 100).toFixed(1)} % of a core, RSS ${idle.rssMb.toFixed(0)} MB; ` +
+      `PATCH → agent p50 ${patches.p50.toFixed(1)} ms p99 ${patches.p99.toFixed(1)} ms max ${patches.max.toFixed(1)} ms; ${result.totals.errors} failed calls`,
+  );
+  return result;
 }
 
 // ---------------------------------------------------------------------------- report
@@ -739,9 +796,12 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
     }
     if (run.profile) facts.push(`CPU profile: ${path.relative(ROOT, run.profile)}`);
     lines.push(...facts.map((f) => `- ${f}`), '');
-    lines.push('Targets (issue 4):', '');
-    for (const target of TARGETS) {
-      const outcome = target.check(run, ceilings);
+    if (run.listeners) lines.push(...listenersReport(run.listeners));
+    const outcomes = TARGETS.map((target) => ({ target, outcome: target.check(run, ceilings) }));
+    // A run of the listeners scenario alone measures none of them: no section then.
+    const anyMeasured = outcomes.some(({ outcome }) => outcome);
+    if (anyMeasured) lines.push('Targets (issue 4):', '');
+    for (const { target, outcome } of anyMeasured ? outcomes : []) {
       if (!outcome) {
         lines.push(`- not measured in this run: ${target.text}`);
         continue;
@@ -752,6 +812,30 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
     lines.push('');
   }
   return lines.join('\n');
+}
+
+/** The listeners scenario's table and the targets of issue 12. */
+function listenersReport(r: ListenersResult): string[] {
+  const { idle, patches } = r;
+  const target = (met: boolean, text: string) => `- **${met ? 'met' : 'not met'}**: ${text}`;
+  return [
+    `Listeners (bench/listeners.ts): ${r.agents} simulated agents (the agent's protocol client; heartbeat every 10 s, state long poll with wait=30), ` +
+      `one \`external_docker\` deployment placed on each, default rate limit; idle measured over ${idle.seconds.toFixed(0)} s ` +
+      `(${idle.polls} polls and ${idle.heartbeats} heartbeats answered meanwhile); then ${patches.count} PATCHes (new image) one every ${patches.intervalMs} ms, ` +
+      "each on another agent's deployment: delay from sending the PATCH to its agent receiving a desired state naming the new revision.",
+    '',
+    '| scenario | agents | idle server CPU | idle RSS MB | PATCH → agent p50 ms | p99 ms | max ms | server CPU during PATCHes | failed calls |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| listeners long-polling while deployments change | ${r.agents} | ${(idle.serverCpu * 100).toFixed(1)} % | ${idle.rssMb.toFixed(0)} | ` +
+      `${ms(patches.p50)} | ${ms(patches.p99)} | ${ms(patches.max)} | ${patches.serverCpu.toFixed(2)} | ${r.totals.errors} |`,
+    '',
+    'Targets (issue 12):',
+    '',
+    target(patches.p99 < 100, `PATCH → agent p99 under 100 ms with ${r.agents} agents connected: ${ms(patches.p99)} ms`),
+    target(idle.serverCpu < 0.05, `idle agents cost under 5 % of a core: ${(idle.serverCpu * 100).toFixed(1)} %`),
+    ...(r.profile ? [`- CPU profile: ${path.relative(ROOT, r.profile)}`] : []),
+    '',
+  ];
 }
 
 /** The build scenario's section, with the targets of issue 10. */

@@ -122,33 +122,10 @@ export function scopeOf(request: FastifyRequest): WorkspaceScope {
 }
 
 /**
- * How often a long request (an event stream, a long poll) asks again whether its key is
- * still valid. The answer comes from the key cache, so a key revoked on another server is
- * noticed within API_KEY_CACHE_TTL_MS plus this.
- */
-export const KEY_RECHECK_MS = 1000;
-
-/**
  * Watches the key a request authenticated with, for requests that outlast it: `signal`
- * aborts once the key no longer authenticates (it was revoked). A failed lookup (the
- * database away for a moment) is not a revocation. Call `stop` when the request ends.
+ * aborts once the key is revoked (tenancy's key watches: at once on this process, within
+ * KEY_RECHECK_MS on others). Call `stop` when the request ends.
  */
-export function watchKey(request: FastifyRequest, tenancy: TenancyService, everyMs = KEY_RECHECK_MS): { signal: AbortSignal; stop(): void } {
-  const revoked = new AbortController();
-  const key = presentedKey(request);
-  let checking = false;
-  const timer = setInterval(() => {
-    if (checking) return;
-    checking = true;
-    (key ? tenancy.authenticate(key) : Promise.resolve(null))
-      .then((principal) => {
-        if (principal === null || principal.keyId !== request.principal?.keyId) revoked.abort();
-      })
-      .catch(() => {})
-      .finally(() => {
-        checking = false;
-      });
-  }, everyMs);
-  timer.unref();
-  return { signal: revoked.signal, stop: () => clearInterval(timer) };
+export function watchKey(request: FastifyRequest, tenancy: TenancyService): { signal: AbortSignal; stop(): void } {
+  return tenancy.watchKey(principalOf(request).keyId);
 }

@@ -6,6 +6,7 @@ import { type Db, type Executor, isUniqueViolation, nowIso } from '../store/data
 import * as repo from '../store/repositories/tenancy.js';
 import type { ApiKeyView, CreatedApiKeyView, NewApiKey, WorkspaceView } from '../contract/admin.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { KeyWatches } from './key-watches.js';
 
 export type BootstrapResult = { created: false } | { created: true; organizationId: string; workspaceId: string; apiKey: string; generated: boolean };
 
@@ -15,12 +16,19 @@ export type BootstrapResult = { created: false } | { created: true; organization
  * within this time on every other server process sharing the database.
  */
 export const API_KEY_CACHE_TTL_MS = 5_000;
+/**
+ * How often the keys of long requests (event streams, long polls) are checked for
+ * revocation: a key revoked on another server ends them within this.
+ */
+export const KEY_RECHECK_MS = 1000;
 /** Keys remembered at most (the least recently looked up go first). */
 const API_KEY_CACHE_SIZE = 10_000;
 
 export interface TenancyOptions {
   /** Overrides API_KEY_CACHE_TTL_MS; 0 turns the cache off. */
   keyCacheTtlMs?: number;
+  /** Overrides KEY_RECHECK_MS. */
+  keyRecheckMs?: number;
   /** Clock in milliseconds, for tests. */
   now?: () => number;
 }
@@ -30,6 +38,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
   const now = options.now ?? Date.now;
   /** By key digest (never the key itself): the principal and when the entry expires. */
   const keyCache = new Map<string, { principal: Principal; expiresAt: number }>();
+  const keyWatches = new KeyWatches((ids) => repo.existingApiKeyIds(db, ids), options.keyRecheckMs ?? KEY_RECHECK_MS);
   /** Counts revocations here, so a lookup that raced one is not cached. */
   let revocations = 0;
 
@@ -168,6 +177,12 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       if (!(await repo.deleteApiKey(db, principal.organizationId, keyId))) throw fail('api_key_not_found', `API key ID ${keyId} not found.`);
       // Other processes forget it when their entry expires (API_KEY_CACHE_TTL_MS).
       for (const [digest, entry] of keyCache) if (entry.principal.keyId === keyId) keyCache.delete(digest);
+      keyWatches.revoked(keyId);
+    },
+
+    /** For requests that outlast their authentication: `signal` aborts once the key is revoked. */
+    watchKey(keyId: string): { signal: AbortSignal; stop(): void } {
+      return keyWatches.watch(keyId);
     },
   };
 }

@@ -51,6 +51,21 @@ export async function findApiKeyByHash(db: Executor, keyHash: string): Promise<A
   return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
 }
 
+/** Which of these key ids exist (a revoked key's row is deleted). */
+export async function existingApiKeyIds(db: Executor, ids: string[]): Promise<Set<string>> {
+  const existing = new Set<string>();
+  // Bounded lists of parameters: SQLite and PostgreSQL both cap how many one statement takes.
+  for (let start = 0; start < ids.length; start += 500) {
+    const rows = await db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('id', 'in', ids.slice(start, start + 500))
+      .execute();
+    for (const row of rows) existing.add(row.id);
+  }
+  return existing;
+}
+
 export async function listApiKeys(db: Executor, organizationId: string): Promise<ApiKeyRow[]> {
   return db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
 }
