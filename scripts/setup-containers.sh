@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and configures the local container runtime Berth uses for image deployments
 # (podman + runc) and the tools its tests use (buildah, skopeo, busybox-static,
-# docker-registry, and openssh-server for git over ssh: its service is never started).
+# docker-registry, openssh-server for git over ssh (its service is never started), and
+# kubectl, which renders the Kubernetes manifests offline with `kubectl kustomize`).
 #
 # Idempotent and non-interactive: safe to run repeatedly, as root in CI, with no stdin.
 # Writes only /etc/berth/containers.conf and /etc/berth/registries.conf, so it never
@@ -11,7 +12,7 @@ set -euo pipefail
 CONF_DIR=${BERTH_CONTAINERS_CONF_DIR:-/etc/berth}
 CONTAINERS_CONF_PATH="$CONF_DIR/containers.conf"
 REGISTRIES_CONF_PATH="$CONF_DIR/registries.conf"
-PACKAGES=(podman buildah skopeo runc busybox-static docker-registry openssh-server)
+PACKAGES=(podman buildah skopeo runc busybox-static docker-registry openssh-server kubectl)
 
 log() { printf 'setup-containers: %s\n' "$*" >&2; }
 

@@ -4,6 +4,7 @@ import { registerDockerfileCommand } from './build/dockerfile-command.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { AgentConfigError, loadAgentConfig } from './listener/agent/config.js';
 import { ListenerAgent } from './listener/agent/agent.js';
+import { computeFor } from './listener/computes.js';
 import { createLogger } from './logger.js';
 import { registerOperationsCommands } from './operations/commands.js';
 import { startBerth, startEngineOnly } from './server.js';
@@ -69,11 +70,12 @@ program
 
 program
   .command('listener')
-  .description('Run deployments placed on a listener with podman or docker on this machine (docs/listener-protocol.md).')
+  .description('Run deployments placed on a listener, with podman or docker on this machine or in a Kubernetes cluster (docs/listener-protocol.md).')
   .option('--url <url>', "Berth's base URL (else BERTH_URL)")
   .option('--data-dir <dir>', "the agent's local state (else BERTH_LISTENER_DATA_DIR, default ./berth-listener)")
-  .option('--runtime <runtime>', 'auto, podman or docker (else BERTH_LISTENER_RUNTIME)')
-  .action(async (flags: { url?: string; dataDir?: string; runtime?: string }) => {
+  .option('--compute-type <type>', 'k8s, docker, podman or container (else BERTH_LISTENER_COMPUTE_TYPE, default container)')
+  .option('--runtime <runtime>', 'container host: auto, podman or docker (else BERTH_LISTENER_RUNTIME)')
+  .action(async (flags: { url?: string; dataDir?: string; runtime?: string; computeType?: string }) => {
     let config;
     try {
       config = loadAgentConfig(process.env, flags);
@@ -83,8 +85,8 @@ program
       process.exit(2);
     }
     const logger = createLogger(config.logLevel);
-    const agent = new ListenerAgent(config, logger);
-    // Containers keep running: they belong to the deployments, not to the agent.
+    const agent = new ListenerAgent(config, computeFor(config.compute), logger);
+    // What runs keeps running: it belongs to the deployments, not to the agent.
     stopOnSignals(logger, () => agent.stop());
     await agent.run();
     logger.info('berth listener stopped');

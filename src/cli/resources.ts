@@ -229,7 +229,7 @@ export function registerResourceCommands(program: Command, context: CliContext):
   );
 
   // Listeners.
-  const listeners = program.command('listeners').description('Kubernetes clusters that run deployments.');
+  const listeners = program.command('listeners').description('Listeners: Kubernetes clusters or container hosts that run deployments.');
   readable(listeners.command('list').description('List listeners.')).action(
     action(context, async (options) => {
       const berth = client(options);

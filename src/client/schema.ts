@@ -833,6 +833,8 @@ export interface components {
       /** Format: uuid */
       deployment_id: string;
       deployment_name: string;
+      /** @description Kubernetes namespace it ran in (k8s listeners); absent from servers before 0.2. */
+      namespace?: string | null;
     };
     /** DesiredDeployment */
     DesiredDeployment: {

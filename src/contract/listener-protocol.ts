@@ -48,7 +48,14 @@ export const DesiredDeployment = Type.Object(
 );
 
 /** A deployment whose delete was requested: remove everything it runs, then report. */
-export const DesiredDeletion = Type.Object({ deployment_id: Uuid(), deployment_name: Type.String() }, { title: 'DesiredDeletion' });
+export const DesiredDeletion = Type.Object(
+  {
+    deployment_id: Uuid(),
+    deployment_name: Type.String(),
+    namespace: OptionalNullable(Type.String({ description: 'Kubernetes namespace it ran in (k8s listeners); absent from servers before 0.2.' })),
+  },
+  { title: 'DesiredDeletion' },
+);
 
 export const DesiredState = Type.Object(
   {

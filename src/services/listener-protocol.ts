@@ -13,7 +13,6 @@ import { HEARTBEAT_INTERVAL_SECONDS, OFFLINE_AFTER_SECONDS } from '../domain/lis
 import { platformVariables } from '../domain/platform-env.js';
 import { IN_PROGRESS_STATUSES, type RevisionStatus } from '../domain/revision-status.js';
 import { announce, announceListener, recordLog } from '../events/recorder.js';
-import { watchBus } from '../events/watch.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { moveRevision, type RevisionMove } from '../lifecycle/revisions.js';
 import { resourceUriContext } from '../security/resource-uris.js';
@@ -24,14 +23,16 @@ import {
   deploymentsOnListener,
   findDeploymentById,
   markRemoteReconciled,
+  moveServingUrl,
   releaseFromListener,
 } from '../store/repositories/deployments.js';
-import { bumpGeneration, findListenerById, generationOf, markSeen } from '../store/repositories/listeners.js';
+import { bumpGeneration, findListenerById, generationOf, generationsOf, type ListenerRecord, markSeen } from '../store/repositories/listeners.js';
 import { resourcesOf } from '../store/repositories/resources.js';
 import { findRevisionById, type RevisionRecord, revisionsForListener, revisionsInStatus } from '../store/repositories/revisions.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
+import { ListenerWaits } from './listener-waits.js';
 
 /** The listener a request speaks for (its key names it). */
 export interface ListenerCaller {
@@ -42,10 +43,15 @@ export interface ListenerCaller {
 type Outcome = 'applied' | 'unchanged' | 'fenced';
 type RevisionReportInput = NonNullable<ReportsInput['revisions']>[number];
 
-/** While a state request waits, it re-reads the generation this often even without news (a missed wake-up costs at most this). */
+/** While state requests wait, their generations are re-read this often even without news (a missed wake-up costs at most this). */
 const RECHECK_MS = 2_000;
 /** Environment variable names of the databases Berth provisioned, as the engine gives them to local containers. */
 const DATABASE_VARIABLE: Record<string, string> = { postgres: 'POSTGRES_URI', redis: 'REDIS_URI' };
+
+/** Where a k8s listener runs the deployment: the namespace it was placed in, else the listener's first. */
+function namespaceOf(deployment: DeploymentRecord, listener: ListenerRecord): string | null {
+  return deployment.source_config.listener_config?.k8s_namespace ?? listener.compute_config.k8s_namespaces[0] ?? null;
+}
 
 /**
  * The listener protocol (docs/listener-protocol.md): what an agent should run, and what it
@@ -53,9 +59,10 @@ const DATABASE_VARIABLE: Record<string, string> = { postgres: 'POSTGRES_URI', re
  * a deployment no longer placed on it moves nothing.
  */
 export function createListenerProtocolService({ db, bus, encryptor }: ServiceDeps) {
+  const waits = new ListenerWaits(bus, (ids) => generationsOf(db, ids), RECHECK_MS);
   const seen = async (caller: ListenerCaller, version?: string) => {
-    if (!(await findListenerById(db, caller.listenerId))) throw listenerNotFound(caller.listenerId);
-    await markSeen(db, caller.listenerId, nowIso(), version);
+    // One statement: the write also says whether the listener still exists.
+    if (!(await markSeen(db, caller.listenerId, nowIso(), version))) throw listenerNotFound(caller.listenerId);
   };
 
   async function snapshot(caller: ListenerCaller, generation: number): Promise<DesiredStateView> {
@@ -85,7 +92,7 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
         image_uri: image,
         resource_spec: target.resource_spec,
         secrets: await environmentOf(deployment, target),
-        namespace: deployment.source_config.listener_config?.k8s_namespace ?? listener.compute_config.k8s_namespaces[0] ?? null,
+        namespace: namespaceOf(deployment, listener),
         deploy_timeout_seconds: deployment.source_config.deploy_timeout_seconds || DEFAULT_DEPLOY_TIMEOUT_SECONDS,
       });
     }
@@ -94,7 +101,9 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
       listener_id: caller.listenerId,
       generation,
       deployments,
-      deletions: placed.filter((d) => d.status === 'AWAITING_DELETE').map((d) => ({ deployment_id: d.id, deployment_name: d.name })),
+      deletions: placed
+        .filter((d) => d.status === 'AWAITING_DELETE')
+        .map((d) => ({ deployment_id: d.id, deployment_name: d.name, namespace: namespaceOf(d, listener) })),
     };
   }
 
@@ -141,6 +150,7 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
       if (deployment.status === 'AWAITING_DELETE') return fenced(revision, caller, report, 'the deployment is being deleted');
 
       const current = revision.status;
+      if (current === 'DEPLOYED' && status === 'DEPLOYED' && url && url !== revision.url) return relocate(caller, revision, report, url);
       if (current === status || (current === 'DEPLOYED' && status === 'DEPLOYING')) return 'unchanged';
       if (current !== 'AWAITING_DEPLOY' && current !== 'DEPLOYING') {
         return fenced(revision, caller, report, `the revision is ${current} and no longer the one to run`);
@@ -190,6 +200,33 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
     return 'unchanged';
   }
 
+  /** A DEPLOYED revision the listener now serves at another address: the new one is where users find it. */
+  async function relocate(caller: ListenerCaller, revision: RevisionRecord, report: RevisionReportInput, url: string): Promise<Outcome> {
+    const moved = await db.transaction().execute(async (trx) => {
+      const changed = await moveServingUrl(trx, {
+        deploymentId: revision.deployment_id,
+        revisionId: revision.id,
+        listenerId: caller.listenerId,
+        url,
+        previousUrl: revision.url,
+        now: nowIso(),
+      });
+      if (!changed) return false;
+      await logLines(trx, revision, report.logs);
+      await recordLog(trx, {
+        deploymentId: revision.deployment_id,
+        revisionId: revision.id,
+        logType: 'deploy',
+        level: 'INFO',
+        message: `Listener ${caller.listenerId} now serves the revision at ${url}${revision.url ? ` (was ${revision.url})` : ''}.`,
+      });
+      return true;
+    });
+    if (!moved) return fenced(revision, caller, report, 'the revision is not the one the deployment serves');
+    announce(bus, revision.deployment_id);
+    return 'applied';
+  }
+
   async function reportDeletion(caller: ListenerCaller, deploymentId: string): Promise<Outcome> {
     const id = deploymentId.toLowerCase();
     const deployment = await findDeploymentById(db, id);
@@ -222,7 +259,7 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
       await seen(caller);
       const deadline = Date.now() + wait * 1000;
       // Listen before the first read, so a change committed in between is not missed.
-      const watch = watchBus(bus, (message) => message.topic === 'listener' && message.listenerId === caller.listenerId, signal);
+      const watch = waits.watch(caller.listenerId, signal);
       let waited = false;
       try {
         for (;;) {
@@ -236,7 +273,7 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
             return await snapshot(caller, generation);
           }
           waited = true;
-          await watch.next(Math.min(left, RECHECK_MS));
+          await watch.next(left, since);
         }
       } finally {
         watch.close();

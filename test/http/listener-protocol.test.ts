@@ -265,6 +265,35 @@ describeOnEachDatabase('listener protocol', (ctx) => {
     assert.equal((await s.api('GET', `/v2/deployments/${deploymentId}`)).body.status, 'READY');
   });
 
+  test("a DEPLOYED revision served at a new address: the report moves the URL (unless custom_url is the user's)", async () => {
+    const s = await setup(ctx());
+    const { deploymentId, revisionId } = await placeDeployment(s);
+    await handedOver(s, deploymentId, revisionId);
+    const deployedAt = (url: string) =>
+      s.agent('POST', `${P}/reports`, { body: { revisions: [{ deployment_id: deploymentId, revision_id: revisionId, status: 'DEPLOYED', url }] } });
+    assert.deepEqual((await deployedAt('http://host-a:31001')).body.revisions, [{ revision_id: revisionId, outcome: 'applied' }]);
+
+    const moved = await deployedAt('http://host-a:31002');
+    assert.deepEqual(moved.body.revisions, [{ revision_id: revisionId, outcome: 'applied' }]);
+    assert.equal((await revisionOf(s, deploymentId, revisionId)).url, 'http://host-a:31002');
+    let deployment = (await s.api('GET', `/v2/deployments/${deploymentId}`)).body;
+    assert.equal(deployment.source_config.custom_url, 'http://host-a:31002');
+    assert.ok(
+      (await deployLogs(s, deploymentId, revisionId)).some((line) =>
+        /now serves the revision at http:\/\/host-a:31002 \(was http:\/\/host-a:31001\)/.test(line),
+      ),
+    );
+    assert.deepEqual((await deployedAt('http://host-a:31002')).body.revisions, [{ revision_id: revisionId, outcome: 'unchanged' }]);
+
+    // A URL the user set stays theirs; the revision still records where it serves.
+    const own = await s.api('PATCH', `/v2/deployments/${deploymentId}`, { body: { source_config: { custom_url: 'https://agents.example.com/support' } } });
+    assert.equal(own.status, 200, own.text);
+    assert.deepEqual((await deployedAt('http://host-b:31003')).body.revisions, [{ revision_id: revisionId, outcome: 'applied' }]);
+    deployment = (await s.api('GET', `/v2/deployments/${deploymentId}`)).body;
+    assert.equal(deployment.source_config.custom_url, 'https://agents.example.com/support');
+    assert.equal((await revisionOf(s, deploymentId, revisionId)).url, 'http://host-b:31003');
+  });
+
   test('DEPLOY_FAILED carries the reason a person needs', async () => {
     const s = await setup(ctx());
     const { deploymentId, revisionId } = await placeDeployment(s);
@@ -297,6 +326,7 @@ describeOnEachDatabase('listener protocol', (ctx) => {
     assert.deepEqual(state.body.deployments, []);
     assert.equal(state.body.deletions.length, 1);
     assert.equal(state.body.deletions[0].deployment_id, deploymentId);
+    assert.ok('namespace' in state.body.deletions[0], 'a deletion says where the deployment ran');
     // The engine leaves it to the listener: still there, and the listener cannot be deleted.
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal((await s.api('GET', `/v2/deployments/${deploymentId}`)).status, 200);

@@ -150,6 +150,14 @@ export class KubeStandIn {
       .map((o) => structuredClone(o));
   }
 
+  /** Plays a person with `kubectl edit`: changes an object in place (a spec change bumps its generation). */
+  edit(kind: string, namespace: string, name: string, change: (object: KubeObject) => void): void {
+    const object = this.required(kind, namespace, name);
+    change(object);
+    if (kindInfo(kind).generation) object.metadata.generation = (object.metadata.generation ?? 1) + 1;
+    object.metadata.resourceVersion = this.nextRevision();
+  }
+
   /** Plays a controller: replaces the status of an object. */
   setStatus(kind: string, namespace: string, name: string, status: Record<string, unknown>): void {
     const object = this.required(kind, namespace, name);

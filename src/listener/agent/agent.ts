@@ -2,12 +2,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { DesiredDeploymentView, DesiredStateView, ReportsInput, ReportsResultView } from '../../contract/listener-protocol.js';
-import type { RunningRevision } from '../../engine/drivers/types.js';
 import { errorMessage } from '../../engine/drivers/local-container/step.js';
-import { type AgentConfig } from './config.js';
+import type { AgentLink, ListenerCompute, LogLine, ReportOutcome } from './compute.js';
+import type { AgentConfig } from './config.js';
 import { ProtocolClient, ProtocolError } from './protocol.js';
-import { type Action, type ObservedContainer, reconcile } from './reconciler.js';
-import { ContainerRunner, type LogLine, recordingContext } from './runner.js';
 import { type AgentState, lockDataDir, readState, writeState } from './state-file.js';
 
 /** After SIGTERM, a report already being sent gets this long to finish. */
@@ -53,16 +51,16 @@ class Link {
 }
 
 /**
- * `berth listener`: heartbeats, long-polls the desired state, runs what it says with the
- * local container runtime and reports back. What runs is read from the containers' labels
- * every time, so a restart (after SIGKILL or a reboot) neither loses nor repeats a change.
+ * `berth listener`: heartbeats, long-polls the desired state, hands it to its compute (a
+ * container host or a Kubernetes cluster) and sends what the compute reports back to Berth.
+ * The compute reads what runs from the runtime every time, so a restart (after SIGKILL or a
+ * reboot) neither loses nor repeats a change.
  */
 export class ListenerAgent {
   private readonly stopping = new AbortController();
   /** Aborted a while after stopping: a report in flight may finish until then. */
   private readonly reporting = new AbortController();
   private readonly client: ProtocolClient;
-  private readonly runner: ContainerRunner;
   private readonly link: Link;
   private readonly backoff: BackoffSettings;
   private listenerId = '';
@@ -74,11 +72,11 @@ export class ListenerAgent {
 
   constructor(
     private readonly config: AgentConfig,
+    private readonly compute: ListenerCompute,
     private readonly logger: Logger,
-    options: { backoff?: BackoffSettings; env?: NodeJS.ProcessEnv } = {},
+    options: { backoff?: BackoffSettings } = {},
   ) {
     this.client = new ProtocolClient(config.berthUrl, config.listenerKey, agentVersion());
-    this.runner = new ContainerRunner(config.runtime, options.env);
     this.link = new Link(logger);
     this.backoff = options.backoff ?? { baseMs: 1_000, capMs: 30_000 };
   }
@@ -89,7 +87,7 @@ export class ListenerAgent {
     return this.running;
   }
 
-  /** Stops polling and starting; a report in flight finishes; containers keep running. */
+  /** Stops polling and starting; a report in flight finishes; what runs keeps running. */
   async stop(): Promise<void> {
     this.stopping.abort(new Error('the listener agent is stopping'));
     const grace = setTimeout(() => this.reporting.abort(new Error('stopped')), REPORT_GRACE_MS);
@@ -105,10 +103,10 @@ export class ListenerAgent {
   private async main(): Promise<void> {
     const unlock = await lockDataDir(this.config.dataDir);
     try {
-      const unavailable = await this.runner.unavailableReason();
+      const unavailable = await this.compute.unavailableReason();
       if (unavailable) throw new Error(unavailable);
       this.state = await readState(this.config.dataDir);
-      this.logger.info({ berth: this.config.berthUrl, dataDir: this.config.dataDir }, 'berth listener starting');
+      this.logger.info({ berth: this.config.berthUrl, dataDir: this.config.dataDir, compute: this.config.compute.kind }, 'berth listener starting');
 
       const first = await this.retrying(() => this.client.heartbeat(this.stopping.signal), this.stopping.signal);
       if (!first) return;
@@ -117,7 +115,7 @@ export class ListenerAgent {
       if (this.state.listener_id && this.state.listener_id !== this.listenerId) {
         this.logger.warn(
           { previous: this.state.listener_id, listener: this.listenerId },
-          'this data directory served another listener before; its containers are left as they are',
+          'this data directory served another listener before; what that listener runs is left as it is',
         );
       }
       if (this.state.listener_id !== this.listenerId) await this.saveState({ listener_id: this.listenerId, failed_revisions: [] });
@@ -147,18 +145,19 @@ export class ListenerAgent {
 
   private async pollLoop(): Promise<void> {
     let since: number | undefined;
+    let recheck: number | undefined;
     let failures = 0;
     while (!this.stopped) {
-      // An unchanged answer at the end of the wait also re-checks the containers.
-      const wait = since === undefined ? 0 : this.config.pollSeconds;
+      // An unchanged answer at the end of the wait also re-checks what runs; a rollout in progress asks sooner.
+      const wait = since === undefined ? 0 : Math.min(this.config.pollSeconds, recheck ?? Infinity);
       const desired = await this.retrying(() => this.client.state(since, wait, this.stopping.signal), this.stopping.signal);
       if (!desired) return;
       try {
-        await this.apply(desired);
+        recheck = await this.apply(desired);
         since = desired.generation;
         failures = 0;
       } catch (error) {
-        // The runtime failed (podman broken, disk full): say so, and look again after a pause.
+        // The runtime failed (podman broken, cluster unreachable, disk full): say so, and look again after a pause.
         this.logger.error({ error: errorMessage(error) }, 'could not apply the desired state; trying again');
         since = undefined;
         await sleep(backoffDelay(failures++, this.backoff), this.stopping.signal);
@@ -186,13 +185,11 @@ export class ListenerAgent {
     return undefined;
   }
 
-  private async apply(desired: DesiredStateView): Promise<void> {
+  private async apply(desired: DesiredStateView): Promise<number | undefined> {
     const listed = new Set(desired.deployments.filter((d) => d.revision_status !== 'DEPLOYED').map((d) => d.revision_id));
     const failed = this.state.failed_revisions.filter((id) => listed.has(id));
     if (failed.length !== this.state.failed_revisions.length) await this.saveState({ ...this.state, failed_revisions: failed });
 
-    const running = await this.runner.observe(this.listenerId);
-    const actions = reconcile({ desired, running, failedRevisions: new Set(failed) });
     for (const deployment of desired.deployments) {
       if (failed.includes(deployment.revision_id) && !this.failuresAnswered.has(deployment.revision_id)) {
         // Failed before a restart, maybe unreported: say it again (Berth answers `unchanged` if it knew).
@@ -201,139 +198,29 @@ export class ListenerAgent {
         });
       }
     }
-    for (const action of actions) {
-      if (this.stopped) return;
-      await this.perform(action);
-    }
+    return this.compute.apply(desired, this.computeLink(), new Set(failed));
   }
 
-  private async perform(action: Action): Promise<void> {
-    switch (action.kind) {
-      case 'deploy':
-        return this.deploy(action.deployment, action.rollout, action.replaces);
-      case 'adopt':
-        return this.adopt(action.deployment, action.container, action.replaces);
-      case 'resume':
-        return this.resume(action.deployment, action.container, action.replaces);
-      case 'retire':
-      case 'remove-orphans': {
-        const context = this.quietContext(action.deploymentId);
-        await this.runner
-          .remove(action.names, context)
-          .catch((error: unknown) => this.logger.warn({ error: errorMessage(error) }, 'could not remove containers'));
-        return;
-      }
-      case 'delete':
-        return this.delete(action.deploymentId);
-    }
-  }
-
-  private async deploy(deployment: DesiredDeploymentView, rollout: boolean, replaces: string[]): Promise<void> {
-    if (rollout) {
-      const outcome = await this.reportRevision(deployment, 'DEPLOYING', {});
-      if (outcome !== 'applied' && outcome !== 'unchanged') return;
-    }
-    const context = this.deployContext(deployment);
-    let started: RunningRevision;
-    try {
-      started = await this.runner.start(this.listenerId, deployment, context);
-    } catch (error) {
-      // Stopping: the runtime removed what it started; the next agent rolls the revision out again.
-      if (this.stopped) return;
-      if (!rollout) {
-        this.logger.warn({ deployment: deployment.deployment_name, error: errorMessage(error) }, 'could not start the deployed revision again; will retry');
-        return;
-      }
-      await this.saveState({ ...this.state, failed_revisions: [...this.state.failed_revisions, deployment.revision_id] });
-      await this.reportRevision(deployment, 'DEPLOY_FAILED', { message: errorMessage(error), logs: context.lines });
-      return;
-    } finally {
-      context.done();
-    }
-    await this.finishRollout(deployment, started, replaces, context);
-  }
-
-  /** Healthy: only now are the containers it replaces removed, then DEPLOYED is reported. */
-  private async finishRollout(deployment: DesiredDeploymentView, started: RunningRevision, replaces: string[], context: ReturnType<typeof recordingContext>) {
-    if (replaces.length > 0) {
-      try {
-        await this.runner.remove(replaces, this.quietContext(deployment.deployment_id));
-        await context.log('INFO', `Removed ${replaces.join(', ')}, which this revision replaces`);
-      } catch (error) {
-        await context.log('WARNING', `Could not remove the replaced containers: ${errorMessage(error)}`);
-      }
-    }
-    await this.reportRevision(deployment, 'DEPLOYED', { url: started.url, logs: context.lines });
-  }
-
-  /** A step context bounded by the deployment's deploy timeout (and the agent stopping). */
-  private deployContext(deployment: DesiredDeploymentView) {
-    const deadline = new AbortController();
-    const seconds = Math.max(1, deployment.deploy_timeout_seconds);
-    const timer = setTimeout(
-      () => deadline.abort(new Error(`not healthy within the deploy timeout of ${seconds} s (source_config.deploy_timeout_seconds)`)),
-      seconds * 1000,
-    );
-    const context = recordingContext(AbortSignal.any([this.stopping.signal, deadline.signal]), this.echo(deployment.deployment_name));
-    return Object.assign(context, { done: () => clearTimeout(timer) });
-  }
-
-  /**
-   * The revision's container already runs (an agent stopped while starting it): wait for it to
-   * answer, as the start would have, then report it; one that does not is replaced by a new start.
-   */
-  private async adopt(deployment: DesiredDeploymentView, container: ObservedContainer, replaces: string[]): Promise<void> {
-    const context = this.deployContext(deployment);
-    await context.log('INFO', `Container ${container.name} of this revision already runs; waiting for GET /ok`);
-    let started: RunningRevision;
-    try {
-      started = await this.runner.resume(container, context);
-    } catch (error) {
-      if (this.stopped) return;
-      await context.log('WARNING', `${errorMessage(error)}; starting it anew`);
-      return this.deploy(deployment, true, replaces);
-    } finally {
-      context.done();
-    }
-    await this.finishRollout(deployment, started, replaces, context);
-  }
-
-  /** A DEPLOYED revision's container stopped (host reboot): start it again on its port, else anew. */
-  private async resume(deployment: DesiredDeploymentView, container: ObservedContainer, replaces: string[]): Promise<void> {
-    const context = this.deployContext(deployment);
-    try {
-      await this.runner.resume(container, context);
-    } catch (error) {
-      if (this.stopped) return;
-      this.logger.warn(
-        { deployment: deployment.deployment_name, error: errorMessage(error) },
-        'could not start the stopped container again; starting a new one',
-      );
-      return this.deploy(deployment, false, replaces);
-    } finally {
-      context.done();
-    }
-    // Same name, same port: the URL Berth has is still right.
-    await this.runner.remove(replaces, this.quietContext(deployment.deployment_id)).catch(() => undefined);
-  }
-
-  private async delete(deploymentId: string): Promise<void> {
-    try {
-      await this.runner.teardown(deploymentId, this.quietContext(deploymentId));
-    } catch (error) {
-      this.logger.warn({ deployment: deploymentId, error: errorMessage(error) }, 'could not remove the deployment; will retry');
-      return;
-    }
-    const answer = await this.report({ deletions: [{ deployment_id: deploymentId }] });
-    const outcome = answer?.deletions.find((item) => item.deployment_id === deploymentId)?.outcome;
-    if (outcome) this.logger.info({ deployment: deploymentId, outcome }, 'reported the deletion');
+  private computeLink(): AgentLink {
+    return {
+      listenerId: this.listenerId,
+      logger: this.logger,
+      signal: this.stopping.signal,
+      reportRevision: (deployment, status, extra) => this.reportRevision(deployment, status, extra),
+      reportDeletion: (deploymentId) => this.reportDeletion(deploymentId),
+      markFailed: async (revisionId) => {
+        if (!this.state.failed_revisions.includes(revisionId)) {
+          await this.saveState({ ...this.state, failed_revisions: [...this.state.failed_revisions, revisionId] });
+        }
+      },
+    };
   }
 
   private async reportRevision(
     deployment: DesiredDeploymentView,
     status: 'DEPLOYING' | 'DEPLOYED' | 'DEPLOY_FAILED',
     extra: { url?: string; message?: string; logs?: LogLine[] },
-  ): Promise<string | undefined> {
+  ): Promise<ReportOutcome | undefined> {
     const logs = extra.logs?.slice(-MAX_LOG_LINES).map((line) => ({ ...line, message: line.message.slice(0, MAX_MESSAGE) }));
     const answer = await this.report({
       revisions: [
@@ -360,6 +247,12 @@ export class ListenerAgent {
     return outcome;
   }
 
+  private async reportDeletion(deploymentId: string): Promise<void> {
+    const answer = await this.report({ deletions: [{ deployment_id: deploymentId }] });
+    const outcome = answer?.deletions.find((item) => item.deployment_id === deploymentId)?.outcome;
+    if (outcome) this.logger.info({ deployment: deploymentId, outcome }, 'reported the deletion');
+  }
+
   /** Sends until answered; after SIGTERM no new attempt starts, but the one in flight may finish. */
   private async report(body: ReportsInput): Promise<ReportsResultView | undefined> {
     for (let attempt = 0; ; attempt++) {
@@ -383,13 +276,5 @@ export class ListenerAgent {
   private async saveState(next: AgentState): Promise<void> {
     this.state = next;
     await writeState(this.config.dataDir, next);
-  }
-
-  private echo(deploymentName: string): (line: LogLine) => void {
-    return (line) => this.logger.info({ deployment: deploymentName, deployLog: line.level }, line.message);
-  }
-
-  private quietContext(deploymentId: string) {
-    return recordingContext(AbortSignal.timeout(120_000), (line) => this.logger.info({ deployment: deploymentId }, line.message));
   }
 }

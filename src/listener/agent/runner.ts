@@ -2,17 +2,12 @@ import type { DesiredDeploymentView } from '../../contract/listener-protocol.js'
 import { localLimits } from '../../domain/deployment-config.js';
 import { platformVariables } from '../../domain/platform-env.js';
 import { LocalContainerRuntime } from '../../engine/drivers/local-container/index.js';
-import { DriverError, type LogLevel, type RunningRevision, type StepContext } from '../../engine/drivers/types.js';
+import { DriverError, type RunningRevision, type StepContext } from '../../engine/drivers/types.js';
+import type { LogLine } from './compute.js';
 import type { ObservedContainer } from './reconciler.js';
 
 /** Containers of a listener carry its id in this label, beside the deployment and revision labels. */
 export const LISTENER_LABEL = 'berth.listener';
-
-export interface LogLine {
-  level: LogLevel;
-  message: string;
-  timestamp: string;
-}
 
 /** A step's context that keeps its log lines (sent with the report) and hands them to `echo`. */
 export function recordingContext(signal: AbortSignal, echo: (line: LogLine) => void): StepContext & { lines: LogLine[] } {
@@ -36,9 +31,9 @@ export function recordingContext(signal: AbortSignal, echo: (line: LogLine) => v
 export class ContainerRunner {
   private readonly runtime: LocalContainerRuntime;
 
-  constructor(kind: 'auto' | 'podman' | 'docker', env: NodeJS.ProcessEnv = process.env) {
+  constructor(kind: 'auto' | 'podman' | 'docker', publishAddress: string, env: NodeJS.ProcessEnv = process.env) {
     // The deploy timeout of each deployment bounds the wait for GET /ok (the step's signal).
-    this.runtime = new LocalContainerRuntime({ runtime: kind, env, healthTimeoutMs: null });
+    this.runtime = new LocalContainerRuntime({ runtime: kind, env, healthTimeoutMs: null, publishAddress });
   }
 
   unavailableReason(): Promise<string | null> {

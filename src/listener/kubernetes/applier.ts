@@ -49,6 +49,8 @@ export interface ManagedObject extends ObjectRef {
   uid: string;
   deploymentId: string;
   revisionId: string | null;
+  /** The listener that applied it; null for objects applied without one. */
+  listenerId: string | null;
   component: Component;
 }
 
@@ -314,6 +316,7 @@ function managed(apiVersion: string, kind: string, namespace: string, object: Ku
     uid: object.metadata?.uid ?? '',
     deploymentId: labels[LABEL.deploymentId] ?? '',
     revisionId: labels[LABEL.revisionId] ?? null,
+    listenerId: labels[LABEL.listenerId] ?? null,
     component: componentOf(object),
   };
 }

@@ -36,6 +36,8 @@ export interface DesiredDeployment {
   queueWorkerCommand?: string[] | null;
   /** Jobs each queue worker runs at once (N_JOBS_PER_WORKER); the chart's default is 10. */
   jobsPerWorker?: number;
+  /** The listener applying it, as a label: it removes only what it applied. */
+  listenerId?: string;
 }
 
 /** Kubernetes refuses a Secret over 1 MiB; keep room for its metadata. */
@@ -72,6 +74,7 @@ export function renderDeployment(desired: DesiredDeployment): KubernetesObject[]
     instance: names.base,
     userLabels: parts.labels,
     userAnnotations: parts.annotations,
+    listenerId: desired.listenerId,
   };
   const objects: KubernetesObject[] = [anchor(owner, names, desired)];
   const env = { ...desired.env };
@@ -143,6 +146,7 @@ export function withOwner<T extends KubernetesObject>(object: T, owner: Kubernet
 function checkIdentity(desired: DesiredDeployment): void {
   assertLabelValue('deploymentId', desired.deploymentId);
   assertLabelValue('revisionId', desired.revisionId);
+  if (desired.listenerId !== undefined) assertLabelValue('listenerId', desired.listenerId);
   if (desired.deploymentId === '' || desired.revisionId === '') throw new ManifestError('deploymentId', 'deploymentId and revisionId must not be empty.');
   assertDnsLabel('namespace', desired.namespace);
   if (typeof desired.deploymentName !== 'string' || desired.deploymentName === '') {

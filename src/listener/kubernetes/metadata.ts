@@ -11,6 +11,7 @@ export interface Owner {
   /** From resource_spec.labels / annotations: on every object, and on the server's pod templates. */
   userLabels: Record<string, string>;
   userAnnotations: Record<string, string>;
+  listenerId?: string;
 }
 
 /**
@@ -34,7 +35,12 @@ export function selectorLabels(owner: Owner, component: Component): Record<strin
 
 /** Labels of every object: the user's, then Berth's (which the user may not override), with the revision. */
 export function objectLabels(owner: Owner, component: Component): Record<string, string> {
-  return { ...owner.userLabels, ...stableLabels(owner, component), [LABEL.revisionId]: owner.revisionId };
+  return {
+    ...owner.userLabels,
+    ...stableLabels(owner, component),
+    [LABEL.revisionId]: owner.revisionId,
+    ...(owner.listenerId ? { [LABEL.listenerId]: owner.listenerId } : {}),
+  };
 }
 
 export function objectMetadata(owner: Owner, name: string, component: Component): V1ObjectMeta {

@@ -64,6 +64,8 @@ export const LABEL = {
   component: 'app.kubernetes.io/component',
   deploymentId: 'berth.dev/deployment-id',
   revisionId: 'berth.dev/revision-id',
+  /** The listener that applied the object: a listener cleans up only its own. */
+  listenerId: 'berth.dev/listener-id',
 } as const;
 
 export const ANNOTATION = { deploymentName: 'berth.dev/deployment-name' } as const;

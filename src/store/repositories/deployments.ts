@@ -59,7 +59,7 @@ export interface DeploymentFilters {
   tagValueIds?: string[];
 }
 
-const DEPLOYMENT_COLUMNS = [
+export const DEPLOYMENT_COLUMNS = [
   'id',
   'workspace_id',
   'name',
@@ -79,10 +79,10 @@ const DEPLOYMENT_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof Database['deployments'])[];
 
-type DeploymentColumns = Pick<Database['deployments'], (typeof DEPLOYMENT_COLUMNS)[number]>;
+export type DeploymentColumns = Pick<Database['deployments'], (typeof DEPLOYMENT_COLUMNS)[number]>;
 
 /** Written out field by field: a generic copy over the joined columns was a tenth of a listing's time. */
-function decodeDeployment(row: DeploymentColumns): DeploymentRecord {
+export function decodeDeployment(row: DeploymentColumns): DeploymentRecord {
   return {
     id: row.id,
     workspace_id: row.workspace_id,
@@ -126,7 +126,22 @@ export async function insertDeployment(db: Executor, deployment: NewDeployment):
 const LATEST = 'latest__';
 
 /** Deployments joined to their latest revisions (and its resource spec), whose columns come back prefixed `latest__`. */
+/**
+ * The join's builder, made once per database: naming its 32 columns through Kysely cost a
+ * listing page ~50 µs each time (bench/list-cpu.ts). Builders are immutable, so every
+ * query adds its conditions to a new one. A transaction is a new executor each time and
+ * gets its own.
+ */
+const joinBuilders = new WeakMap<Executor, ReturnType<typeof buildSelectWithLatest>>();
+
 function selectWithLatest(db: Executor) {
+  if (db.isTransaction) return buildSelectWithLatest(db);
+  let builder = joinBuilders.get(db);
+  if (!builder) joinBuilders.set(db, (builder = buildSelectWithLatest(db)));
+  return builder;
+}
+
+function buildSelectWithLatest(db: Executor) {
   return db
     .selectFrom('deployments')
     .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
@@ -377,4 +392,43 @@ export async function releaseFromListener(db: Executor, id: string, listenerId: 
 export async function markRemoteReconciled(db: Executor, deploymentId: string, revisionId: string): Promise<void> {
   await db.updateTable('revisions').set({ remote_reconciled: 1 }).where('id', '=', revisionId).execute();
   await db.updateTable('deployments').set({ remote_reconciled: 1 }).where('id', '=', deploymentId).execute();
+}
+
+/**
+ * The listener now serves the deployment's active revision somewhere else (a container host
+ * restarted it on another port, a cluster Service moved): the revision and the deployment
+ * take the new URL, and so does `custom_url` where Berth had filled it. Fenced like a
+ * report: only while the deployment is placed on that listener and still serves that
+ * revision. False when nothing changed.
+ */
+export async function moveServingUrl(
+  db: Executor,
+  change: { deploymentId: string; revisionId: string; listenerId: string; url: string; previousUrl: string | null; now: string },
+): Promise<boolean> {
+  const deployment = await db
+    .selectFrom('deployments')
+    .select(DEPLOYMENT_COLUMNS)
+    .where('id', '=', change.deploymentId)
+    .where('listener_id', '=', change.listenerId)
+    .where('active_revision_id', '=', change.revisionId)
+    .where('status', '!=', 'AWAITING_DELETE')
+    .executeTakeFirst();
+  if (!deployment) return false;
+  const record = decodeDeployment(deployment);
+  const sourceConfig = { ...record.source_config };
+  // custom_url is the user's to set (a proxy in front); Berth only keeps up the one it filled.
+  if (!sourceConfig.custom_url || sourceConfig.custom_url === change.previousUrl) sourceConfig.custom_url = change.url;
+  const revision = await db
+    .updateTable('revisions')
+    .set({ url: change.url, updated_at: change.now })
+    .where('id', '=', change.revisionId)
+    .where('status', '=', 'DEPLOYED')
+    .executeTakeFirst();
+  if (Number(revision.numUpdatedRows) === 0) return false;
+  await db
+    .updateTable('deployments')
+    .set({ url: change.url, source_config: JSON.stringify(sourceConfig), updated_at: change.now })
+    .where('id', '=', change.deploymentId)
+    .execute();
+  return true;
 }

@@ -128,13 +128,29 @@ export async function generationOf(db: Executor, id: string): Promise<number | u
   return row?.generation;
 }
 
-/** The agent called: when, and (from a heartbeat) the version it runs. */
-export async function markSeen(db: Executor, id: string, at: string, version?: string): Promise<void> {
-  await db
+/** The generations of several listeners at once (those that exist), by id. */
+export async function generationsOf(db: Executor, ids: string[]): Promise<Map<string, number>> {
+  const generations = new Map<string, number>();
+  // Bounded lists of parameters: SQLite and PostgreSQL both cap how many one statement takes.
+  for (let start = 0; start < ids.length; start += 500) {
+    const rows = await db
+      .selectFrom('listeners')
+      .select(['id', 'generation'])
+      .where('id', 'in', ids.slice(start, start + 500))
+      .execute();
+    for (const row of rows) generations.set(row.id, row.generation);
+  }
+  return generations;
+}
+
+/** The agent called: when, and (from a heartbeat) the version it runs. Answers whether the listener exists. */
+export async function markSeen(db: Executor, id: string, at: string, version?: string): Promise<boolean> {
+  const result = await db
     .updateTable('listeners')
     .set({ last_seen_at: at, ...(version === undefined ? {} : { version }) })
     .where('id', '=', id)
-    .execute();
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 /** When each listener was last heard from (those ever heard from): the metrics' listener ages. */

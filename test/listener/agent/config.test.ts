@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { AgentConfigError, loadAgentConfig } from '../../../src/listener/agent/config.js';
@@ -12,7 +13,7 @@ test('the agent reads its settings from the environment; flags win; defaults fil
     berthUrl: 'https://berth.example.com',
     listenerKey: KEY,
     dataDir: '/var/lib/agent',
-    runtime: 'auto',
+    compute: { kind: 'container', runtime: 'auto', publishAddress: '127.0.0.1', publicHost: '127.0.0.1' },
     pollSeconds: 30,
     logLevel: 'info',
   });
@@ -21,8 +22,37 @@ test('the agent reads its settings from the environment; flags win; defaults fil
     { url: 'http://b:8124', runtime: 'podman' },
   );
   assert.equal(flagged.berthUrl, 'http://b:8124');
-  assert.equal(flagged.runtime, 'podman');
+  assert.deepEqual(flagged.compute, { kind: 'container', runtime: 'podman', publishAddress: '127.0.0.1', publicHost: '127.0.0.1' });
   assert.equal(flagged.dataDir, path.resolve('./berth-listener'));
+});
+
+test('the compute type picks a container host or a cluster, with their own settings', () => {
+  const base = { BERTH_URL: 'http://a', BERTH_LISTENER_KEY: KEY };
+  // The listener's compute_type names the runtime of a container host.
+  assert.deepEqual(loadAgentConfig({ ...base, BERTH_LISTENER_RUNTIME: 'podman' }, { computeType: 'docker' }).compute, {
+    kind: 'container',
+    runtime: 'docker',
+    publishAddress: '127.0.0.1',
+    publicHost: '127.0.0.1',
+  });
+  // Published on every interface: users reach it by the host's name unless told otherwise.
+  const wildcard = loadAgentConfig({ ...base, BERTH_LISTENER_PUBLISH_ADDRESS: '0.0.0.0' }).compute;
+  assert.equal(wildcard.kind === 'container' ? wildcard.publicHost : '', os.hostname());
+  const named = loadAgentConfig({ ...base, BERTH_LISTENER_PUBLISH_ADDRESS: '0.0.0.0', BERTH_LISTENER_PUBLIC_HOST: 'agents.internal' }).compute;
+  assert.equal(named.kind === 'container' ? named.publicHost : '', 'agents.internal');
+  assert.deepEqual(loadAgentConfig({ ...base, BERTH_LISTENER_COMPUTE_TYPE: 'k8s', BERTH_LISTENER_NAMESPACE: 'agents' }).compute, {
+    kind: 'k8s',
+    namespace: 'agents',
+    resyncSeconds: 300,
+  });
+  assert.throws(
+    () => loadAgentConfig({ ...base, BERTH_LISTENER_COMPUTE_TYPE: 'nomad', BERTH_LISTENER_PUBLISH_ADDRESS: '300.1.1.1', BERTH_LISTENER_NAMESPACE: 'Agents' }),
+    (error: unknown) =>
+      error instanceof AgentConfigError &&
+      /BERTH_LISTENER_COMPUTE_TYPE is invalid/.test(error.message) &&
+      /BERTH_LISTENER_PUBLISH_ADDRESS is invalid/.test(error.message) &&
+      /BERTH_LISTENER_NAMESPACE is invalid/.test(error.message),
+  );
 });
 
 test('every problem is named at once, and the key never appears', () => {

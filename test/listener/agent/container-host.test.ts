@@ -16,6 +16,10 @@ const BROKEN_IMAGE = 'localhost/berth-test-agent:broken';
 /** The healthy image under a second name, so an image change is a real rollout. */
 const IMAGE_V2 = 'localhost/berth-listener-test:v2';
 const CONVERGE_MS = 60_000;
+/** An address of this machine other than loopback, when it has one. */
+const hostAddress = Object.values(os.networkInterfaces())
+  .flat()
+  .find((address) => address && address.family === 'IPv4' && !address.internal)?.address;
 
 interface AgentProcess {
   child: ChildProcess;
@@ -68,6 +72,8 @@ describe('berth listener on a container host (real podman, protocol stand-in)', 
         BERTH_LISTENER_KEY: berth.key,
         BERTH_LISTENER_DATA_DIR: dataDir,
         BERTH_LISTENER_POLL_SECONDS: '2',
+        // Published on every interface and reported by this host's own address, as users elsewhere would reach it.
+        ...(hostAddress ? { BERTH_LISTENER_PUBLISH_ADDRESS: '0.0.0.0', BERTH_LISTENER_PUBLIC_HOST: hostAddress } : {}),
         LOG_LEVEL: 'info',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -125,6 +131,8 @@ describe('berth listener on a container host (real podman, protocol stand-in)', 
   test('a placed deployment is reported DEPLOYING, then DEPLOYED with a URL that answers /ok; its secret arrives', async () => {
     first = berth.place('listener-e2e', IMAGE);
     const url = await deployed(first.deployment_id, first.revision_id);
+    if (hostAddress) assert.equal(new URL(url).hostname, hostAddress, 'the URL names the host as others reach it');
+    else process.stdout.write('# this machine has no address but loopback: the public-host URL is not checked\n');
     const statuses = reportsOf(first.revision_id).map((report) => `${report.status}:${report.outcome}`);
     assert.equal(statuses[0], 'DEPLOYING:applied');
     assert.ok(statuses.includes('DEPLOYED:applied'), `reports: ${statuses.join(', ')}`);

@@ -24,7 +24,8 @@ export class ProtocolStandIn {
   readonly key = `lk_${randomUUID()}`;
   generation = 1;
   readonly deployments = new Map<string, DesiredDeploymentView & { url?: string }>();
-  readonly deletions = new Map<string, string>();
+  /** Deployments being deleted: their name and namespace. */
+  readonly deletions = new Map<string, { name: string; namespace: string | null }>();
   /** The DEPLOYED revision a new one replaces; it is the target again when the new one fails. */
   private readonly previous = new Map<string, DesiredDeploymentView & { url?: string }>();
   /** Every revision report received, in order, with the outcome it got. */
@@ -58,7 +59,7 @@ export class ProtocolStandIn {
   }
 
   /** Places a new deployment (its first revision AWAITING_DEPLOY). */
-  place(name: string, image: string, deployTimeoutSeconds = 60): DesiredDeploymentView {
+  place(name: string, image: string, deployTimeoutSeconds = 60, extra: Partial<DesiredDeploymentView> = {}): DesiredDeploymentView {
     const deployment: DesiredDeploymentView = {
       deployment_id: randomUUID(),
       deployment_name: name,
@@ -69,6 +70,7 @@ export class ProtocolStandIn {
       secrets: [{ name: 'AGENT_TEST_SECRET', value: `secret-${randomUUID()}` }],
       namespace: null,
       deploy_timeout_seconds: deployTimeoutSeconds,
+      ...extra,
     };
     this.deployments.set(deployment.deployment_id, deployment);
     this.changed();
@@ -90,7 +92,7 @@ export class ProtocolStandIn {
     const current = this.deployments.get(deploymentId);
     if (!current) throw new Error(`no deployment ${deploymentId}`);
     this.deployments.delete(deploymentId);
-    this.deletions.set(deploymentId, current.deployment_name);
+    this.deletions.set(deploymentId, { name: current.deployment_name, namespace: current.namespace });
     this.changed();
   }
 
@@ -110,7 +112,7 @@ export class ProtocolStandIn {
       listener_id: this.listenerId,
       generation: this.generation,
       deployments: [...this.deployments.values()].map(({ url: _url, ...deployment }) => deployment),
-      deletions: [...this.deletions].map(([deployment_id, deployment_name]) => ({ deployment_id, deployment_name })),
+      deletions: [...this.deletions].map(([deployment_id, { name, namespace }]) => ({ deployment_id, deployment_name: name, namespace })),
     };
   }
 

@@ -112,6 +112,11 @@ describe("the listener's install manifests", async () => {
     const env = Object.fromEntries((container?.env ?? []).map((e) => [e.name, e]));
     assert.ok(env.BERTH_URL?.value);
     assert.deepEqual(env.BERTH_LISTENER_KEY?.valueFrom?.secretKeyRef, { name: only(objects, 'Secret').metadata?.name, key: 'BERTH_LISTENER_KEY' });
+    // The root filesystem is read-only: the data directory must be a writable volume.
+    assert.equal(container?.securityContext?.readOnlyRootFilesystem, true);
+    const mount = container?.volumeMounts?.find((m) => m.mountPath === env.BERTH_LISTENER_DATA_DIR?.value);
+    assert.ok(mount && !mount.readOnly, 'BERTH_LISTENER_DATA_DIR is a mounted, writable volume');
+    assert.ok(pod?.volumes?.some((volume) => volume.name === mount.name && volume.emptyDir));
     const binding = only<V1RoleBinding>(objects, 'RoleBinding');
     assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'berth-listener', namespace: 'berth' }]);
     assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: only(objects, 'Role').metadata?.name });

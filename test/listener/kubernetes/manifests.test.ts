@@ -86,6 +86,16 @@ describe('renderDeployment with an empty resource spec', () => {
     assert.deepEqual(service.spec?.selector, workload(objects, 'api-server').spec?.selector.matchLabels);
   });
 
+  test('labels every object with the listener that applies it, when there is one; a listener id that is no label value is refused', () => {
+    const listenerId = '0b6f2a8e-3333-4333-8333-333333333333';
+    for (const object of renderValid(desired({ listenerId }))) assert.equal(object.metadata?.labels?.[LABEL.listenerId], listenerId);
+    for (const object of objects) assert.equal(object.metadata?.labels?.[LABEL.listenerId], undefined);
+    assert.throws(
+      () => renderValid(desired({ listenerId: 'not a label value' })),
+      (error: Error) => error.name === 'ManifestError' && /listenerId/.test(error.message),
+    );
+  });
+
   test('provisions PostgreSQL (pgvector, as the public operator) with a claim and a headless Service', () => {
     const statefulSet = database(objects);
     assert.equal(mainContainer(statefulSet).image, DEFAULT_POSTGRES_IMAGE);

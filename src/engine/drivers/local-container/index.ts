@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { DriverError, type RunningRevision, type RunRequest, type RuntimeDriver, type StepContext } from '../types.js';
 import type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
 import {
@@ -24,8 +25,12 @@ export type { LabelledContainer } from './containers.js';
 export interface LocalContainerRuntimeOptions {
   /** Which runtime to use; `auto` (the default) prefers podman, then docker. */
   runtime?: ContainerRuntimeKind | 'auto';
-  /** Containers are published on this address of the host; only loopback is allowed. */
-  host?: '127.0.0.1';
+  /**
+   * The host address containers are published on: 127.0.0.1 (the default) keeps them to
+   * this machine; a listener agent serving users elsewhere publishes on 0.0.0.0 or one
+   * interface's address. Health checks and the returned URL use loopback for a wildcard.
+   */
+  publishAddress?: string;
   /**
    * How long a started container has to answer `GET /ok` with 200; null waits until the
    * step is aborted (the engine's per-deployment deploy timeout then decides).
@@ -47,7 +52,7 @@ const DEFAULT_HEALTH_TIMEOUT_MS = 60_000;
 
 /**
  * Runs image revisions as containers on this machine with podman or docker, on a port of
- * 127.0.0.1, and checks `GET /ok` before reporting them running.
+ * 127.0.0.1 (or the address it is given), and checks `GET /ok` before reporting them running.
  *
  * Secrets reach the container through a 0600 env file (or, for multi-line values, through the
  * runtime process's own environment by name); they never appear in argv, logs or errors.
@@ -55,7 +60,10 @@ const DEFAULT_HEALTH_TIMEOUT_MS = 60_000;
 export class LocalContainerRuntime implements RuntimeDriver {
   readonly name = 'local-container';
   private readonly preference: ContainerRuntimeKind | 'auto';
-  private readonly host: '127.0.0.1';
+  /** Where ports are published. */
+  private readonly publishAddress: string;
+  /** Where this process reaches them (loopback for a wildcard address). */
+  private readonly host: string;
   private readonly healthTimeoutMs: number | null;
   private readonly baseEnv: NodeJS.ProcessEnv;
   private readonly network: ContainerNetwork;
@@ -63,8 +71,9 @@ export class LocalContainerRuntime implements RuntimeDriver {
 
   constructor(options: LocalContainerRuntimeOptions = {}) {
     this.preference = options.runtime ?? 'auto';
-    this.host = options.host ?? '127.0.0.1';
-    if (this.host !== '127.0.0.1') throw new Error('LocalContainerRuntime only serves on 127.0.0.1');
+    this.publishAddress = options.publishAddress ?? '127.0.0.1';
+    if (isIP(this.publishAddress) !== 4) throw new Error(`publishAddress must be an IPv4 address, not '${this.publishAddress}'`);
+    this.host = this.publishAddress === '0.0.0.0' ? '127.0.0.1' : this.publishAddress;
     this.healthTimeoutMs = options.healthTimeoutMs === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : options.healthTimeoutMs;
     this.baseEnv = options.env ?? process.env;
     this.network = options.network ?? 'bridge';
@@ -89,7 +98,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
 
     await ensureImage(runtime, request.image, context, request.pull);
 
-    const port = await freePort(this.host);
+    const port = await freePort(this.publishAddress);
     const url = `http://${this.host}:${port}`;
     const env = { ...request.env };
     if ('PORT' in env) {
@@ -98,14 +107,14 @@ export class LocalContainerRuntime implements RuntimeDriver {
     }
     env.PORT = String(this.network === 'host' ? port : CONTAINER_PORT);
     // On the host's network, servers that honour HOST (the agent-server images do) stay on loopback.
-    if (this.network === 'host') env.HOST ??= this.host;
+    if (this.network === 'host') env.HOST ??= this.publishAddress;
 
     const limits = describeLimits(request.resources);
-    await context.log('INFO', `Starting container ${name} from ${request.image} on ${this.host}:${port}${limits ? ` (${limits})` : ''}`);
+    await context.log('INFO', `Starting container ${name} from ${request.image} on ${this.publishAddress}:${port}${limits ? ` (${limits})` : ''}`);
     const startedAt = Date.now();
     let created = false;
     try {
-      await runContainer(runtime, request, { name, host: this.host, port, env, network: this.network }, context);
+      await runContainer(runtime, request, { name, host: this.publishAddress, port, env, network: this.network }, context);
       created = true;
       const limit = this.healthTimeoutMs === null ? "until the deploy step's timeout" : `up to ${formatSeconds(this.healthTimeoutMs)}`;
       await context.log('INFO', `Waiting for GET /ok on port ${port} (${limit})`);
