@@ -514,6 +514,8 @@ interface ListenersResult {
   idle: { seconds: number; serverCpu: number; rssMb: number; polls: number; heartbeats: number; errors: number };
   patches: { count: number; intervalMs: number; serverCpu: number; p50: number; p99: number; max: number };
   totals: { polls: number; heartbeats: number; reports: number; errors: number; lastError: string };
+  /** A bare node:http server's CPU at the idle agents' request rate (share of one core). */
+  idleFloor?: number;
   profile?: string;
 }
 
@@ -607,6 +609,47 @@ async function runDatabase(kind: 'sqlite' | 'postgres', ceilings: Partial<Record
   return run;
 }
 
+/** The bare node:http server of bench/ceiling.ts, and the port it listens on. */
+async function startCeiling(): Promise<{ ceiling: ReturnType<typeof spawnNode>; port: number }> {
+  const ceiling = spawnNode(['bench/ceiling.ts'], process.env);
+  const port = await new Promise<number>((resolve, reject) => {
+    ceiling.process.stdout?.on('data', (chunk: Buffer) => {
+      const match = /"port":(\d+)/.exec(chunk.toString());
+      if (match) resolve(Number(match[1]));
+    });
+    ceiling.process.once('exit', () => reject(new Error(`ceiling server exited: ${ceiling.output.join('')}`)));
+  });
+  return { ceiling, port };
+}
+
+/**
+ * What the idle agents' request rate costs a bare node:http server on this machine (the
+ * ceiling's fixed deployment body, about the size of a desired state): the floor under
+ * Berth's idle figure, since each call wakes the process however little it does.
+ */
+async function idleFloor(requestsPerSecond: number, seconds: number): Promise<number> {
+  const { ceiling, port } = await startCeiling();
+  try {
+    const url = `http://127.0.0.1:${port}/v2/deployments/${randomUUID()}`;
+    const fire = () =>
+      void fetch(url).then(
+        (response) => response.arrayBuffer(),
+        () => undefined,
+      );
+    const timer = setInterval(fire, 1000 / requestsPerSecond);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const cpu0 = processCpuSeconds(ceiling.pid);
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      return (processCpuSeconds(ceiling.pid) - cpu0) / seconds;
+    } finally {
+      clearInterval(timer);
+    }
+  } finally {
+    await ceiling.stop();
+  }
+}
+
 /**
  * The listeners scenario (bench/listeners.ts) against a server of its own on an empty
  * database, with the default rate limit: what a real deployment with that many agents runs.
@@ -639,9 +682,11 @@ async function runListeners(kind: 'sqlite' | 'postgres', baseEnv: NodeJS.Process
     log(`${kind}: listeners CPU profile ${path.relative(ROOT, result.profile)}\n${summary}`);
   }
   const { idle, patches } = result;
+  result.idleFloor = await idleFloor((idle.polls + idle.heartbeats) / idle.seconds, Math.min(idle.seconds, 30));
   log(
     `${kind}: ${result.agents} agents idle: server ${(idle.serverCpu * 100).toFixed(1)} % of a core, RSS ${idle.rssMb.toFixed(0)} MB; ` +
-      `PATCH → agent p50 ${patches.p50.toFixed(1)} ms p99 ${patches.p99.toFixed(1)} ms max ${patches.max.toFixed(1)} ms; ${result.totals.errors} failed calls`,
+      `bare node:http at the same request rate ${(result.idleFloor * 100).toFixed(1)} %; ` +
+      `PATCH → agent p50 ${patches.p50.toFixed(1)} ms p99 ${patches.p99.toFixed(1)} ms max ${patches.max.toFixed(1)} ms; ${result.totals.errors} failed calls${result.totals.errors > 0 ? ` (last: ${result.totals.lastError})` : ''}`,
   );
   return result;
 }
@@ -819,14 +864,15 @@ function listenersReport(r: ListenersResult): string[] {
   const { idle, patches } = r;
   const target = (met: boolean, text: string) => `- **${met ? 'met' : 'not met'}**: ${text}`;
   return [
-    `Listeners (bench/listeners.ts): ${r.agents} simulated agents (the agent's protocol client; heartbeat every 10 s, state long poll with wait=30), ` +
+    `Listeners (bench/listeners.ts): ${r.agents} simulated agents (the agent's protocol client: a heartbeat at start and then only when no other call reached Berth within the interval Berth answers; state long poll with wait=30, the first wait cut at random so that agents do not wake together), ` +
       `one \`external_docker\` deployment placed on each, default rate limit; idle measured over ${idle.seconds.toFixed(0)} s ` +
       `(${idle.polls} polls and ${idle.heartbeats} heartbeats answered meanwhile); then ${patches.count} PATCHes (new image) one every ${patches.intervalMs} ms, ` +
       "each on another agent's deployment: delay from sending the PATCH to its agent receiving a desired state naming the new revision.",
     '',
-    '| scenario | agents | idle server CPU | idle RSS MB | PATCH → agent p50 ms | p99 ms | max ms | server CPU during PATCHes | failed calls |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-    `| listeners long-polling while deployments change | ${r.agents} | ${(idle.serverCpu * 100).toFixed(1)} % | ${idle.rssMb.toFixed(0)} | ` +
+    '| scenario | agents | idle server CPU | bare node:http at the same request rate | idle RSS MB | PATCH → agent p50 ms | p99 ms | max ms | server CPU during PATCHes | failed calls |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| listeners long-polling while deployments change | ${r.agents} | ${(idle.serverCpu * 100).toFixed(1)} % | ` +
+      `${r.idleFloor === undefined ? '–' : `${(r.idleFloor * 100).toFixed(1)} %`} | ${idle.rssMb.toFixed(0)} | ` +
       `${ms(patches.p50)} | ${ms(patches.p99)} | ${ms(patches.max)} | ${patches.serverCpu.toFixed(2)} | ${r.totals.errors} |`,
     '',
     'Targets (issue 12):',
@@ -881,14 +927,7 @@ async function main(): Promise<void> {
   const ceilings: Partial<Record<ScenarioName, LoadResult>> = {};
   const httpScenarios = scenarios([randomUUID()], 'ceiling').filter((s) => SELECTED.has(s.name));
   if (httpScenarios.length > 0) {
-    const ceiling = spawnNode(['bench/ceiling.ts'], process.env);
-    const port = await new Promise<number>((resolve, reject) => {
-      ceiling.process.stdout?.on('data', (chunk: Buffer) => {
-        const match = /"port":(\d+)/.exec(chunk.toString());
-        if (match) resolve(Number(match[1]));
-      });
-      ceiling.process.once('exit', () => reject(new Error(`ceiling server exited: ${ceiling.output.join('')}`)));
-    });
+    const { ceiling, port } = await startCeiling();
     log('ceiling (bare node:http):');
     for (const scenario of httpScenarios) {
       ceilings[scenario.name] = await measure(`http://127.0.0.1:${port}`, ceiling.pid, scenario, { 'x-api-key': 'ceiling' });

@@ -260,19 +260,15 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
       const deadline = Date.now() + wait * 1000;
       // Listen before the first read, so a change committed in between is not missed.
       const watch = waits.watch(caller.listenerId, signal);
-      let waited = false;
       try {
         for (;;) {
           // The generation first: the snapshot read after it holds at least every change it counts.
           const generation = await generationOf(db, caller.listenerId);
           if (generation === undefined) throw listenerNotFound(caller.listenerId);
           const left = deadline - Date.now();
-          if (since === undefined || generation > since || left <= 0 || signal.aborted) {
-            // A long wait is time the agent was connected: it counts as seen at its end too.
-            if (waited) await markSeen(db, caller.listenerId, nowIso());
-            return await snapshot(caller, generation);
-          }
-          waited = true;
+          // Seen at the start only: the agent's next poll follows at once, and a listener
+          // turns OFFLINE only after more than the longest wait (domain/listener-status.ts).
+          if (since === undefined || generation > since || left <= 0 || signal.aborted) return await snapshot(caller, generation);
           await watch.next(left, since);
         }
       } finally {

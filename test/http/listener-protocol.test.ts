@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { MAX_STATE_WAIT_SECONDS } from '../../src/contract/listener-protocol.js';
 import { type Client, client } from '../support/http.js';
 import { eventually } from '../support/runtimes.js';
 import { describeOnEachDatabase, type SuiteContext } from '../support/suite.js';
@@ -345,6 +346,15 @@ describeOnEachDatabase('listener protocol', (ctx) => {
     assert.ok(gone.status === 401 || (gone.status === 404 && gone.body.code === 'listener_not_found'), gone.text);
   });
 
+  test('a long poll alone shows the listener ONLINE: an agent busy polling needs no heartbeats', async () => {
+    const s = await setup(ctx());
+    assert.equal((await s.api('GET', `/v2/listeners/${s.listenerId}`)).body.status, 'OFFLINE');
+    const first = await s.agent('GET', `${P}/state`);
+    const polling = s.agent('GET', `${P}/state?since=${first.body.generation}&wait=2`);
+    await eventually(async () => (await s.api('GET', `/v2/listeners/${s.listenerId}`)).body.status === 'ONLINE', 'the polling listener to show ONLINE');
+    assert.equal((await polling).status, 200);
+  });
+
   test('a heartbeat records the version and shows the listener ONLINE', async () => {
     const s = await setup(ctx(), 'podman');
     const fresh = (await s.api('GET', `/v2/listeners/${s.listenerId}`)).body;
@@ -355,6 +365,8 @@ describeOnEachDatabase('listener protocol', (ctx) => {
     assert.equal(beat.status, 200, beat.text);
     assert.equal(beat.body.listener_id, s.listenerId);
     assert.ok(beat.body.heartbeat_interval_seconds > 0 && beat.body.offline_after_seconds > beat.body.heartbeat_interval_seconds);
+    // An agent that only long-polls (each poll at most MAX_STATE_WAIT_SECONDS) never looks OFFLINE between polls.
+    assert.ok(beat.body.offline_after_seconds > MAX_STATE_WAIT_SECONDS);
     const seen = (await s.api('GET', `/v2/listeners/${s.listenerId}`)).body;
     assert.equal(seen.status, 'ONLINE');
     assert.equal(seen.version, 'berth-listener 0.1.0');

@@ -129,10 +129,16 @@ export class ListenerAgent {
     }
   }
 
+  /** Heartbeats only when no other call reached Berth within the interval: a polling agent sends none. */
   private async heartbeatLoop(): Promise<void> {
+    let triedAt = Date.now();
     while (!this.stopped) {
-      await sleep(this.heartbeatSeconds * 1000, this.stopping.signal);
-      if (this.stopped) return;
+      const due = Math.max(this.client.heardAt(), triedAt) + this.heartbeatSeconds * 1000 - Date.now();
+      if (due > 0) {
+        await sleep(due, this.stopping.signal);
+        continue;
+      }
+      triedAt = Date.now();
       try {
         const answer = await this.client.heartbeat(this.stopping.signal);
         this.heartbeatSeconds = Math.max(1, answer.heartbeat_interval_seconds);

@@ -26,6 +26,12 @@ export class ProtocolError extends Error {
   }
 }
 
+interface CallOptions {
+  body?: unknown;
+  signal: AbortSignal;
+  timeoutMs?: number;
+}
+
 const CALL_TIMEOUT_MS = 30_000;
 /** A long poll may take `wait` seconds; the server gets this much longer to answer. */
 const POLL_GRACE_MS = 15_000;
@@ -36,11 +42,25 @@ const POLL_GRACE_MS = 15_000;
  * the contract before use.
  */
 export class ProtocolClient {
+  #lastAnsweredSentAt = 0;
+  readonly #inFlight = new Set<{ sentAt: number }>();
+
   constructor(
     private readonly baseUrl: string,
     private readonly key: string,
     private readonly version: string,
   ) {}
+
+  /**
+   * When Berth last heard from this agent, as far as it can tell: the latest send time of a
+   * call that Berth answered or that is still waiting for its answer (a long poll counts from
+   * its start, as Berth counts it). A heartbeat is only needed when this grows old.
+   */
+  heardAt(): number {
+    let latest = this.#lastAnsweredSentAt;
+    for (const call of this.#inFlight) latest = Math.max(latest, call.sentAt);
+    return latest;
+  }
 
   heartbeat(signal: AbortSignal): Promise<HeartbeatResultView> {
     const body: HeartbeatInput = { version: this.version };
@@ -58,7 +78,17 @@ export class ProtocolClient {
     return this.call('POST', '/reports', ReportsResult, { body, signal });
   }
 
-  private async call<T>(method: string, route: string, schema: TSchema, options: { body?: unknown; signal: AbortSignal; timeoutMs?: number }): Promise<T> {
+  private async call<T>(method: string, route: string, schema: TSchema, options: CallOptions): Promise<T> {
+    const call = { sentAt: Date.now() };
+    this.#inFlight.add(call);
+    try {
+      return await this.send<T>(method, route, schema, options, call.sentAt);
+    } finally {
+      this.#inFlight.delete(call);
+    }
+  }
+
+  private async send<T>(method: string, route: string, schema: TSchema, options: CallOptions, sentAt: number): Promise<T> {
     const what = `${method} ${LISTENER_PROTOCOL_PREFIX}${route.replace(/\?.*$/, '')}`;
     let response: Response;
     try {
@@ -77,6 +107,7 @@ export class ProtocolClient {
       throw new ProtocolError(`${what}: ${networkProblem(error)}`, true, null);
     }
     const text = await response.text().catch(() => '');
+    if (response.ok) this.#lastAnsweredSentAt = Math.max(this.#lastAnsweredSentAt, sentAt);
     if (!response.ok) {
       const status = response.status;
       // Throttled, overloaded, restarting or a proxy in between: the same call can succeed later.

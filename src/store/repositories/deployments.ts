@@ -361,15 +361,13 @@ export async function deploymentsBuildingOnPush(db: Executor, integrationId: str
 }
 
 /** The deployments placed on a listener (those being deleted included), oldest first. */
+// Every poll of a listener's agent reads this.
+const selectOnListener = preparedQuery((db: Executor, listenerId: string) =>
+  db.selectFrom('deployments').select(DEPLOYMENT_COLUMNS).where('listener_id', '=', listenerId).orderBy('created_at').orderBy('id'),
+);
+
 export async function deploymentsOnListener(db: Executor, listenerId: string): Promise<DeploymentRecord[]> {
-  const rows = await db
-    .selectFrom('deployments')
-    .select(DEPLOYMENT_COLUMNS)
-    .where('listener_id', '=', listenerId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return rows.map(decodeDeployment);
+  return (await selectOnListener(db, listenerId)).map(decodeDeployment);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { PostgresAdapter } from 'kysely';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
+import { preparedQuery } from '../prepared.js';
 
 export interface ComputeConfig {
   k8s_namespaces: string[];
@@ -118,13 +119,34 @@ export async function bumpGenerationOfDeployment(db: Executor, deploymentId: str
 }
 
 /** A listener by id alone (for its own key, which names it). */
+/** Named columns, so the prepared form survives a migration that adds one (store/prepared.ts). */
+const LISTENER_COLUMNS = [
+  'id',
+  'workspace_id',
+  'compute_type',
+  'compute_id',
+  'compute_config',
+  'version',
+  'created_at',
+  'updated_at',
+  'generation',
+  'last_seen_at',
+] as const satisfies readonly (keyof Database['listeners'])[];
+
+// An agent's every poll reads these: compiled once, not built by Kysely each time.
+const selectListener = preparedQuery((db: Executor, id: string) => db.selectFrom('listeners').select(LISTENER_COLUMNS).where('id', '=', id));
+const selectGeneration = preparedQuery((db: Executor, id: string) => db.selectFrom('listeners').select('generation').where('id', '=', id));
+const touch = preparedQuery((db: Executor, id: string, at: string) =>
+  db.updateTable('listeners').set({ last_seen_at: at }).where('id', '=', id).returning('id'),
+);
+
 export async function findListenerById(db: Executor, id: string): Promise<ListenerRecord | undefined> {
-  const row = await db.selectFrom('listeners').selectAll().where('id', '=', id).executeTakeFirst();
+  const [row] = await selectListener(db, id);
   return row && decode(row);
 }
 
 export async function generationOf(db: Executor, id: string): Promise<number | undefined> {
-  const row = await db.selectFrom('listeners').select('generation').where('id', '=', id).executeTakeFirst();
+  const [row] = await selectGeneration(db, id);
   return row?.generation;
 }
 
@@ -145,11 +167,8 @@ export async function generationsOf(db: Executor, ids: string[]): Promise<Map<st
 
 /** The agent called: when, and (from a heartbeat) the version it runs. Answers whether the listener exists. */
 export async function markSeen(db: Executor, id: string, at: string, version?: string): Promise<boolean> {
-  const result = await db
-    .updateTable('listeners')
-    .set({ last_seen_at: at, ...(version === undefined ? {} : { version }) })
-    .where('id', '=', id)
-    .executeTakeFirst();
+  if (version === undefined) return (await touch(db, id, at)).length > 0;
+  const result = await db.updateTable('listeners').set({ last_seen_at: at, version }).where('id', '=', id).executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 

@@ -1,6 +1,7 @@
 import { workspaceNameKey } from '../../domain/tenancy.js';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
+import { preparedQuery } from '../prepared.js';
 
 export type ApiKeyRow = Database['api_keys'];
 /** A workspace as the API knows it; `name_key` is the store's own. */
@@ -47,8 +48,24 @@ export async function insertApiKey(db: Executor, row: ApiKeyRow): Promise<void> 
   await db.insertInto('api_keys').values(row).execute();
 }
 
+const API_KEY_COLUMNS = [
+  'id',
+  'organization_id',
+  'workspace_id',
+  'name',
+  'role',
+  'key_hash',
+  'key_hint',
+  'created_at',
+  'listener_id',
+] as const satisfies readonly (keyof ApiKeyRow)[];
+
+// Every request whose key is not cached reads this (a listener's poll every 30 s is never cached).
+const selectApiKeyByHash = preparedQuery((db: Executor, keyHash: string) => db.selectFrom('api_keys').select(API_KEY_COLUMNS).where('key_hash', '=', keyHash));
+
 export async function findApiKeyByHash(db: Executor, keyHash: string): Promise<ApiKeyRow | undefined> {
-  return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  const [row] = await selectApiKeyByHash(db, keyHash);
+  return row;
 }
 
 /** Which of these key ids exist (a revoked key's row is deleted). */

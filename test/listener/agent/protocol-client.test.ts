@@ -51,6 +51,25 @@ describe('the protocol client against the stand-in', () => {
     assert.ok(rejected instanceof ProtocolError && rejected.status === 422 && !rejected.retryable);
   });
 
+  test('heardAt counts a long poll from its start while it waits, and never a refused call: a polling agent needs no heartbeat', async () => {
+    const client = new ProtocolClient(url, berth.key, 'test/1');
+    assert.equal(client.heardAt(), 0);
+    const first = await client.state(undefined, 0, signal);
+    const answered = client.heardAt();
+    assert.ok(answered > 0);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const sentAt = Date.now();
+    const waiting = client.state(first.generation, 30, signal);
+    assert.ok(client.heardAt() >= sentAt, 'a poll in flight counts from its start');
+    berth.place('heard', 'localhost/agent:v1');
+    await waiting;
+    assert.ok(client.heardAt() >= sentAt, 'and keeps counting once answered');
+
+    const refused = new ProtocolClient(url, `lk_wrong_${randomUUID()}`, 'test/1');
+    await refused.heartbeat(signal).catch(() => undefined);
+    assert.equal(refused.heardAt(), 0, 'a refused call is not being heard');
+  });
+
   test('an unreachable server is a retryable network failure', async () => {
     const down = new ProtocolStandIn();
     const downUrl = await down.start();
