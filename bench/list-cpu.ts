@@ -37,39 +37,27 @@ const CONCURRENCY = Number(values.concurrency);
 
 async function main(): Promise<void> {
   const dataDir = values['data-dir'] ?? fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-list-cpu-'));
+  const serverEnv = (keys: { apiKey: string; encryptionKey: string }) => ({
+    PORT: '0',
+    BERTH_DATA_DIR: dataDir,
+    BERTH_BOOTSTRAP_API_KEY: keys.apiKey,
+    BERTH_ENCRYPTION_KEY: keys.encryptionKey,
+    BERTH_ENGINE: 'off',
+    LOG_LEVEL: 'warn',
+  });
   const keysFile = path.join(dataDir, 'bench-keys.json');
   if (!fs.existsSync(keysFile)) {
     const keys = { apiKey: `berth_bench_${randomBytes(16).toString('hex')}`, encryptionKey: randomBytes(32).toString('hex') };
     const { DATABASE_URL: _sqliteOnly, ...inherited } = process.env;
     const env = { ...inherited, BERTH_DATA_DIR: dataDir, BERTH_BOOTSTRAP_API_KEY: keys.apiKey, BERTH_ENCRYPTION_KEY: keys.encryptionKey, LOG_LEVEL: 'warn' };
     // The server creates the schema and the bootstrap key; the seed needs both.
-    const first = await startBerth(
-      testConfig({
-        PORT: '0',
-        BERTH_DATA_DIR: dataDir,
-        BERTH_BOOTSTRAP_API_KEY: keys.apiKey,
-        BERTH_ENCRYPTION_KEY: keys.encryptionKey,
-        BERTH_ENGINE: 'off',
-        LOG_LEVEL: 'warn',
-      }),
-      createLogger('warn'),
-    );
+    const first = await startBerth(testConfig(serverEnv(keys)), createLogger('warn'));
     await first.close();
     execFileSync(process.execPath, ['--import', 'tsx', 'bench/seed.ts', '--deployments', values.deployments], { env, stdio: ['ignore', 'ignore', 'inherit'] });
     fs.writeFileSync(keysFile, JSON.stringify(keys));
   }
   const keys = JSON.parse(fs.readFileSync(keysFile, 'utf8')) as { apiKey: string; encryptionKey: string };
-  const config = testConfig(
-    {
-      PORT: '0',
-      BERTH_DATA_DIR: dataDir,
-      BERTH_BOOTSTRAP_API_KEY: keys.apiKey,
-      BERTH_ENCRYPTION_KEY: keys.encryptionKey,
-      BERTH_ENGINE: 'off',
-      LOG_LEVEL: 'warn',
-    },
-    { limits: { ...DEFAULT_LIMITS, rateLimitPerMinute: 0 } },
-  );
+  const config = testConfig(serverEnv(keys), { limits: { ...DEFAULT_LIMITS, rateLimitPerMinute: 0 } });
   const berth = await startBerth(config, createLogger('warn'));
   try {
     let sent = 0;
