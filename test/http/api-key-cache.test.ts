@@ -125,7 +125,8 @@ function holdingResults(db: Db, hold: () => Promise<void>): Db {
       get(object, property) {
         const value = Reflect.get(object, property, object) as unknown;
         if (typeof value !== 'function') return value;
-        if (property === 'executeTakeFirst') {
+        // A built query answers through executeTakeFirst, a compiled-once one (store/prepared.ts) through executeQuery.
+        if (property === 'executeTakeFirst' || property === 'executeQuery') {
           return async (...args: unknown[]) => {
             const result = await value.apply(object, args);
             await hold();
