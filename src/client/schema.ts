@@ -1094,7 +1094,7 @@ export interface components {
     ListenerHeartbeatResult: {
       /** Format: uuid */
       listener_id: string;
-      /** @description How often the agent should send a heartbeat. */
+      /** @description How long the agent may go without any call reaching Berth before it sends a heartbeat (every call counts as one). */
       heartbeat_interval_seconds: number;
       /** @description Silent this long, the listener shows OFFLINE. */
       offline_after_seconds: number;

@@ -122,7 +122,9 @@ export const HeartbeatBody = Type.Object(
 export const HeartbeatResult = Type.Object(
   {
     listener_id: Uuid(),
-    heartbeat_interval_seconds: Type.Integer({ description: 'How often the agent should send a heartbeat.' }),
+    heartbeat_interval_seconds: Type.Integer({
+      description: 'How long the agent may go without any call reaching Berth before it sends a heartbeat (every call counts as one).',
+    }),
     offline_after_seconds: Type.Integer({ description: 'Silent this long, the listener shows OFFLINE.' }),
   },
   { title: 'ListenerHeartbeatResult' },

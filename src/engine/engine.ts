@@ -19,7 +19,7 @@ export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId'> = {
 /**
  * How long a deployment claimed with nothing to do stays out of this engine's claims,
  * unless news of it arrives first. A safety net: the claim query already leaves out what
- * waits on others (claimDeployment), but a rule that one day disagrees with the queue
+ * waits on others (claimCandidates), but a rule that one day disagrees with the queue
  * policy must cost a look every so often, not a loop that never ends.
  */
 const PARK_MS = 30_000;

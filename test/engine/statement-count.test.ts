@@ -12,7 +12,7 @@ import { Encryptor } from '../../src/security/encryption.js';
 import { createTenancyService } from '../../src/services/tenancy.js';
 import type { Db } from '../../src/store/database.js';
 import { insertDeployment } from '../../src/store/repositories/deployments.js';
-import { claimDeployment } from '../../src/store/repositories/leases.js';
+import { claimCandidates, takeLease } from '../../src/store/repositories/leases.js';
 import { insertRevision } from '../../src/store/repositories/revisions.js';
 import { insertSecretSet } from '../../src/store/repositories/secret-sets.js';
 import type { UploadStore } from '../../src/build/uploads.js';
@@ -101,10 +101,14 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       sent.length = 0;
       counting = true;
       try {
-        const now = new Date();
-        const claimed = await claimDeployment(db, settings.workerId, now.toISOString(), new Date(now.getTime() + settings.leaseMs).toISOString());
-        assert.ok(claimed, 'the new revision is claimed');
-        await workOnDeployment({ ...deps, settings, deploymentId: claimed.id, work: new AbortController() });
+        // As the engine claims: the candidates query, then the lease's compare-and-set.
+        const now = new Date().toISOString();
+        const [candidate] = await claimCandidates(db, now);
+        assert.ok(
+          candidate && (await takeLease(db, candidate, settings.workerId, now, new Date(Date.now() + settings.leaseMs).toISOString())),
+          'the new revision is claimed',
+        );
+        await workOnDeployment({ ...deps, settings, deploymentId: candidate, work: new AbortController() });
       } finally {
         counting = false;
       }

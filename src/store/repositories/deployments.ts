@@ -125,7 +125,6 @@ export async function insertDeployment(db: Executor, deployment: NewDeployment):
 
 const LATEST = 'latest__';
 
-/** Deployments joined to their latest revisions (and its resource spec), whose columns come back prefixed `latest__`. */
 /**
  * The join's builder, made once per database: naming its 32 columns through Kysely cost a
  * listing page ~50 µs each time (bench/list-cpu.ts). Builders are immutable, so every
@@ -134,6 +133,7 @@ const LATEST = 'latest__';
  */
 const joinBuilders = new WeakMap<Executor, ReturnType<typeof buildSelectWithLatest>>();
 
+/** Deployments joined to their latest revisions (and its resource spec), whose columns come back prefixed `latest__`. */
 function selectWithLatest(db: Executor) {
   if (db.isTransaction) return buildSelectWithLatest(db);
   let builder = joinBuilders.get(db);
@@ -360,12 +360,12 @@ export async function deploymentsBuildingOnPush(db: Executor, integrationId: str
   return rows.map(splitLatest).filter(({ deployment }) => deployment.source_config.build_on_push === true);
 }
 
-/** The deployments placed on a listener (those being deleted included), oldest first. */
 // Every poll of a listener's agent reads this.
 const selectOnListener = preparedQuery((db: Executor, listenerId: string) =>
   db.selectFrom('deployments').select(DEPLOYMENT_COLUMNS).where('listener_id', '=', listenerId).orderBy('created_at').orderBy('id'),
 );
 
+/** The deployments placed on a listener (those being deleted included), oldest first. */
 export async function deploymentsOnListener(db: Executor, listenerId: string): Promise<DeploymentRecord[]> {
   return (await selectOnListener(db, listenerId)).map(decodeDeployment);
 }

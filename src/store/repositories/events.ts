@@ -11,7 +11,7 @@ export async function insertEvent(db: Executor, event: NewEvent): Promise<number
   return Number(row.id);
 }
 
-/** Several events in one statement, their ids in the given order. */
+/** Several events in one statement, in the given order. */
 export async function insertEvents(db: Executor, events: readonly NewEvent[]): Promise<void> {
   if (events.length > 0) await db.insertInto('deployment_events').values(events).execute();
 }

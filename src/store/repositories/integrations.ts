@@ -1,4 +1,5 @@
 import type { Executor } from '../database.js';
+import { inBatches } from '../batches.js';
 import type { Database } from '../schema.js';
 
 export type CodehostProviderKind = Database['codehost_integrations']['provider'];
@@ -84,9 +85,7 @@ export async function branchHeads(db: Executor, integrationId: string, repositor
 export async function saveBranchHeads(db: Executor, integrationId: string, repository: string, heads: Record<string, string>, now: string): Promise<void> {
   await db.deleteFrom('codehost_branch_heads').where('integration_id', '=', integrationId).where('repository', '=', repository).execute();
   const rows = Object.entries(heads).map(([branch, commit_sha]) => ({ integration_id: integrationId, repository, branch, commit_sha, seen_at: now }));
-  for (let at = 0; at < rows.length; at += 500)
-    await db
-      .insertInto('codehost_branch_heads')
-      .values(rows.slice(at, at + 500))
-      .execute();
+  await inBatches(rows, async (batch) => {
+    await db.insertInto('codehost_branch_heads').values(batch).execute();
+  });
 }

@@ -8,11 +8,12 @@ import { preparedQuery } from '../prepared.js';
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
 
 /**
- * Leases a deployment that has engine work: a revision in progress that the engine can
- * move on, or a pending delete. The lease is the unit of exclusion: one worker per
- * deployment at a time, which also keeps one revision per deployment in flight. The
- * compare-and-set on the lease columns makes a double claim impossible on either
- * database; losing the race just means trying the next candidate.
+ * Unleased deployments with engine work, to be leased with `takeLease`: a revision in
+ * progress that the engine can move on (by its oldest such revision), or a pending delete
+ * (first). The lease is the unit of exclusion: one worker per deployment at a time, which
+ * also keeps one revision per deployment in flight. The compare-and-set on the lease
+ * columns makes a double claim impossible on either database; losing the race just means
+ * trying the next candidate.
  *
  * What the engine "can move on" mirrors `planQueue` (domain/queue-policy.ts): on a
  * listener, a revision handed over or being deployed is the listener's, and a revision
@@ -22,20 +23,6 @@ const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
  * `skip` names deployments this worker found idle and parked (see Engine); they are left
  * out so that they cannot crowd others out of the candidates.
  */
-export async function claimDeployment(
-  db: Executor,
-  worker: string,
-  now: string,
-  expiresAt: string,
-  skip: readonly string[] = [],
-): Promise<{ id: string } | undefined> {
-  for (const id of await claimCandidates(db, now, skip)) {
-    if (await takeLease(db, id, worker, now, expiresAt)) return { id };
-  }
-  return undefined;
-}
-
-/** Unleased deployments with engine work (see claimDeployment), pending deletes first, then by their oldest revision in progress. */
 export async function claimCandidates(db: Executor, now: string, skip: readonly string[] = [], limit = 8): Promise<string[]> {
   // Two narrow queries rather than one EXISTS over every deployment: both walk an index
   // (revisions by status, deployments by status), so the cost follows the amount of

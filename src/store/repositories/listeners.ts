@@ -1,6 +1,7 @@
 import { PostgresAdapter } from 'kysely';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
+import { inBatches } from '../batches.js';
 import { preparedQuery } from '../prepared.js';
 
 export interface ComputeConfig {
@@ -118,7 +119,6 @@ export async function bumpGenerationOfDeployment(db: Executor, deploymentId: str
   return row?.id;
 }
 
-/** A listener by id alone (for its own key, which names it). */
 /** Named columns, so the prepared form survives a migration that adds one (store/prepared.ts). */
 const LISTENER_COLUMNS = [
   'id',
@@ -140,6 +140,7 @@ const touch = preparedQuery((db: Executor, id: string, at: string) =>
   db.updateTable('listeners').set({ last_seen_at: at }).where('id', '=', id).returning('id'),
 );
 
+/** A listener by id alone (for its own key, which names it). */
 export async function findListenerById(db: Executor, id: string): Promise<ListenerRecord | undefined> {
   const [row] = await selectListener(db, id);
   return row && decode(row);
@@ -153,15 +154,10 @@ export async function generationOf(db: Executor, id: string): Promise<number | u
 /** The generations of several listeners at once (those that exist), by id. */
 export async function generationsOf(db: Executor, ids: string[]): Promise<Map<string, number>> {
   const generations = new Map<string, number>();
-  // Bounded lists of parameters: SQLite and PostgreSQL both cap how many one statement takes.
-  for (let start = 0; start < ids.length; start += 500) {
-    const rows = await db
-      .selectFrom('listeners')
-      .select(['id', 'generation'])
-      .where('id', 'in', ids.slice(start, start + 500))
-      .execute();
+  await inBatches(ids, async (batch) => {
+    const rows = await db.selectFrom('listeners').select(['id', 'generation']).where('id', 'in', batch).execute();
     for (const row of rows) generations.set(row.id, row.generation);
-  }
+  });
   return generations;
 }
 

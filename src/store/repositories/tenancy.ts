@@ -1,6 +1,7 @@
 import { workspaceNameKey } from '../../domain/tenancy.js';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
+import { inBatches } from '../batches.js';
 import { preparedQuery } from '../prepared.js';
 
 export type ApiKeyRow = Database['api_keys'];
@@ -71,15 +72,10 @@ export async function findApiKeyByHash(db: Executor, keyHash: string): Promise<A
 /** Which of these key ids exist (a revoked key's row is deleted). */
 export async function existingApiKeyIds(db: Executor, ids: string[]): Promise<Set<string>> {
   const existing = new Set<string>();
-  // Bounded lists of parameters: SQLite and PostgreSQL both cap how many one statement takes.
-  for (let start = 0; start < ids.length; start += 500) {
-    const rows = await db
-      .selectFrom('api_keys')
-      .select('id')
-      .where('id', 'in', ids.slice(start, start + 500))
-      .execute();
+  await inBatches(ids, async (batch) => {
+    const rows = await db.selectFrom('api_keys').select('id').where('id', 'in', batch).execute();
     for (const row of rows) existing.add(row.id);
-  }
+  });
   return existing;
 }
 
