@@ -22,7 +22,11 @@ export const DEPLOYMENT_TRANSITIONS: Readonly<Record<DeploymentStatus, readonly 
   AWAITING_DELETE: [],
 };
 
-/** The statuses from which a deployment may move to `to`. */
-export function deploymentStatusesLeadingTo(to: DeploymentStatus): DeploymentStatus[] {
-  return DEPLOYMENT_STATUSES.filter((from) => DEPLOYMENT_TRANSITIONS[from].includes(to));
+const LEADING_TO = Object.fromEntries(
+  DEPLOYMENT_STATUSES.map((to) => [to, Object.freeze(DEPLOYMENT_STATUSES.filter((from) => DEPLOYMENT_TRANSITIONS[from].includes(to)))]),
+) as Record<DeploymentStatus, readonly DeploymentStatus[]>;
+
+/** The statuses from which a deployment may move to `to` (every status change asks). */
+export function deploymentStatusesLeadingTo(to: DeploymentStatus): readonly DeploymentStatus[] {
+  return LEADING_TO[to];
 }

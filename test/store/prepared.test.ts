@@ -87,6 +87,37 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       await sql`ALTER TABLE workspaces DROP COLUMN added_by_a_later_migration`.execute(db);
     });
 
+    test('a record sets its defined keys only, and each set of keys is its own statement', async () => {
+      const rename = preparedQuery((executor, id: string, changes: { name?: string; organization_id?: string }) =>
+        executor.updateTable('workspaces').set(changes).where('id', '=', id).returning(['id', 'name', 'organization_id']),
+      );
+      await db.insertInto('workspaces').values({ id: 'ws-r', organization_id: 'org-a', name: 'r0', created_at: new Date().toISOString() }).execute();
+      assert.deepEqual(await rename(db, 'ws-r', { name: 'r1', organization_id: undefined }), [{ id: 'ws-r', name: 'r1', organization_id: 'org-a' }]);
+      assert.deepEqual(await rename(db, 'ws-r', { organization_id: 'org-b' }), [{ id: 'ws-r', name: 'r1', organization_id: 'org-b' }]);
+      assert.deepEqual(await rename(db, 'ws-r', { organization_id: 'org-a', name: 'r2' }), [{ id: 'ws-r', name: 'r2', organization_id: 'org-a' }]);
+      await db.deleteFrom('workspaces').where('id', '=', 'ws-r').execute();
+    });
+
+    test('rows of one insert: each row binds its own values, whatever their number', async () => {
+      const insertRows = preparedQuery((executor, rows: readonly { id: string; organization_id: string; name: string; created_at: string }[]) =>
+        executor.insertInto('workspaces').values(rows).returning('id'),
+      );
+      const at = new Date().toISOString();
+      const row = (n: number) => ({ id: `ws-i${n}`, organization_id: 'org-b', name: `i${n}`, created_at: at });
+      assert.deepEqual(await insertRows(db, [row(1), row(2)]), [{ id: 'ws-i1' }, { id: 'ws-i2' }]);
+      assert.deepEqual(await insertRows(db, [row(3)]), [{ id: 'ws-i3' }]);
+      assert.deepEqual(await insertRows(db, [row(4), row(5)]), [{ id: 'ws-i4' }, { id: 'ws-i5' }]);
+      const names = await db.selectFrom('workspaces').select('name').where('id', 'like', 'ws-i%').orderBy('name').execute();
+      assert.deepEqual(
+        names.map((r) => r.name),
+        ['i1', 'i2', 'i3', 'i4', 'i5'],
+      );
+      // Past the cap on values (a statement per length would pile up): built each time, same answer.
+      const many = Array.from({ length: 80 }, (_, i) => row(100 + i));
+      assert.equal((await insertRows(db, many)).length, 80);
+      await db.deleteFrom('workspaces').where('id', 'like', 'ws-i%').execute();
+    });
+
     test('a parameter transformed before binding is refused rather than bound wrong', async () => {
       const pattern = preparedQuery((executor, fragment: string) =>
         executor
@@ -96,7 +127,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       );
       await assert.rejects(pattern(db, 'on'), /transformed before binding/);
       const unused = preparedQuery((executor, _ignored: string) => executor.selectFrom('workspaces').select('id'));
-      await assert.rejects(unused(db, 'x'), /parameter 0 is not bound/);
+      await assert.rejects(unused(db, 'x'), /value 0 of the parameters is not bound/);
     });
   });
 }

@@ -119,9 +119,11 @@ export async function insertDeployment(db: Executor, deployment: NewDeployment):
     url: null,
     updated_at: deployment.created_at,
   };
-  await db.insertInto('deployments').values(row).execute();
+  await insertDeploymentRow(db, row);
   return decodeDeployment(row);
 }
+
+const insertDeploymentRow = preparedQuery((db, row: Database['deployments']) => db.insertInto('deployments').values(row));
 
 const LATEST = 'latest__';
 
@@ -244,17 +246,37 @@ export async function compareAndSetDeploymentStatus(
   },
 ): Promise<boolean> {
   const { source_config, ...plain } = change.set ?? {};
-  let query = db
-    .updateTable('deployments')
-    .set({ ...plain, ...(source_config ? { source_config: JSON.stringify(source_config) } : {}), status: change.to, updated_at: change.now })
-    .where('id', '=', change.id)
-    .where('status', 'in', change.from);
-  if (change.leaseOwner !== undefined) query = query.where('lease_owner', '=', change.leaseOwner);
-  if (change.listenerId !== undefined) query = query.where('listener_id', '=', change.listenerId);
-  if (change.requireInactive) query = query.where('active_revision_id', 'is', null);
-  const result = await query.executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  const values: StatusChangeColumns = {
+    ...plain,
+    source_config: source_config ? JSON.stringify(source_config) : undefined,
+    status: change.to,
+    updated_at: change.now,
+  };
+  const fences: DeploymentFences = { lease_owner: change.leaseOwner, listener_id: change.listenerId };
+  const update = change.requireInactive ? setStatusWhileInactive : setStatus;
+  return (await update(db, values, change.id, change.from, fences)).length > 0;
 }
+
+type StatusChangeColumns = { [Column in keyof Database['deployments']]?: Database['deployments'][Column] };
+/** Columns that must hold the given value for the change to apply. */
+type DeploymentFences = { lease_owner?: string; listener_id?: string };
+
+function updateStatus(db: Executor, values: StatusChangeColumns, id: string, from: readonly DeploymentStatus[], fences: DeploymentFences) {
+  let query = db.updateTable('deployments').set(values).where('id', '=', id).where('status', 'in', from);
+  for (const column of Object.keys(fences) as (keyof DeploymentFences)[]) {
+    const value = fences[column];
+    if (value !== undefined) query = query.where(column, '=', value);
+  }
+  return query;
+}
+
+const setStatus = preparedQuery((db, values: StatusChangeColumns, id: string, from: readonly DeploymentStatus[], fences: DeploymentFences) =>
+  updateStatus(db, values, id, from, fences).returning('id'),
+);
+
+const setStatusWhileInactive = preparedQuery((db, values: StatusChangeColumns, id: string, from: readonly DeploymentStatus[], fences: DeploymentFences) =>
+  updateStatus(db, values, id, from, fences).where('active_revision_id', 'is', null).returning('id'),
+);
 
 /** Deletes the deployment (its revisions, events and stored inputs cascade) if the engine worker still holds it. */
 export async function deleteDeploymentHeldBy(db: Executor, id: string, worker: string): Promise<boolean> {

@@ -1,5 +1,6 @@
 import { type Insertable, type Selectable, sql } from 'kysely';
 import type { Executor } from '../database.js';
+import { preparedQuery } from '../prepared.js';
 import { escapeLike } from '../like.js';
 import type { Database } from '../schema.js';
 
@@ -13,8 +14,13 @@ export async function insertEvent(db: Executor, event: NewEvent): Promise<number
 
 /** Several events in one statement, in the given order. */
 export async function insertEvents(db: Executor, events: readonly NewEvent[]): Promise<void> {
-  if (events.length > 0) await db.insertInto('deployment_events').values(events).execute();
+  if (events.length > 0) await insertEventRows(db, events);
 }
+
+const insertEventRows = preparedQuery((db, events: readonly NewEventValues[]) => db.insertInto('deployment_events').values(events));
+
+/** An event's columns as plain values (`Insertable` allows expressions). */
+type NewEventValues = { [Column in keyof NewEvent]: Extract<NewEvent[Column], string | number | null | undefined> };
 
 export interface LogQuery {
   deploymentId: string;

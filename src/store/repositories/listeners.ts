@@ -65,9 +65,13 @@ export async function deleteListener(db: Executor, workspaceId: string, id: stri
 }
 
 export async function listListenerIds(db: Executor, workspaceId: string): Promise<string[]> {
-  const rows = await db.selectFrom('listeners').select('id').where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute();
+  const rows = await selectListenerIds(db, workspaceId);
   return rows.map((row) => row.id);
 }
+
+const selectListenerIds = preparedQuery((db, workspaceId: string) =>
+  db.selectFrom('listeners').select('id').where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id'),
+);
 
 export async function countDeploymentsOnListener(db: Executor, listenerId: string): Promise<number> {
   const row = await db

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { canonicalJson } from '../../domain/canonical-json.js';
 import type { ResourceSpec } from '../../domain/deployment-config.js';
 import type { Executor } from '../database.js';
+import { preparedQuery } from '../prepared.js';
 
 /**
  * The id of the deployment's stored resource spec with this content, stored now if it is
@@ -10,9 +11,17 @@ import type { Executor } from '../database.js';
 export async function resourceSpecId(db: Executor, deploymentId: string, spec: ResourceSpec, now: string): Promise<string> {
   const text = canonicalJson(spec);
   const digest = createHash('sha256').update(text).digest('hex');
-  const existing = await db.selectFrom('resource_specs').select('id').where('deployment_id', '=', deploymentId).where('digest', '=', digest).executeTakeFirst();
+  const [existing] = await selectSpecByDigest(db, deploymentId, digest);
   if (existing) return existing.id;
   const id = randomUUID();
-  await db.insertInto('resource_specs').values({ id, deployment_id: deploymentId, digest, spec: text, created_at: now }).execute();
+  await insertSpec(db, id, deploymentId, digest, text, now);
   return id;
 }
+
+const selectSpecByDigest = preparedQuery((db, deploymentId: string, digest: string) =>
+  db.selectFrom('resource_specs').select('id').where('deployment_id', '=', deploymentId).where('digest', '=', digest),
+);
+
+const insertSpec = preparedQuery((db, id: string, deploymentId: string, digest: string, spec: string, createdAt: string) =>
+  db.insertInto('resource_specs').values({ id, deployment_id: deploymentId, digest, spec, created_at: createdAt }),
+);

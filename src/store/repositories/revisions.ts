@@ -2,6 +2,7 @@ import type { SourceSpelling } from '../../domain/deployment-config.js';
 import type { ResourceSpec, RevisionConfig } from '../../domain/deployment-config.js';
 import type { RevisionStatus } from '../../domain/revision-status.js';
 import type { Executor } from '../database.js';
+import { preparedQuery } from '../prepared.js';
 import type { Database } from '../schema.js';
 import { resourceSpecId } from './resource-specs.js';
 
@@ -98,12 +99,8 @@ async function many(query: { execute(): Promise<(RevisionColumns & { spec: strin
  * from the deployment's counter, so it cannot be taken twice.
  */
 export async function insertRevision(db: Executor, revision: NewRevision): Promise<RevisionRecord> {
-  const numbered = await db
-    .updateTable('deployments')
-    .set((eb) => ({ revision_count: eb('revision_count', '+', 1), latest_revision_id: revision.id, updated_at: revision.created_at }))
-    .where('id', '=', revision.deployment_id)
-    .returning('revision_count')
-    .executeTakeFirstOrThrow();
+  const [numbered] = await numberNextRevision(db, revision.deployment_id, revision.id, revision.created_at);
+  if (!numbered) throw new Error(`deployment ${revision.deployment_id} not found for its new revision`);
   const specId = await resourceSpecId(db, revision.deployment_id, revision.resource_spec, revision.created_at);
   const row: Database['revisions'] = {
     id: revision.id,
@@ -122,9 +119,19 @@ export async function insertRevision(db: Executor, revision: NewRevision): Promi
     created_at: revision.created_at,
     updated_at: revision.created_at,
   };
-  await db.insertInto('revisions').values(row).execute();
+  await insertRevisionRow(db, row);
   return decodeRevision(row, JSON.stringify(revision.resource_spec));
 }
+
+const numberNextRevision = preparedQuery((db, deploymentId: string, revisionId: string, at: string) =>
+  db
+    .updateTable('deployments')
+    .set((eb) => ({ revision_count: eb('revision_count', '+', 1), latest_revision_id: revisionId, updated_at: at }))
+    .where('id', '=', deploymentId)
+    .returning('revision_count'),
+);
+
+const insertRevisionRow = preparedQuery((db, row: Database['revisions']) => db.insertInto('revisions').values(row));
 
 export async function findRevision(db: Executor, deploymentId: string, id: string): Promise<RevisionRecord | undefined> {
   const [found] = await many(selectRevisions(db).where('r.id', '=', id).where('r.deployment_id', '=', deploymentId));
@@ -189,31 +196,45 @@ export async function compareAndSetRevisionStatus(
   },
 ): Promise<boolean> {
   const { source_revision_config, ...plain } = change.set ?? {};
-  let query = db
-    .updateTable('revisions')
-    .set({
-      ...plain,
-      ...(source_revision_config ? { source_revision_config: JSON.stringify(source_revision_config) } : {}),
-      status: change.to,
-      status_message: change.message,
-      updated_at: change.now,
-    })
-    .where('id', '=', change.revisionId)
-    .where('deployment_id', '=', change.deploymentId)
-    .where('status', '=', change.from);
+  const values: RevisionChanges = {
+    ...plain,
+    source_revision_config: source_revision_config ? JSON.stringify(source_revision_config) : undefined,
+    status: change.to,
+    status_message: change.message,
+    updated_at: change.now,
+  };
   const fence = change.fence;
-  if (fence.kind === 'lease') {
-    query = query.where(({ exists, selectFrom }) =>
-      exists(selectFrom('deployments').select('id').where('id', '=', change.deploymentId).where('lease_owner', '=', fence.worker)),
-    );
-  } else if (fence.kind === 'listener') {
-    query = query.where(({ exists, selectFrom }) =>
-      exists(selectFrom('deployments').select('id').where('id', '=', change.deploymentId).where('listener_id', '=', fence.listenerId)),
-    );
-  }
-  const result = await query.executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  const where = [change.revisionId, change.deploymentId, change.from] as const;
+  const updated =
+    fence.kind === 'lease'
+      ? await setStatusUnderLease(db, values, ...where, fence.worker)
+      : fence.kind === 'listener'
+        ? await setStatusOnListener(db, values, ...where, fence.listenerId)
+        : await setStatus(db, values, ...where);
+  return updated.length > 0;
 }
+
+type RevisionChanges = { [Column in keyof Database['revisions']]?: Database['revisions'][Column] };
+
+function updateStatus(db: Executor, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus) {
+  return db.updateTable('revisions').set(values).where('id', '=', revisionId).where('deployment_id', '=', deploymentId).where('status', '=', from);
+}
+
+const setStatus = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus) =>
+  updateStatus(db, values, revisionId, deploymentId, from).returning('id'),
+);
+
+const setStatusUnderLease = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus, worker: string) =>
+  updateStatus(db, values, revisionId, deploymentId, from)
+    .where(({ exists, selectFrom }) => exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('lease_owner', '=', worker)))
+    .returning('id'),
+);
+
+const setStatusOnListener = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus, listenerId: string) =>
+  updateStatus(db, values, revisionId, deploymentId, from)
+    .where(({ exists, selectFrom }) => exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('listener_id', '=', listenerId)))
+    .returning('id'),
+);
 
 /** The status a revision has now, read inside a transaction to tell a lost race from a fence. */
 export async function currentRevisionStatus(db: Executor, revisionId: string): Promise<RevisionStatus | undefined> {

@@ -1,22 +1,32 @@
 import type { Executor } from '../database.js';
+import { preparedQuery } from '../prepared.js';
 import type { Database } from '../schema.js';
 
 export type SecretEntryRow = Database['secret_set_entries'];
 
 /** A deployment's stored set with this keyed digest, if there is one. */
 export async function findSecretSetByDigest(db: Executor, deploymentId: string, digest: string): Promise<string | undefined> {
-  const row = await db.selectFrom('secret_sets').select('id').where('deployment_id', '=', deploymentId).where('digest', '=', digest).executeTakeFirst();
+  const [row] = await selectSecretSetByDigest(db, deploymentId, digest);
   return row?.id;
 }
+
+const selectSecretSetByDigest = preparedQuery((db, deploymentId: string, digest: string) =>
+  db.selectFrom('secret_sets').select('id').where('deployment_id', '=', deploymentId).where('digest', '=', digest),
+);
 
 export async function insertSecretSet(
   db: Executor,
   set: { id: string; deployment_id: string; digest: string; created_at: string },
   entries: SecretEntryRow[],
 ): Promise<void> {
-  await db.insertInto('secret_sets').values(set).execute();
-  if (entries.length > 0) await db.insertInto('secret_set_entries').values(entries).execute();
+  await insertSetRow(db, set);
+  if (entries.length > 0) await insertEntryRows(db, entries);
 }
+
+const insertSetRow = preparedQuery((db, set: { id: string; deployment_id: string; digest: string; created_at: string }) =>
+  db.insertInto('secret_sets').values(set),
+);
+const insertEntryRows = preparedQuery((db, entries: readonly SecretEntryRow[]) => db.insertInto('secret_set_entries').values(entries));
 
 /** Entries of the given sets, in each set's order. */
 export async function secretEntries(db: Executor, setIds: readonly string[]): Promise<SecretEntryRow[]> {
