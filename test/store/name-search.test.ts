@@ -74,6 +74,23 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       );
     });
 
+    test('page by page with a status filter, the pages are the scan’s, cut where the scan cuts them', async () => {
+      const names = Array.from({ length: 30 }, (_, i) => `${i % 3 === 0 ? 'other' : 'agent'}-${String(i).padStart(2, '0')}`);
+      const { id, ids } = await freshWorkspace(names);
+      const ready = ids.filter((_, i) => i % 4 !== 1);
+      await db.updateTable('deployments').set({ status: 'READY' }).where('id', 'in', ready).execute();
+      const readySet = new Set(ready);
+      const expected = (await scan(db, id, 'GENT-')).filter((deploymentId) => readySet.has(deploymentId));
+      assert.ok(expected.length > 8, `only ${expected.length} matches`);
+      const pages: string[][] = [];
+      for (let offset = 0; offset < expected.length + 4; offset += 4) {
+        const page = await listDeployments(db, id, { nameContains: 'GENT-', statuses: ['READY'] }, { limit: 4, offset });
+        pages.push(page.map(({ deployment }) => deployment.id));
+      }
+      assert.deepEqual(pages.flat(), expected);
+      assert.ok(pages.slice(0, -2).every((page) => page.length === 4));
+    });
+
     test('a deployment is found as soon as it is written and not after it is deleted; other workspaces never', async () => {
       const mine = await freshWorkspace(['payments-agent', 'search-agent']);
       const theirs = await freshWorkspace(['payments-agent-2']);

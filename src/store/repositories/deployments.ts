@@ -1,5 +1,5 @@
 import type { SourceSpelling } from '../../domain/deployment-config.js';
-import { SqliteAdapter, sql } from 'kysely';
+import { type Expression, expressionBuilder, type SqlBool, SqliteAdapter, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { SourceConfig } from '../../domain/deployment-config.js';
 import type { DeploymentStatus } from '../../domain/deployment-status.js';
@@ -292,39 +292,62 @@ export async function listDeployments(
 ): Promise<DeploymentWithLatest[]> {
   if (filters.tagValueIds && filters.tagValueIds.length > 0) return [];
   const candidates = filters.nameContains === undefined ? undefined : await searchCandidates(db, filters.nameContains);
-  let query = candidates
-    ? // The unary + keeps SQLite off the listing index, so that the few candidates drive the plan.
-      selectWithLatest(db).where(sql<boolean>`+deployments.workspace_id = ${workspaceId}`)
-    : selectWithLatest(db).where('deployments.workspace_id', '=', workspaceId);
+  if (candidates?.length === 0) return [];
+  const where = listingConditions(workspaceId, filters, candidates);
+  let query = selectWithLatest(db);
   if (candidates) {
-    if (candidates.length === 0) return [];
-    query = query.where('deployments.id', 'in', candidates);
+    // The page's ids are chosen among the candidates first: joining every candidate to its
+    // revision and sorting the wide rows cost a rare search most of its time.
+    const pageIds = db
+      .selectFrom('deployments')
+      .select('deployments.id')
+      .where(where)
+      .orderBy('deployments.created_at', 'desc')
+      .orderBy('deployments.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset);
+    query = query.where('deployments.id', 'in', pageIds);
+  } else {
+    query = query.where(where).limit(page.limit).offset(page.offset);
+  }
+  const rows = await query.orderBy('deployments.created_at', 'desc').orderBy('deployments.id', 'desc').execute();
+  return rows.map(splitLatest);
+}
+
+/** The listing's filters as one condition on `deployments`. */
+function listingConditions(workspaceId: string, filters: DeploymentFilters, candidates: string[] | undefined): Expression<SqlBool> {
+  const eb = expressionBuilder<Database, 'deployments'>();
+  const conditions: Expression<SqlBool>[] = [];
+  if (candidates) {
+    // The unary + keeps SQLite off the listing index, so that the few candidates drive the plan.
+    conditions.push(sql<SqlBool>`+deployments.workspace_id = ${workspaceId}`, eb('deployments.id', 'in', candidates));
+  } else {
+    conditions.push(eb('deployments.workspace_id', '=', workspaceId));
   }
   if (filters.nameContains) {
     const pattern = `%${escapeLike(filters.nameContains.toLowerCase())}%`;
     // Explicit ESCAPE: SQLite has no default escape character for LIKE. The LIKE decides the
     // answer in every plan; the trigram index only narrows the rows it is asked about.
-    query = query.where(sql<boolean>`lower(deployments.name) like ${pattern} escape '\\'`);
+    conditions.push(sql<SqlBool>`lower(deployments.name) like ${pattern} escape '\\'`);
   }
   if (filters.name !== undefined) {
     // Names are unique without regard to case, and only `lower(name)` is indexed (with the
     // workspace): the implied condition on it finds the one row by index instead of reading
     // the workspace's every deployment; `name =` keeps the match exact.
     // (The database's own lower() on both sides: it may fold case differently from JS.)
-    query = query.where(sql<boolean>`lower(deployments.name) = lower(${filters.name})`).where('deployments.name', '=', filters.name);
+    conditions.push(sql<SqlBool>`lower(deployments.name) = lower(${filters.name})`, eb('deployments.name', '=', filters.name));
   }
   if (filters.statuses && filters.statuses.length > 0) {
     // Without statistics SQLite takes any equality on an index to be selective, and would
     // walk the status index's tens of thousands of READY rows instead of the candidates.
     const statuses = filters.statuses;
-    query = candidates ? query.where(sql<boolean>`+deployments.status in (${sql.join(statuses)})`) : query.where('deployments.status', 'in', statuses);
+    conditions.push(candidates ? sql<SqlBool>`+deployments.status in (${sql.join(statuses)})` : eb('deployments.status', 'in', statuses));
   }
-  if (filters.remoteReconciled !== undefined) query = query.where('deployments.remote_reconciled', '=', filters.remoteReconciled ? 1 : 0);
-  if (filters.imageVersion !== undefined) query = query.where('deployments.image_version', '=', filters.imageVersion);
-  if (filters.deploymentType !== undefined) query = query.where('deployments.deployment_type', '=', filters.deploymentType);
-  if (filters.ids && filters.ids.length > 0) query = query.where('deployments.id', 'in', filters.ids);
-  const rows = await query.orderBy('deployments.created_at', 'desc').orderBy('deployments.id', 'desc').limit(page.limit).offset(page.offset).execute();
-  return rows.map(splitLatest);
+  if (filters.remoteReconciled !== undefined) conditions.push(eb('deployments.remote_reconciled', '=', filters.remoteReconciled ? 1 : 0));
+  if (filters.imageVersion !== undefined) conditions.push(eb('deployments.image_version', '=', filters.imageVersion));
+  if (filters.deploymentType !== undefined) conditions.push(eb('deployments.deployment_type', '=', filters.deploymentType));
+  if (filters.ids && filters.ids.length > 0) conditions.push(eb('deployments.id', 'in', filters.ids));
+  return eb.and(conditions);
 }
 
 /** More hits than this and walking the listing index finds a page sooner than sorting them all. */
