@@ -329,7 +329,10 @@ function listingConditions(workspaceId: string, filters: DeploymentFilters, cand
     const pattern = `%${escapeLike(filters.nameContains.toLowerCase())}%`;
     // Explicit ESCAPE: SQLite has no default escape character for LIKE. The LIKE decides the
     // answer in every plan; the trigram index only narrows the rows it is asked about.
-    conditions.push(sql<SqlBool>`lower(deployments.name) like ${pattern} escape '\\'`);
+    // With candidates, `|| ''` keeps PostgreSQL from weighing the trigram index again while
+    // planning (more than the query itself costs) and from scanning it a second time.
+    const name = candidates ? sql`lower(deployments.name || '')` : sql`lower(deployments.name)`;
+    conditions.push(sql<SqlBool>`${name} like ${pattern} escape '\\'`);
   }
   if (filters.name !== undefined) {
     // Names are unique without regard to case, and only `lower(name)` is indexed (with the
