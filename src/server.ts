@@ -61,7 +61,7 @@ interface Core {
 
 /** Opens the database, migrates it, loads the encryption key and connects the bus. */
 async function openCore(config: Config, logger: Logger): Promise<Core> {
-  const db = openDatabase(config.database);
+  const db = openDatabase(config.database, { checkpointInBackground: true });
   try {
     await migrateToLatest(db);
     setListenerSightingsReader(() => listenerSightings(db));

@@ -5,6 +5,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, type KyselyConfig, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
+import { startCheckpointer } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
 
@@ -36,8 +37,13 @@ class NamedStatementClient extends pg.Client {
   }
 }
 
-/** `log` sees every statement sent, transaction control included (tests count them). */
-export function openDatabase(database: Config['database'], options: { log?: KyselyConfig['log'] } = {}): Db {
+/**
+ * `log` sees every statement sent, transaction control included (tests count them).
+ * `checkpointInBackground`: for the server's long-lived database, WAL checkpoints run on a
+ * thread of their own (store/checkpointer.ts) instead of inside the commit that crosses the
+ * threshold.
+ */
+export function openDatabase(database: Config['database'], options: { log?: KyselyConfig['log']; checkpointInBackground?: boolean } = {}): Db {
   if (database.kind === 'postgres') {
     const pool = new pg.Pool({ connectionString: database.url, max: 10, Client: NamedStatementClient });
     // An idle client that loses its connection emits 'error'; without a listener that
@@ -51,9 +57,16 @@ export function openDatabase(database: Config['database'], options: { log?: Kyse
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma(`wal_autocheckpoint = ${CHECKPOINT_PAGES}`);
+  sqlite.pragma(`wal_autocheckpoint = ${options.checkpointInBackground ? BACKSTOP_CHECKPOINT_PAGES : CHECKPOINT_PAGES}`);
+  if (options.checkpointInBackground) startCheckpointer(sqlite, database.file);
   return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: options.log });
 }
+
+/**
+ * With checkpoints in the background (store/checkpointer.ts), the commit-time checkpoint
+ * stays as a backstop should that thread fall behind or die.
+ */
+const BACKSTOP_CHECKPOINT_PAGES = 40_000;
 
 /**
  * WAL pages between checkpoints (SQLite's default is 1,000). A checkpoint copies the WAL
