@@ -3,6 +3,7 @@ import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { deleteDeploymentHeldBy, findDeploymentById } from '../store/repositories/deployments.js';
 import { readDeploymentWork, releaseLeaseIfSettled } from '../store/repositories/engine-work.js';
+import type { Executor } from '../store/database.js';
 import { renewLease, releaseLease } from '../store/repositories/leases.js';
 import { findRevisionById, type RevisionRecord, revisionsInStatus } from '../store/repositories/revisions.js';
 import { StopSignal, stopReasonOf, type WorkContext } from './context.js';
@@ -54,15 +55,24 @@ export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
         // Carry on from what this process knows only while its own moves went through.
         const knownWell = !ctx.stale && !ctx.work.signal.aborted && revision.status !== before;
         if (next === 'again' && knownWell && IN_PROGRESS_STATUSES.has(revision.status as never)) continue;
-        const stale = (await flush(ctx)) === 'stale' || ctx.stale;
+        // Done with the revision: when nothing else is left, one statement in the same
+        // transaction as its last status change ends the work.
+        let settled = false;
+        const releaseIfSettled =
+          next === 'next'
+            ? async (db: Executor) => {
+                settled = await releaseLeaseIfSettled(db, ctx.deploymentId, ctx.settings.workerId);
+              }
+            : undefined;
+        await flush(ctx, releaseIfSettled);
         ctx.stale = false;
-        if (next === 'leave') return 'done';
-        if (stale) break;
-        // Done with the revision: when nothing else is left, one statement ends the work.
-        if (next === 'next' && (await releaseLeaseIfSettled(ctx.db, ctx.deploymentId, ctx.settings.workerId))) {
+        // Released: whatever else was learned, the lease is no longer ours to work under.
+        if (settled) {
           released = true;
           return 'done';
         }
+        if (next === 'leave') return 'done';
+        // Stale (read again) or more to do: the outer loop starts from a fresh read.
         break;
       }
       if (ctx.work.signal.aborted) break;
