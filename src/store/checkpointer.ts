@@ -20,7 +20,12 @@ const INTERVAL_MS = 500;
 export function startCheckpointer(sqlite: SQLite.Database, file: string): void {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { file, intervalMs: INTERVAL_MS, minFrames: BACKGROUND_CHECKPOINT_FRAMES, driver: createRequire(import.meta.url).resolve('better-sqlite3') },
+    workerData: {
+      file,
+      intervalMs: INTERVAL_MS,
+      minFrames: BACKGROUND_CHECKPOINT_FRAMES,
+      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+    },
   });
   worker.unref();
   // A failed checkpoint is tried again on the next tick; the commit-time backstop covers a
@@ -34,9 +39,12 @@ export function startCheckpointer(sqlite: SQLite.Database, file: string): void {
 }
 
 /*
- * The server commits while a checkpoint copies frames, and the WAL starts over (instead of
- * growing) only after a checkpoint has caught up with every frame: the few frames written
- * during a long first pass are copied by short ones until it has.
+ * PASSIVE only: it never takes the write lock, which the server's transactions (deferred:
+ * they read, then write) could not wait for; a RESTART here made some of them fail with
+ * SQLITE_BUSY. The server commits while a checkpoint copies frames, so short passes follow
+ * the long first one until they have caught up. The WAL starts over only when a checkpoint
+ * has caught up while no commit is under way; under a steady stream of commits that is the
+ * commit-time backstop in database.ts, which then finds almost every frame already copied.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');

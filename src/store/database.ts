@@ -64,9 +64,11 @@ export function openDatabase(database: Config['database'], options: { log?: Kyse
 
 /**
  * With checkpoints in the background (store/checkpointer.ts), the commit-time checkpoint
- * stays as a backstop should that thread fall behind or die.
+ * stays as a backstop: should that thread fall behind or die, and to start the WAL over
+ * when commits never pause long enough for the thread to. The thread has by then copied
+ * almost every frame, so this checkpoint has little left to do.
  */
-const BACKSTOP_CHECKPOINT_PAGES = 40_000;
+const BACKSTOP_CHECKPOINT_PAGES = 10_000;
 
 /**
  * WAL pages between checkpoints (SQLite's default is 1,000). A checkpoint copies the WAL

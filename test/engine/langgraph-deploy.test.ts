@@ -139,7 +139,8 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
         streamed.push(...(page.logs as { message: string }[]).map((l) => l.message));
         offset = page.next_offset ?? offset;
       }
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // Faster than the CLI polls: a second build from cached layers can be over within a second.
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
     if (status !== 'DEPLOYED') {
       const tail = await cli('POST', `/v1/projects/${id}/revisions/${newest.id}/build_logs`, { order: 'desc', limit: 30 });
