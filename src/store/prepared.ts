@@ -13,9 +13,10 @@ import { type Executor, prepareOnPostgres } from './database.js';
  * UPDATE sets, a row to insert, conditions keyed by column) or a list of such records (rows
  * of one INSERT). Lists and records give a query its shape: how many items, which keys are
  * set (an `undefined` value is left out, as Kysely does); the builder may follow the shape
- * (loop over a record's keys) but never the values. Each shape is compiled once. The compiled text depends only on the dialect, so it is kept
- * per dialect adapter, which a transaction shares with its database: statements inside
- * transactions skip Kysely's building and compiling too.
+ * (loop over a record's keys) but never the values. Each shape is compiled once. The
+ * compiled text depends only on the dialect, so it is kept per dialect adapter, which a
+ * transaction shares with its database: statements inside transactions skip Kysely's
+ * building and compiling too.
  *
  * On PostgreSQL the compiled text also runs as a named prepared statement: parsed and
  * planned once per connection. Such a query must name its columns (never `*`): PostgreSQL
