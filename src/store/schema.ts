@@ -188,3 +188,6 @@ export interface Database {
     updated_at: string;
   };
 }
+
+/** Some columns of a table's row with plain values: what an UPDATE sets. */
+export type ColumnChanges<Table extends keyof Database> = { [Column in keyof Database[Table]]?: Database[Table][Column] };

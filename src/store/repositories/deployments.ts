@@ -6,7 +6,7 @@ import type { DeploymentStatus } from '../../domain/deployment-status.js';
 import { escapeLike } from '../like.js';
 import type { Executor } from '../database.js';
 import { preparedQuery } from '../prepared.js';
-import type { Database } from '../schema.js';
+import type { ColumnChanges, Database } from '../schema.js';
 import { REVISION_COLUMNS, type RevisionColumns, type RevisionRecord, decodeRevision } from './revisions.js';
 
 /** A deployment as the rest of Berth sees it; lease columns stay with the engine's repository. */
@@ -257,14 +257,14 @@ export async function compareAndSetDeploymentStatus(
   return (await update(db, values, change.id, change.from, fences)).length > 0;
 }
 
-type StatusChangeColumns = { [Column in keyof Database['deployments']]?: Database['deployments'][Column] };
+type StatusChangeColumns = ColumnChanges<'deployments'>;
 /** Columns that must hold the given value for the change to apply. */
 type DeploymentFences = { lease_owner?: string; listener_id?: string };
 
 function updateStatus(db: Executor, values: StatusChangeColumns, id: string, from: readonly DeploymentStatus[], fences: DeploymentFences) {
   let query = db.updateTable('deployments').set(values).where('id', '=', id).where('status', 'in', from);
-  for (const column of Object.keys(fences) as (keyof DeploymentFences)[]) {
-    const value = fences[column];
+  // The fences set (the query's shape: store/prepared.ts leaves out undefined ones).
+  for (const [column, value] of Object.entries(fences) as [keyof DeploymentFences, string | undefined][]) {
     if (value !== undefined) query = query.where(column, '=', value);
   }
   return query;

@@ -140,8 +140,8 @@ const LISTENER_COLUMNS = [
 // An agent's every poll reads these: compiled once, not built by Kysely each time.
 const selectListener = preparedQuery((db: Executor, id: string) => db.selectFrom('listeners').select(LISTENER_COLUMNS).where('id', '=', id));
 const selectGeneration = preparedQuery((db: Executor, id: string) => db.selectFrom('listeners').select('generation').where('id', '=', id));
-const touch = preparedQuery((db: Executor, id: string, at: string) =>
-  db.updateTable('listeners').set({ last_seen_at: at }).where('id', '=', id).returning('id'),
+const touch = preparedQuery((db: Executor, id: string, changes: { last_seen_at: string; version?: string }) =>
+  db.updateTable('listeners').set(changes).where('id', '=', id).returning('id'),
 );
 
 /** A listener by id alone (for its own key, which names it). */
@@ -167,9 +167,7 @@ export async function generationsOf(db: Executor, ids: string[]): Promise<Map<st
 
 /** The agent called: when, and (from a heartbeat) the version it runs. Answers whether the listener exists. */
 export async function markSeen(db: Executor, id: string, at: string, version?: string): Promise<boolean> {
-  if (version === undefined) return (await touch(db, id, at)).length > 0;
-  const result = await db.updateTable('listeners').set({ last_seen_at: at, version }).where('id', '=', id).executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return (await touch(db, id, { last_seen_at: at, version })).length > 0;
 }
 
 /** When each listener was last heard from (those ever heard from): the metrics' listener ages. */

@@ -3,7 +3,7 @@ import type { ResourceSpec, RevisionConfig } from '../../domain/deployment-confi
 import type { RevisionStatus } from '../../domain/revision-status.js';
 import type { Executor } from '../database.js';
 import { preparedQuery } from '../prepared.js';
-import type { Database } from '../schema.js';
+import type { ColumnChanges, Database } from '../schema.js';
 import { resourceSpecId } from './resource-specs.js';
 
 /** A revision as the rest of Berth sees it: JSON decoded, its resource spec resolved. */
@@ -214,7 +214,7 @@ export async function compareAndSetRevisionStatus(
   return updated.length > 0;
 }
 
-type RevisionChanges = { [Column in keyof Database['revisions']]?: Database['revisions'][Column] };
+type RevisionChanges = ColumnChanges<'revisions'>;
 
 function updateStatus(db: Executor, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus) {
   return db.updateTable('revisions').set(values).where('id', '=', revisionId).where('deployment_id', '=', deploymentId).where('status', '=', from);
