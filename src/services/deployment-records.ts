@@ -7,7 +7,7 @@ import type { Secret } from '../domain/secrets.js';
 import type { Encryptor } from '../security/encryption.js';
 import { decryptSecretSet, encryptSecretSet, secretSetDigest } from '../security/secret-sets.js';
 import type { Executor } from '../store/database.js';
-import type { DeploymentRecord, DeploymentWithLatest } from '../store/repositories/deployments.js';
+import type { DeploymentForView, DeploymentRecord, DeploymentWithLatest, LatestForView } from '../store/repositories/deployments.js';
 import { findRevisionById, type RevisionRecord } from '../store/repositories/revisions.js';
 import { findSecretSetByDigest, insertSecretSet, secretEntries } from '../store/repositories/secret-sets.js';
 
@@ -94,7 +94,7 @@ export function createDeploymentRecords(encryptor: Encryptor, cacheCharacters = 
     return (await secretsOf(db, [revision.secret_set_id])).get(revision.secret_set_id) ?? NO_SECRETS;
   }
 
-  async function views(db: Executor, entries: DeploymentWithLatest[]): Promise<DeploymentView[]> {
+  async function views(db: Executor, entries: readonly DeploymentForView[]): Promise<DeploymentView[]> {
     const secrets = await secretsOf(
       db,
       entries.map((entry) => entry.latest?.secret_set_id ?? null),
@@ -129,7 +129,7 @@ export function createDeploymentRecords(encryptor: Encryptor, cacheCharacters = 
     secretsOfRevision,
     views,
 
-    async view(db: Executor, entry: DeploymentWithLatest): Promise<DeploymentView> {
+    async view(db: Executor, entry: DeploymentForView): Promise<DeploymentView> {
       const [view] = await views(db, [entry]);
       return view as DeploymentView;
     },
@@ -161,7 +161,7 @@ function emptyRevisionConfig(): RevisionConfig {
   return { repo_ref: null, graph_config_path: null, image_uri: null, repo_commit_sha: null, tracked_packages: null, source_tarball_path: null };
 }
 
-export function deploymentView(deployment: DeploymentRecord, revision: RevisionRecord | undefined, secrets: Secret[]): DeploymentView {
+export function deploymentView(deployment: DeploymentRecord, revision: LatestForView | undefined, secrets: Secret[]): DeploymentView {
   return {
     id: deployment.id,
     tenant_id: deployment.workspace_id,

@@ -75,7 +75,7 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
     },
 
     async get(scope: WorkspaceScope, id: string): Promise<DeploymentView> {
-      const found = await repo.findDeploymentWithLatest(db, scope.workspaceId, id);
+      const found = await repo.findDeploymentForView(db, scope.workspaceId, id);
       if (!found) throw deploymentNotFound(id);
       return records.view(db, found);
     },

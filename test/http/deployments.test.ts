@@ -608,6 +608,25 @@ describeOnEachDatabase('deployments', (ctx) => {
 
     assert.deepEqual(await ids(`tag_value_ids=${randomUUID()}`), []);
     assert.deepEqual(await ids(`tag_value_ids=${randomUUID()},${randomUUID()}`), []);
+
+    // Every filter at once, asked again with other values: a listing is compiled once for
+    // each set of filters given, and each answer must still follow its own values.
+    const everything = (of: Body, type: string, needle: string) =>
+      ids(`status=READY,AWAITING_DATABASE&remote_reconciled=false&deployment_type=${type}&image_version=0.4.2&name=${of.name}&name_contains=${needle}`);
+    for (const needle of [versioned.name.slice(0, 2), versioned.name.slice(1, 6)]) {
+      assert.deepEqual(await everything(versioned, 'prod', needle), [versioned.id], needle);
+      assert.deepEqual(await everything(dev, 'dev', needle), [], `${needle}: dev has no image_version`);
+      assert.deepEqual(await everything(plain, 'prod', needle), [], `${needle}: plain has no image_version`);
+      assert.deepEqual(await everything(versioned, 'dev', needle), [], `${needle}: versioned is prod`);
+      assert.deepEqual(await everything(versioned, 'prod', needle), [versioned.id], `${needle}: again`);
+    }
+    const pageOf = async (query: string) => (await api('GET', `/v2/deployments?${query}`)).body.resources.map((d: Body) => d.id);
+    const newestFirst = await pageOf('status=READY,AWAITING_DATABASE');
+    assert.equal(newestFirst.length, 3);
+    for (let offset = 0; offset < 3; offset++) {
+      assert.deepEqual(await pageOf(`status=READY,AWAITING_DATABASE&limit=1&offset=${offset}`), [newestFirst[offset]], `offset ${offset}`);
+    }
+    assert.deepEqual(await pageOf('status=READY,AWAITING_DATABASE&limit=2&offset=1'), newestFirst.slice(1));
   });
 
   // ---------------------------------------------------------------- patch

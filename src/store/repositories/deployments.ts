@@ -127,23 +127,8 @@ const insertDeploymentRow = preparedQuery((db, row: Database['deployments']) => 
 
 const LATEST = 'latest__';
 
-/**
- * The join's builder, made once per database: naming its 32 columns through Kysely cost a
- * listing page ~50 µs each time (bench/list-cpu.ts). Builders are immutable, so every
- * query adds its conditions to a new one. A transaction is a new executor each time and
- * gets its own.
- */
-const joinBuilders = new WeakMap<Executor, ReturnType<typeof buildSelectWithLatest>>();
-
 /** Deployments joined to their latest revisions (and its resource spec), whose columns come back prefixed `latest__`. */
 function selectWithLatest(db: Executor) {
-  if (db.isTransaction) return buildSelectWithLatest(db);
-  let builder = joinBuilders.get(db);
-  if (!builder) joinBuilders.set(db, (builder = buildSelectWithLatest(db)));
-  return builder;
-}
-
-function buildSelectWithLatest(db: Executor) {
   return db
     .selectFrom('deployments')
     .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
@@ -180,13 +165,65 @@ function splitLatest(row: JoinedRow): DeploymentWithLatest {
   return { deployment, latest: decodeRevision(latest, row.latest__spec) };
 }
 
-const selectOneWithLatest = preparedQuery((db, workspaceId: string, id: string) =>
-  selectWithLatest(db).where('deployments.id', '=', id).where('deployments.workspace_id', '=', workspaceId),
+/** What an answer about a deployment shows of its latest revision. */
+export type LatestForView = Pick<RevisionRecord, 'source_revision_config' | 'resource_spec' | 'secret_set_id'>;
+
+/**
+ * A deployment with what its answer shows of its latest revision, and no more: reading the
+ * revision's other eleven columns for every deployment of a page cost a listing ~50 µs
+ * (bench/results.md, 2026-11-25).
+ */
+export interface DeploymentForView {
+  deployment: DeploymentRecord;
+  latest: LatestForView | undefined;
+}
+
+/**
+ * The view's builder, made once per database: naming its columns through Kysely cost a
+ * listing page ~50 µs each time it is built (bench/list-cpu.ts), which a search through
+ * candidates still is. Builders are immutable, so every query adds its conditions to a new
+ * one. A transaction is a new executor each time and gets its own.
+ */
+const viewBuilders = new WeakMap<Executor, ReturnType<typeof buildSelectForView>>();
+
+function selectForView(db: Executor) {
+  if (db.isTransaction) return buildSelectForView(db);
+  let builder = viewBuilders.get(db);
+  if (!builder) viewBuilders.set(db, (builder = buildSelectForView(db)));
+  return builder;
+}
+
+function buildSelectForView(db: Executor) {
+  return db
+    .selectFrom('deployments')
+    .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
+    .leftJoin('resource_specs as latest_spec', 'latest_spec.id', 'latest.resource_spec_id')
+    .select(DEPLOYMENT_COLUMNS.map((column) => `deployments.${column}` as const))
+    .select(['latest.source_revision_config as latest__config', 'latest.secret_set_id as latest__secret_set_id', 'latest_spec.spec as latest__spec']);
+}
+
+type ViewRow = DeploymentColumns & { latest__config: string | null; latest__secret_set_id: string | null; latest__spec: string | null };
+
+function decodeForView(row: ViewRow): DeploymentForView {
+  const deployment = decodeDeployment(row);
+  if (row.latest__config === null) return { deployment, latest: undefined };
+  return {
+    deployment,
+    latest: {
+      source_revision_config: JSON.parse(row.latest__config) as RevisionRecord['source_revision_config'],
+      resource_spec: row.latest__spec === null ? null : (JSON.parse(row.latest__spec) as RevisionRecord['resource_spec']),
+      secret_set_id: row.latest__secret_set_id,
+    },
+  };
+}
+
+const selectOneForView = preparedQuery((db, workspaceId: string, id: string) =>
+  selectForView(db).where('deployments.id', '=', id).where('deployments.workspace_id', '=', workspaceId),
 );
 
-export async function findDeploymentWithLatest(db: Executor, workspaceId: string, id: string): Promise<DeploymentWithLatest | undefined> {
-  const [joined] = await selectOneWithLatest(db, workspaceId, id);
-  return joined && splitLatest(joined);
+export async function findDeploymentForView(db: Executor, workspaceId: string, id: string): Promise<DeploymentForView | undefined> {
+  const [row] = await selectOneForView(db, workspaceId, id);
+  return row && decodeForView(row);
 }
 
 export async function findDeployment(db: Executor, workspaceId: string, id: string): Promise<DeploymentRecord | undefined> {
@@ -289,68 +326,111 @@ export async function listDeployments(
   workspaceId: string,
   filters: DeploymentFilters,
   page: { limit: number; offset: number },
-): Promise<DeploymentWithLatest[]> {
+): Promise<DeploymentForView[]> {
   if (filters.tagValueIds && filters.tagValueIds.length > 0) return [];
   const candidates = filters.nameContains === undefined ? undefined : await searchCandidates(db, filters.nameContains);
   if (candidates?.length === 0) return [];
-  const where = listingConditions(workspaceId, filters, candidates);
-  let query = selectWithLatest(db);
-  if (candidates) {
-    // The page's ids are chosen among the candidates first: joining every candidate to its
-    // revision and sorting the wide rows cost a rare search most of its time.
-    const pageIds = db
-      .selectFrom('deployments')
-      .select('deployments.id')
-      .where(where)
-      .orderBy('deployments.created_at', 'desc')
-      .orderBy('deployments.id', 'desc')
-      .limit(page.limit)
-      .offset(page.offset);
-    query = query.where('deployments.id', 'in', pageIds);
-  } else {
-    query = query.where(where).limit(page.limit).offset(page.offset);
-  }
-  const rows = await query.orderBy('deployments.created_at', 'desc').orderBy('deployments.id', 'desc').execute();
-  return rows.map(splitLatest);
+  const values = listingValues(workspaceId, filters);
+  const statuses = filters.statuses ?? [];
+  const ids = filters.ids ?? [];
+  // Candidates and ids are lists of any length: each length would be a statement of its own.
+  const rows =
+    candidates || ids.length > 0
+      ? await listingPage(db, values, statuses, ids, candidates, page.limit, page.offset).execute()
+      : await preparedListingPage(db, values, statuses, page.limit, page.offset);
+  return rows.map(decodeForView);
 }
 
-/** The listing's filters as one condition on `deployments`. */
-function listingConditions(workspaceId: string, filters: DeploymentFilters, candidates: string[] | undefined): Expression<SqlBool> {
+/** The listing's conditions that compare one value each; those not asked for are left out. */
+type ListingValues = {
+  workspace_id: string;
+  /** `name_contains`, lower-cased and escaped for LIKE. */
+  name_pattern?: string;
+  name?: string;
+  remote_reconciled?: number;
+  image_version?: string;
+  deployment_type?: string;
+};
+
+function listingValues(workspaceId: string, filters: DeploymentFilters): ListingValues {
+  return {
+    workspace_id: workspaceId,
+    name_pattern: filters.nameContains ? `%${escapeLike(filters.nameContains.toLowerCase())}%` : undefined,
+    name: filters.name,
+    remote_reconciled: filters.remoteReconciled === undefined ? undefined : filters.remoteReconciled ? 1 : 0,
+    image_version: filters.imageVersion,
+    deployment_type: filters.deploymentType,
+  };
+}
+
+const NEWEST_FIRST = ['deployments.created_at desc', 'deployments.id desc'] as const;
+
+function listingPage(
+  db: Executor,
+  values: ListingValues,
+  statuses: readonly DeploymentStatus[],
+  ids: readonly string[],
+  candidates: readonly string[] | undefined,
+  limit: number,
+  offset: number,
+) {
+  const where = listingConditions(values, statuses, ids, candidates);
+  if (!candidates) return selectForView(db).where(where).orderBy(NEWEST_FIRST).limit(limit).offset(offset);
+  // The page's ids are chosen among the candidates first: joining every candidate to its
+  // revision and sorting the wide rows cost a rare search most of its time.
+  const pageIds = db.selectFrom('deployments').select('deployments.id').where(where).orderBy(NEWEST_FIRST).limit(limit).offset(offset);
+  return selectForView(db).where('deployments.id', 'in', pageIds).orderBy(NEWEST_FIRST);
+}
+
+/** The listing as most clients ask for it (no candidates, no ids): compiled once per set of filters. */
+const preparedListingPage = preparedQuery((db, values: ListingValues, statuses: readonly DeploymentStatus[], limit: number, offset: number) =>
+  listingPage(db, values, statuses, [], undefined, limit, offset),
+);
+
+/**
+ * The listing's filters as one condition on `deployments`. It follows only which values
+ * are given and how many statuses, never what they are, so that it can be compiled once
+ * for each such shape (prepared.ts).
+ */
+function listingConditions(
+  values: ListingValues,
+  statuses: readonly DeploymentStatus[],
+  ids: readonly string[],
+  candidates: readonly string[] | undefined,
+): Expression<SqlBool> {
   const eb = expressionBuilder<Database, 'deployments'>();
   const conditions: Expression<SqlBool>[] = [];
   if (candidates) {
     // An expression of the column (`|| ''`) keeps both planners off the listing index, so
     // that the few candidates drive the plan.
-    conditions.push(sql<SqlBool>`(deployments.workspace_id || '') = ${workspaceId}`, eb('deployments.id', 'in', candidates));
+    conditions.push(sql<SqlBool>`(deployments.workspace_id || '') = ${values.workspace_id}`, eb('deployments.id', 'in', candidates));
   } else {
-    conditions.push(eb('deployments.workspace_id', '=', workspaceId));
+    conditions.push(eb('deployments.workspace_id', '=', values.workspace_id));
   }
-  if (filters.nameContains) {
-    const pattern = `%${escapeLike(filters.nameContains.toLowerCase())}%`;
+  if (values.name_pattern !== undefined) {
     // Explicit ESCAPE: SQLite has no default escape character for LIKE. The LIKE decides the
     // answer in every plan; the trigram index only narrows the rows it is asked about.
     // With candidates, `|| ''` keeps PostgreSQL from weighing the trigram index again while
     // planning (more than the query itself costs) and from scanning it a second time.
     const name = candidates ? sql`lower(deployments.name || '')` : sql`lower(deployments.name)`;
-    conditions.push(sql<SqlBool>`${name} like ${pattern} escape '\\'`);
+    conditions.push(sql<SqlBool>`${name} like ${values.name_pattern} escape '\\'`);
   }
-  if (filters.name !== undefined) {
+  if (values.name !== undefined) {
     // Names are unique without regard to case, and only `lower(name)` is indexed (with the
     // workspace): the implied condition on it finds the one row by index instead of reading
     // the workspace's every deployment; `name =` keeps the match exact.
     // (The database's own lower() on both sides: it may fold case differently from JS.)
-    conditions.push(sql<SqlBool>`lower(deployments.name) = lower(${filters.name})`, eb('deployments.name', '=', filters.name));
+    conditions.push(sql<SqlBool>`lower(deployments.name) = lower(${values.name})`, eb('deployments.name', '=', values.name));
   }
-  if (filters.statuses && filters.statuses.length > 0) {
+  if (statuses.length > 0) {
     // Without statistics SQLite takes any equality on an index to be selective, and would
     // walk the status index's tens of thousands of READY rows instead of the candidates.
-    const statuses = filters.statuses;
     conditions.push(candidates ? sql<SqlBool>`(deployments.status || '') in (${sql.join(statuses)})` : eb('deployments.status', 'in', statuses));
   }
-  if (filters.remoteReconciled !== undefined) conditions.push(eb('deployments.remote_reconciled', '=', filters.remoteReconciled ? 1 : 0));
-  if (filters.imageVersion !== undefined) conditions.push(eb('deployments.image_version', '=', filters.imageVersion));
-  if (filters.deploymentType !== undefined) conditions.push(eb('deployments.deployment_type', '=', filters.deploymentType));
-  if (filters.ids && filters.ids.length > 0) conditions.push(eb('deployments.id', 'in', filters.ids));
+  if (values.remote_reconciled !== undefined) conditions.push(eb('deployments.remote_reconciled', '=', values.remote_reconciled));
+  if (values.image_version !== undefined) conditions.push(eb('deployments.image_version', '=', values.image_version));
+  if (values.deployment_type !== undefined) conditions.push(eb('deployments.deployment_type', '=', values.deployment_type));
+  if (ids.length > 0) conditions.push(eb('deployments.id', 'in', ids));
   return eb.and(conditions);
 }
 
