@@ -593,6 +593,9 @@ describeOnEachDatabase('deployments', (ctx) => {
     assert.deepEqual(await ids(`deployment_ids=${dev.id}%2C${plain.id}`), [dev.id, plain.id].sort());
     assert.deepEqual(await ids(`deployment_ids=${versioned.id}`), [versioned.id]);
     assert.deepEqual(await ids(`deployment_ids=${UNKNOWN_ID}`), []);
+    const many = [...Array.from({ length: 250 }, () => randomUUID()), dev.id, plain.id];
+    assert.deepEqual(await ids(`deployment_ids=${many.join(',')}`), [dev.id, plain.id].sort(), '252 ids, two of them known');
+    assert.deepEqual(await ids(`deployment_ids=${many.join(',')}&status=READY`), [plain.id], 'ids and a status');
     const badId = await api('GET', `/v2/deployments?deployment_ids=${dev.id},not-a-uuid`);
     assert.equal(badId.status, 422, badId.text);
     assert.deepEqual(badId.body.detail[0].loc.slice(0, 2), ['query', 'deployment_ids']);

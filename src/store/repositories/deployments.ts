@@ -178,22 +178,8 @@ export interface DeploymentForView {
   latest: LatestForView | undefined;
 }
 
-/**
- * The view's builder, made once per database: naming its columns through Kysely cost a
- * listing page ~50 µs each time it is built (bench/list-cpu.ts), which a search through
- * candidates still is. Builders are immutable, so every query adds its conditions to a new
- * one. A transaction is a new executor each time and gets its own.
- */
-const viewBuilders = new WeakMap<Executor, ReturnType<typeof buildSelectForView>>();
-
+/** Every statement that reads it is prepared: Kysely builds it once per shape. */
 function selectForView(db: Executor) {
-  if (db.isTransaction) return buildSelectForView(db);
-  let builder = viewBuilders.get(db);
-  if (!builder) viewBuilders.set(db, (builder = buildSelectForView(db)));
-  return builder;
-}
-
-function buildSelectForView(db: Executor) {
   return db
     .selectFrom('deployments')
     .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
@@ -330,14 +316,7 @@ export async function listDeployments(
   if (filters.tagValueIds && filters.tagValueIds.length > 0) return [];
   const candidates = filters.nameContains === undefined ? undefined : await searchCandidates(db, filters.nameContains);
   if (candidates?.length === 0) return [];
-  const values = listingValues(workspaceId, filters);
-  const statuses = filters.statuses ?? [];
-  const ids = filters.ids ?? [];
-  // Candidates and ids are lists of any length: each length would be a statement of its own.
-  const rows =
-    candidates || ids.length > 0
-      ? await listingPage(db, values, statuses, ids, candidates, page.limit, page.offset).execute()
-      : await preparedListingPage(db, values, statuses, page.limit, page.offset);
+  const rows = await listingPage(db, listingValues(workspaceId, filters, candidates), filters.statuses ?? [], page.limit, page.offset);
   return rows.map(decodeForView);
 }
 
@@ -350,9 +329,13 @@ type ListingValues = {
   remote_reconciled?: number;
   image_version?: string;
   deployment_type?: string;
+  /** `deployment_ids`, as a JSON list. */
+  ids?: string;
+  /** The ids the search index found for `name_contains`, as a JSON list. */
+  candidates?: string;
 };
 
-function listingValues(workspaceId: string, filters: DeploymentFilters): ListingValues {
+function listingValues(workspaceId: string, filters: DeploymentFilters, candidates: string[] | undefined): ListingValues {
   return {
     workspace_id: workspaceId,
     name_pattern: filters.nameContains ? `%${escapeLike(filters.nameContains.toLowerCase())}%` : undefined,
@@ -360,59 +343,53 @@ function listingValues(workspaceId: string, filters: DeploymentFilters): Listing
     remote_reconciled: filters.remoteReconciled === undefined ? undefined : filters.remoteReconciled ? 1 : 0,
     image_version: filters.imageVersion,
     deployment_type: filters.deploymentType,
+    // One parameter for any number of ids: the statement stays one, compiled once.
+    ids: filters.ids && filters.ids.length > 0 ? JSON.stringify(filters.ids) : undefined,
+    candidates: candidates && JSON.stringify(candidates),
   };
 }
 
 const NEWEST_FIRST = ['deployments.created_at desc', 'deployments.id desc'] as const;
 
-function listingPage(
-  db: Executor,
-  values: ListingValues,
-  statuses: readonly DeploymentStatus[],
-  ids: readonly string[],
-  candidates: readonly string[] | undefined,
-  limit: number,
-  offset: number,
-) {
-  const where = listingConditions(values, statuses, ids, candidates);
-  if (!candidates) return selectForView(db).where(where).orderBy(NEWEST_FIRST).limit(limit).offset(offset);
-  // The page's ids are chosen among the candidates first: joining every candidate to its
+/**
+ * A page of the listing, compiled once for each set of filters given and each number of
+ * statuses (prepared.ts): on PostgreSQL also planned once, where planning a search with
+ * its candidates written out cost ~1.1 ms, more than running it (bench/results.md).
+ */
+const listingPage = preparedQuery((db, values: ListingValues, statuses: readonly DeploymentStatus[], limit: number, offset: number) => {
+  const where = listingConditions(db, values, statuses);
+  if (!drivenByIds(values)) return selectForView(db).where(where).orderBy(NEWEST_FIRST).limit(limit).offset(offset);
+  // The page's ids are chosen among the listed ones first: joining every candidate to its
   // revision and sorting the wide rows cost a rare search most of its time.
   const pageIds = db.selectFrom('deployments').select('deployments.id').where(where).orderBy(NEWEST_FIRST).limit(limit).offset(offset);
   return selectForView(db).where('deployments.id', 'in', pageIds).orderBy(NEWEST_FIRST);
-}
-
-/** The listing as most clients ask for it (no candidates, no ids): compiled once per set of filters. */
-const preparedListingPage = preparedQuery((db, values: ListingValues, statuses: readonly DeploymentStatus[], limit: number, offset: number) =>
-  listingPage(db, values, statuses, [], undefined, limit, offset),
-);
+});
 
 /**
  * The listing's filters as one condition on `deployments`. It follows only which values
  * are given and how many statuses, never what they are, so that it can be compiled once
  * for each such shape (prepared.ts).
  */
-function listingConditions(
-  values: ListingValues,
-  statuses: readonly DeploymentStatus[],
-  ids: readonly string[],
-  candidates: readonly string[] | undefined,
-): Expression<SqlBool> {
+function listingConditions(db: Executor, values: ListingValues, statuses: readonly DeploymentStatus[]): Expression<SqlBool> {
   const eb = expressionBuilder<Database, 'deployments'>();
   const conditions: Expression<SqlBool>[] = [];
-  if (candidates) {
+  const byIds = drivenByIds(values);
+  if (byIds) {
     // An expression of the column (`|| ''`) keeps both planners off the listing index, so
-    // that the few candidates drive the plan.
-    conditions.push(sql<SqlBool>`(deployments.workspace_id || '') = ${values.workspace_id}`, eb('deployments.id', 'in', candidates));
+    // that the few ids drive the plan (SQLite walked the whole workspace for them, 10 ms at
+    // 100,000 deployments).
+    conditions.push(sql<SqlBool>`(deployments.workspace_id || '') = ${values.workspace_id}`);
   } else {
     conditions.push(eb('deployments.workspace_id', '=', values.workspace_id));
   }
+  if (values.candidates !== undefined) conditions.push(idIn(db, values.candidates));
+  if (values.ids !== undefined) conditions.push(idIn(db, values.ids));
   if (values.name_pattern !== undefined) {
     // Explicit ESCAPE: SQLite has no default escape character for LIKE. The LIKE decides the
     // answer in every plan; the trigram index only narrows the rows it is asked about.
     // With candidates, `|| ''` keeps PostgreSQL from weighing the trigram index again while
     // planning (more than the query itself costs) and from scanning it a second time.
-    const name = candidates ? sql`lower(deployments.name || '')` : sql`lower(deployments.name)`;
+    const name = byIds ? sql`lower(deployments.name || '')` : sql`lower(deployments.name)`;
     conditions.push(sql<SqlBool>`${name} like ${values.name_pattern} escape '\\'`);
   }
   if (values.name !== undefined) {
@@ -425,13 +402,24 @@ function listingConditions(
   if (statuses.length > 0) {
     // Without statistics SQLite takes any equality on an index to be selective, and would
     // walk the status index's tens of thousands of READY rows instead of the candidates.
-    conditions.push(candidates ? sql<SqlBool>`(deployments.status || '') in (${sql.join(statuses)})` : eb('deployments.status', 'in', statuses));
+    conditions.push(byIds ? sql<SqlBool>`(deployments.status || '') in (${sql.join(statuses)})` : eb('deployments.status', 'in', statuses));
   }
   if (values.remote_reconciled !== undefined) conditions.push(eb('deployments.remote_reconciled', '=', values.remote_reconciled));
   if (values.image_version !== undefined) conditions.push(eb('deployments.image_version', '=', values.image_version));
   if (values.deployment_type !== undefined) conditions.push(eb('deployments.deployment_type', '=', values.deployment_type));
-  if (ids.length > 0) conditions.push(eb('deployments.id', 'in', ids));
   return eb.and(conditions);
+}
+
+/** Asked for by id, or searched with the candidates the index found: those few rows drive the plan. */
+function drivenByIds(values: ListingValues): boolean {
+  return values.candidates !== undefined || values.ids !== undefined;
+}
+
+/** `deployments.id` is one of a JSON list of ids. */
+function idIn(db: Executor, list: string | undefined): Expression<SqlBool> {
+  return isSqlite(db)
+    ? sql<SqlBool>`deployments.id IN (SELECT value FROM json_each(${list}))`
+    : sql<SqlBool>`deployments.id = ANY (ARRAY(SELECT json_array_elements_text(CAST(${list} AS json))))`;
 }
 
 /** More hits than this and walking the listing index finds a page sooner than sorting them all. */
@@ -459,13 +447,25 @@ async function searchCandidates(db: Executor, needle: string): Promise<string[] 
     ? await sql<{ deployment_id: string }>`
         SELECT k.deployment_id FROM deployment_name_search s JOIN deployment_search_keys k ON k.key = s.rowid
         WHERE deployment_name_search MATCH ${trigramPhrase(needle)} LIMIT ${SEARCH_CANDIDATE_LIMIT}`.execute(db)
-    : await sql<{ deployment_id: string }>`
-        SELECT id AS deployment_id FROM deployments
-        WHERE lower(name) LIKE ${`%${escapeLike(key)}%`} ESCAPE '\\' LIMIT ${SEARCH_CANDIDATE_LIMIT}`.execute(db);
+    : { rows: await candidatesOnPostgres(db, `%${escapeLike(key)}%`) };
   if (rows.length < SEARCH_CANDIDATE_LIMIT) return rows.map((row) => row.deployment_id);
   COMMON_NEEDLES.set(key, true);
   return undefined;
 }
+
+/**
+ * Prepared: after its first five runs on a connection PostgreSQL settles on one generic
+ * plan, a trigram scan of the GIN index whatever the pattern. Planned for each needle, it
+ * read ~300 index pages to estimate how many names match (~1.4 ms, three times what the
+ * scan then took; bench/results.md).
+ */
+const candidatesOnPostgres = preparedQuery((db, pattern: string) =>
+  db
+    .selectFrom('deployments')
+    .select('id as deployment_id')
+    .where(sql<SqlBool>`lower(name) LIKE ${pattern} ESCAPE '\\'`)
+    .limit(SEARCH_CANDIDATE_LIMIT),
+);
 
 /** Needles with too many candidates for the index to pay; forgetting one only costs a probe. */
 const COMMON_NEEDLES = new LRUCache<string, true>({ max: 1_000, ttl: 60_000 });
