@@ -42,18 +42,18 @@ const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', strin
   },
   rss: {
     any:
-      'an idle server is ~125 MB (node itself 41 MB, modules ~45 MB, the compiled validators, serializers and OpenAPI ' +
-      'document the rest). Under 50 connections V8 lets the old generation grow to ~100 MB between full collections ' +
-      'although ~30 MB of it is live (`--trace-gc`): objects of requests in flight outlive two young-generation ' +
-      'collections and are promoted. The peak therefore lands between 190 and 230 MB depending on when the full ' +
-      'collections fall (196 and 228 MB in two full runs of the same code). `node --optimize-for-size` keeps it at ' +
-      '~120 MB but costs ~20 % of GET throughput and its p99 target, so `npm start` does not use it (README, memory); ' +
-      'a hard `--max-old-space-size` would cap it at the price of crashing under a larger working set.',
+      'an idle server at 100,000 deployments is ~185 MB. Under 50 connections of listings V8 lets the old generation ' +
+      'grow to ~300 MB between full collections while ~75 MB of it is live after each (`--trace-gc`, 2026-11-25: ' +
+      '`Mark-Compact 303.7 -> 74.3 MB`): its limit for the next full collection is a multiple of what survived the last. ' +
+      'The peak therefore lands near 400–430 MB, of which the garbage awaiting the next collection is most; RSS falls back ' +
+      'to ~230 MB after. A hard `--max-old-space-size` would cap it at the price of crashing under a larger working ' +
+      'set, and `node --optimize-for-size` costs ~20 % of GET throughput (README, memory).',
   },
   'search-1': {
     postgres:
-      'PostgreSQL plans a LIKE against its GIN trigram index by reading ~300 index pages for the estimate (~1.4 ms) ' +
-      'before the bitmap scan (~0.5 ms), on the same 2 cores as Berth and the load generator.',
+      'both statements of a search are prepared, so PostgreSQL no longer plans them per needle (that read ~300 trigram ' +
+      'index pages, ~1.4 ms); what remains is the GIN scan (~0.3–0.5 ms) and the page (~0.3 ms), on the same 2 cores as ' +
+      'Berth and the load generator.',
   },
   'search-50': {
     sqlite:
@@ -62,15 +62,24 @@ const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', strin
       'rows joined to their revisions), then 20 deployments decoded, viewed and serialized (~24 KB) and the garbage ' +
       'collection that follows. 1,000 pages/s need under 1 ms each.',
     postgres:
-      'PostgreSQL is the bound (~1 core for ~530 requests/s): planning the candidate LIKE against the GIN trigram ' +
-      'index (~1.4 ms, ~300 index pages read for the estimate) and scanning it (~0.5 ms), on 2 cores shared with Berth.',
+      'PostgreSQL is the bound: ~1.2 ms of its CPU per search (0.96 cores at ~810/s) on the 2 cores it shares with ' +
+      'Berth (~0.6 cores) and the load generator. Both statements are prepared and run on generic plans (bench/results.md, ' +
+      '2026-11-25); the GIN trigram scan for the candidates is ~0.3–0.5 ms (its posting lists for trigrams such as ' +
+      '`-04` hold ~1,000 names each), the page statement ~0.3 ms, and each statement’s round trip wakes the backend.',
   },
   'list-50': {
-    any:
-      'the p99 is queueing behind ~1.0–1.1 ms of CPU per page (bench/list-cpu.ts): the SQLite statement walking the ' +
-      'listing index and testing names ~360 µs, garbage collection ~230 µs, serialization and bytes ~150 µs, decoding ' +
-      'and views ~100 µs; 50 pages in flight on one process wait ~50 ms for each other. p99 under 30 ms needs ~0.4 ms ' +
-      'per page.',
+    sqlite:
+      'the p99 is queueing on one process: 50 connections keep 50 pages waiting, so the median is ~50 pages of CPU and ' +
+      'the p99 ~1.8 times that (a page that arrives just after the event loop took a batch waits for that batch and then ' +
+      'its own). A page costs the server ~470–530 µs of CPU (server CPU ÷ req/s; profile of 2026-11-25): the SQLite ' +
+      'statement ~230 µs (walking ~500 names of the listing index ~40 µs; 20 rows read with their revision and resource ' +
+      'spec and turned into JS values the rest), serialization ~60 µs, garbage collection ~50–70 µs, the page-size bound ' +
+      '~25 µs, decoding and views ~40 µs, HTTP and Fastify the rest. p99 under 30 ms needs ~330 µs a page, or a second ' +
+      'core serving pages.',
+    postgres:
+      'the target is for the embedded default. On PostgreSQL a page is ~0.8 ms of Berth CPU and ~0.7 ms of PostgreSQL ' +
+      '(it reads each of the ~500 rows the walk tests from the heap: its planner takes the narrower ' +
+      '(workspace, created_at, id) index), on the same 2 cores.',
   },
   engine: {
     sqlite:
@@ -88,11 +97,11 @@ const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', strin
   },
   'pg-get': {
     postgres:
-      'Berth spends ~180 µs of CPU per GET on PostgreSQL (a profile: the write of each query to PostgreSQL’s socket ' +
-      '~35 µs, as it wakes the backend; pg’s parsing of the row description and rows ~15 µs; garbage collection) and ' +
-      'PostgreSQL ~84 µs executing the prepared statement. At 0.2 of the ceiling (~9,000/s) both together would have ' +
-      '~195 µs per GET on the cores the load generator leaves, against ~260 µs now. Over the Unix socket the ratio ' +
-      'is 0.12, over loopback TCP 0.10.',
+      'Berth spends ~100–120 µs of CPU per GET on PostgreSQL (a profile of 2026-11-25: socket writes ~25 % of it, the ' +
+      'HTTP answer and the query to PostgreSQL, each of which wakes the other side; pg’s parsing of the row ~10 µs; ' +
+      'garbage collection ~12 %) and PostgreSQL ~50 µs executing the prepared statement, on the 2 cores the load ' +
+      'generator also uses (~0.25 cores). 0.2 of the ceiling here is ~11,500 GETs/s, ~87 µs of Berth CPU each. ' +
+      'Runs of the same code here gave 0.14–0.17 (7,500–9,500 GETs/s); over loopback TCP it is lower again.',
   },
 };
 
