@@ -61,7 +61,11 @@ interface Core {
 
 /** Opens the database, migrates it, loads the encryption key and connects the bus. */
 async function openCore(config: Config, logger: Logger): Promise<Core> {
-  const db = openDatabase(config.database, { checkpointInBackground: true });
+  const db = openDatabase(config.database, {
+    checkpointInBackground: {
+      onError: (error) => logger.warn({ error: error.message }, 'background WAL checkpoint failed; commits checkpoint the WAL at 10,000 pages meanwhile'),
+    },
+  });
   try {
     await migrateToLatest(db);
     setListenerSightingsReader(() => listenerSightings(db));

@@ -13,11 +13,15 @@ const INTERVAL_MS = 500;
  * was a third of their CPU (bench/results.md), now spent on another core. PASSIVE never
  * waits for the server's transactions. The thread stops when the database is closed.
  *
+ * `onError` hears of a thread that died and of checkpoints failing for any reason but a
+ * busy database (at most once a minute): the commit-time backstop keeps the WAL bounded
+ * meanwhile, but an operator should know that commits are paying for checkpoints again.
+ *
  * The worker's code is JavaScript given as source (`eval`), not a module file: a module
  * would be TypeScript under the test runner, and Node 20 does not carry the TypeScript
  * loader into worker threads.
  */
-export function startCheckpointer(sqlite: SQLite.Database, file: string): void {
+export function startCheckpointer(sqlite: SQLite.Database, file: string, onError: (error: Error) => void): void {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
@@ -28,9 +32,10 @@ export function startCheckpointer(sqlite: SQLite.Database, file: string): void {
     },
   });
   worker.unref();
-  // A failed checkpoint is tried again on the next tick; the commit-time backstop covers a
-  // thread that died.
-  worker.on('error', () => {});
+  worker.on('message', (message: { error?: string }) => {
+    if (typeof message?.error === 'string') onError(new Error(message.error));
+  });
+  worker.on('error', onError);
   const close = sqlite.close.bind(sqlite);
   sqlite.close = (() => {
     worker.postMessage('stop');
@@ -52,14 +57,19 @@ const SQLite = require(workerData.driver);
 const db = new SQLite(workerData.file);
 db.pragma('busy_timeout = 5000');
 const checkpoint = (mode) => db.pragma('wal_checkpoint(' + mode + ')')[0];
+let reportedAt = 0;
 const timer = setInterval(() => {
   try {
     const waiting = checkpoint('NOOP');
     if (waiting.log - waiting.checkpointed < workerData.minFrames) return;
     let progress = checkpoint('PASSIVE');
     for (let pass = 0; pass < 10 && progress.checkpointed < progress.log; pass++) progress = checkpoint('PASSIVE');
-  } catch {
-    // Busy or gone: the next tick tries again.
+  } catch (error) {
+    // Busy: the next tick tries again. Anything else is reported, once a minute at most.
+    if (error && error.code === 'SQLITE_BUSY') return;
+    if (Date.now() - reportedAt < 60000) return;
+    reportedAt = Date.now();
+    parentPort.postMessage({ error: String((error && error.message) || error) });
   }
 }, workerData.intervalMs);
 parentPort.on('message', (message) => {

@@ -41,9 +41,12 @@ class NamedStatementClient extends pg.Client {
  * `log` sees every statement sent, transaction control included (tests count them).
  * `checkpointInBackground`: for the server's long-lived database, WAL checkpoints run on a
  * thread of their own (store/checkpointer.ts) instead of inside the commit that crosses the
- * threshold.
+ * threshold; `onError` hears when they fail.
  */
-export function openDatabase(database: Config['database'], options: { log?: KyselyConfig['log']; checkpointInBackground?: boolean } = {}): Db {
+export function openDatabase(
+  database: Config['database'],
+  options: { log?: KyselyConfig['log']; checkpointInBackground?: { onError: (error: Error) => void } } = {},
+): Db {
   if (database.kind === 'postgres') {
     const pool = new pg.Pool({ connectionString: database.url, max: 10, Client: NamedStatementClient });
     // An idle client that loses its connection emits 'error'; without a listener that
@@ -58,7 +61,7 @@ export function openDatabase(database: Config['database'], options: { log?: Kyse
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma(`wal_autocheckpoint = ${options.checkpointInBackground ? BACKSTOP_CHECKPOINT_PAGES : CHECKPOINT_PAGES}`);
-  if (options.checkpointInBackground) startCheckpointer(sqlite, database.file);
+  if (options.checkpointInBackground) startCheckpointer(sqlite, database.file, options.checkpointInBackground.onError);
   return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: options.log });
 }
 

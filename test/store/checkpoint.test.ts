@@ -5,6 +5,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
+import { startCheckpointer } from '../../src/store/checkpointer.js';
 import { migrateToLatest, openDatabase } from '../../src/store/database.js';
 import { eventually } from '../support/runtimes.js';
 
@@ -18,7 +19,8 @@ test('with background checkpoints, what commits write is copied into the databas
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-checkpoint-'));
   const file = path.join(dir, 'berth.sqlite');
   try {
-    const db = openDatabase({ kind: 'sqlite', file }, { checkpointInBackground: true });
+    const errors: Error[] = [];
+    const db = openDatabase({ kind: 'sqlite', file }, { checkpointInBackground: { onError: (error) => errors.push(error) } });
     await migrateToLatest(db);
     const before = fs.statSync(file).size;
     const at = new Date().toISOString();
@@ -35,6 +37,7 @@ test('with background checkpoints, what commits write is copied into the databas
       return checkpointed === log && fs.statSync(file).size > before + 500_000;
     }, 'the rows copied from the WAL into the database file');
     await db.destroy();
+    assert.deepEqual(errors, [], 'no checkpoint failed');
 
     const reopened = new SQLite(file, { readonly: true });
     assert.equal((reopened.prepare('SELECT count(*) AS n FROM organizations').get() as { n: number }).n, 1_500);
@@ -47,16 +50,17 @@ test('with background checkpoints, what commits write is copied into the databas
 test('under a steady stream of commits the WAL keeps starting over and stays bounded', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-checkpoint-'));
   try {
-    const db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') }, { checkpointInBackground: true });
+    const errors: Error[] = [];
+    const db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') }, { checkpointInBackground: { onError: (error) => errors.push(error) } });
     await migrateToLatest(db);
     const at = new Date().toISOString();
     let restarts = 0;
     let previous = 0;
     let largest = 0;
     // Commits one after the other for 4 s, never pausing long enough for a checkpoint to
-    // catch up by chance: the thread's RESTART or, failing it, the backstop at 10,000 frames
-    // must start the WAL over (before both, it grew to 40,000 frames and more; the backstop
-    // can overshoot while the thread holds the checkpoint, hence the margin).
+    // catch up by chance: the backstop at 10,000 frames must start the WAL over (before it,
+    // the WAL grew to 40,000 frames and more; it can overshoot while the thread holds the
+    // checkpoint, hence the margin).
     for (let i = 0, until = Date.now() + 4_000; Date.now() < until; i++) {
       await db
         .insertInto('organizations')
@@ -72,7 +76,23 @@ test('under a steady stream of commits the WAL keeps starting over and stays bou
     await db.destroy();
     assert.ok(restarts >= 2, `the WAL started over ${restarts} times (largest ${largest} frames)`);
     assert.ok(largest < 30_000, `the WAL reached ${largest} frames`);
+    assert.deepEqual(errors, [], 'no checkpoint failed');
   } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a checkpoint thread that cannot work says so instead of dying in silence', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-checkpoint-'));
+  const sqlite = new SQLite(path.join(dir, 'berth.sqlite'));
+  try {
+    const errors: Error[] = [];
+    // The thread opens its own connection, here to a file in a directory that is not there.
+    startCheckpointer(sqlite, path.join(dir, 'missing', 'berth.sqlite'), (error) => errors.push(error));
+    await eventually(async () => errors.length > 0, 'the thread reported its failure');
+    assert.match(errors[0]?.message ?? '', /directory does not exist|unable to open/i);
+  } finally {
+    sqlite.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
