@@ -127,13 +127,18 @@ const insertDeploymentRow = preparedQuery((db, row: Database['deployments']) => 
 
 const LATEST = 'latest__';
 
-/** Deployments joined to their latest revisions (and its resource spec), whose columns come back prefixed `latest__`. */
-function selectWithLatest(db: Executor) {
+/** Deployments with their columns, left-joined to their latest revision (`latest`) and its resource spec (`latest_spec`). */
+function fromDeploymentsAndLatest(db: Executor) {
   return db
     .selectFrom('deployments')
     .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
     .leftJoin('resource_specs as latest_spec', 'latest_spec.id', 'latest.resource_spec_id')
-    .select(DEPLOYMENT_COLUMNS.map((column) => `deployments.${column}` as const))
+    .select(DEPLOYMENT_COLUMNS.map((column) => `deployments.${column}` as const));
+}
+
+/** Deployments joined to their latest revisions (and its resource spec), whose columns come back prefixed `latest__`. */
+function selectWithLatest(db: Executor) {
+  return fromDeploymentsAndLatest(db)
     .select((eb) => REVISION_COLUMNS.map((column) => eb.ref(`latest.${column}`).as(`${LATEST}${column}`)))
     .select('latest_spec.spec as latest__spec')
     .$castTo<JoinedRow>();
@@ -180,12 +185,11 @@ export interface DeploymentForView {
 
 /** Every statement that reads it is prepared: Kysely builds it once per shape. */
 function selectForView(db: Executor) {
-  return db
-    .selectFrom('deployments')
-    .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
-    .leftJoin('resource_specs as latest_spec', 'latest_spec.id', 'latest.resource_spec_id')
-    .select(DEPLOYMENT_COLUMNS.map((column) => `deployments.${column}` as const))
-    .select(['latest.source_revision_config as latest__config', 'latest.secret_set_id as latest__secret_set_id', 'latest_spec.spec as latest__spec']);
+  return fromDeploymentsAndLatest(db).select([
+    'latest.source_revision_config as latest__config',
+    'latest.secret_set_id as latest__secret_set_id',
+    'latest_spec.spec as latest__spec',
+  ]);
 }
 
 type ViewRow = DeploymentColumns & { latest__config: string | null; latest__secret_set_id: string | null; latest__spec: string | null };
