@@ -60,9 +60,11 @@ function namespaceOf(deployment: DeploymentRecord, listener: ListenerRecord): st
  */
 export function createListenerProtocolService({ db, bus, encryptor }: ServiceDeps) {
   const waits = new ListenerWaits(bus, (ids) => generationsOf(db, ids), RECHECK_MS);
-  const seen = async (caller: ListenerCaller, version?: string) => {
-    // One statement: the write also says whether the listener still exists.
-    if (!(await markSeen(db, caller.listenerId, nowIso(), version))) throw listenerNotFound(caller.listenerId);
+  /** The listener's generation: one statement marks it seen and reads it (and finds it gone). */
+  const seen = async (caller: ListenerCaller, version?: string): Promise<number> => {
+    const generation = await markSeen(db, caller.listenerId, nowIso(), version);
+    if (generation === undefined) throw listenerNotFound(caller.listenerId);
+    return generation;
   };
 
   async function snapshot(caller: ListenerCaller, generation: number): Promise<DesiredStateView> {
@@ -256,20 +258,21 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
     async state(caller: ListenerCaller, query: { since?: number; wait?: number }, signal: AbortSignal): Promise<DesiredStateView> {
       const { since, wait = 0, ...unread } = query;
       allFieldsRead(unread);
-      await seen(caller);
       const deadline = Date.now() + wait * 1000;
       // Listen before the first read, so a change committed in between is not missed.
       const watch = waits.watch(caller.listenerId, signal);
       try {
+        // Seen at the start only: the agent's next poll follows at once, and a listener
+        // turns OFFLINE only after more than the longest wait (domain/listener-status.ts).
+        let generation = await seen(caller);
         for (;;) {
           // The generation first: the snapshot read after it holds at least every change it counts.
-          const generation = await generationOf(db, caller.listenerId);
-          if (generation === undefined) throw listenerNotFound(caller.listenerId);
           const left = deadline - Date.now();
-          // Seen at the start only: the agent's next poll follows at once, and a listener
-          // turns OFFLINE only after more than the longest wait (domain/listener-status.ts).
           if (since === undefined || generation > since || left <= 0 || signal.aborted) return await snapshot(caller, generation);
           await watch.next(left, since);
+          const now = await generationOf(db, caller.listenerId);
+          if (now === undefined) throw listenerNotFound(caller.listenerId);
+          generation = now;
         }
       } finally {
         watch.close();

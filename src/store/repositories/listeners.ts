@@ -141,7 +141,7 @@ const LISTENER_COLUMNS = [
 const selectListener = preparedQuery((db: Executor, id: string) => db.selectFrom('listeners').select(LISTENER_COLUMNS).where('id', '=', id));
 const selectGeneration = preparedQuery((db: Executor, id: string) => db.selectFrom('listeners').select('generation').where('id', '=', id));
 const touch = preparedQuery((db: Executor, id: string, changes: { last_seen_at: string; version?: string }) =>
-  db.updateTable('listeners').set(changes).where('id', '=', id).returning('id'),
+  db.updateTable('listeners').set(changes).where('id', '=', id).returning('generation'),
 );
 
 /** A listener by id alone (for its own key, which names it). */
@@ -165,9 +165,13 @@ export async function generationsOf(db: Executor, ids: string[]): Promise<Map<st
   return generations;
 }
 
-/** The agent called: when, and (from a heartbeat) the version it runs. Answers whether the listener exists. */
-export async function markSeen(db: Executor, id: string, at: string, version?: string): Promise<boolean> {
-  return (await touch(db, id, { last_seen_at: at, version })).length > 0;
+/**
+ * The agent called: when, and (from a heartbeat) the version it runs. Answers the
+ * listener's generation as this write found it, or undefined when the listener is gone.
+ */
+export async function markSeen(db: Executor, id: string, at: string, version?: string): Promise<number | undefined> {
+  const [row] = await touch(db, id, { last_seen_at: at, version });
+  return row?.generation;
 }
 
 /** When each listener was last heard from (those ever heard from): the metrics' listener ages. */
