@@ -423,7 +423,7 @@ function drivenByIds(values: ListingValues): boolean {
 }
 
 /** `deployments.id` is one of a JSON list of ids. */
-function idIn(db: Executor, list: string | undefined): Expression<SqlBool> {
+function idIn(db: Executor, list: string): Expression<SqlBool> {
   return isSqlite(db)
     ? sql<SqlBool>`deployments.id IN (SELECT value FROM json_each(${list}))`
     : sql<SqlBool>`deployments.id = ANY (ARRAY(SELECT json_array_elements_text(CAST(${list} AS json))))`;
