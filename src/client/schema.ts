@@ -1498,7 +1498,7 @@ export interface components {
       /** @description Same value as graph_config_path. */
       langgraph_config_path: string | null;
       image_uri: string | null;
-      /** @description Read-only: the commit the revision was built from. */
+      /** @description Read-only: the commit the revision was built from; for a build on push not built yet, the pushed commit. */
       repo_commit_sha: string | null;
       tracked_packages: string[] | null;
       /** @description internal_source: the uploaded archive the revision is built from. */
@@ -1506,9 +1506,9 @@ export interface components {
     };
     /** SourceRevisionConfigInput */
     SourceRevisionConfigInput: {
-      /** @description Branch or ref to build (code-host deployments). */
+      /** @description Branch or tag to build, or a full commit sha (code-host deployments); a name `git check-ref-format` accepts, not starting with `-`. */
       repo_ref?: string | null;
-      /** @description Path of the graph configuration file; defaults to langgraph.json. */
+      /** @description Path of the graph configuration file relative to the repository root, without `..`; defaults to langgraph.json. */
       graph_config_path?: string | null;
       /** @description Alias of graph_config_path. */
       langgraph_config_path?: string | null;

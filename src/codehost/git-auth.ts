@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { allowedProtocols } from './git-process.js';
 import { basicToken, createScrubber } from './scrub.js';
 import type { GitAuth } from './types.js';
 import type { RepositoryLocation } from './url.js';
@@ -19,6 +20,8 @@ export interface SessionOptions {
    * Berth passes one in its data directory so the memory survives restarts.
    */
   knownHostsFile?: string;
+  /** Whether git may use the `file` transport (local repositories); default true, as RemoteOptions. */
+  allowLocal?: boolean;
 }
 
 // Operator settings for TLS and proxies pass through; anything else named GIT_* could point
@@ -60,11 +63,20 @@ export async function openGitSession(location: RepositoryLocation, auth: GitAuth
     if (!name.startsWith('GIT_') || INHERITED_GIT_VARIABLES.has(name)) env[name] = value;
   }
   delete env.SSH_ASKPASS;
-  Object.assign(env, { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', LC_ALL: 'C', LANGUAGE: 'C' });
+  Object.assign(env, {
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: '',
+    LC_ALL: 'C',
+    LANGUAGE: 'C',
+    GIT_ALLOW_PROTOCOL: allowedProtocols(options.allowLocal !== false),
+  });
 
   const config: [string, string][] = [
     ['credential.helper', ''],
     ['protocol.ext.allow', 'never'],
+    // Mirrors and checkouts never follow submodules, whatever the host's git config says.
+    ['submodule.recurse', 'false'],
+    ['fetch.recurseSubmodules', 'false'],
   ];
   let tempDir: string | undefined;
   if (auth?.kind === 'basic' && (location.transport === 'http' || location.transport === 'https')) {

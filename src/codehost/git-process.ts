@@ -26,7 +26,18 @@ export interface GitResult {
 const TAIL_LINES = 20;
 
 /**
- * Runs git without a shell. git is its own process group (detached), so an abort kills
+ * The transports git may use, as GIT_ALLOW_PROTOCOL (which overrides any `protocol.*`
+ * config): https, http, ssh and git, plus `file` only where local repositories are
+ * allowed. Anything else (the `ext` and `fd` remote helpers, other helpers) is refused by
+ * git itself, for the remote, a redirect or a submodule alike, so a URL that got past
+ * parseRepositoryUrl (stored before a rule existed, say) still cannot use them.
+ */
+export function allowedProtocols(allowLocal: boolean): string {
+  return allowLocal ? 'https:http:ssh:git:file' : 'https:http:ssh:git';
+}
+
+/**
+ * Runs git without a shell, restricted to the allowed transports (allowedProtocols). git is its own process group (detached), so an abort kills
  * every helper it started as well (git-remote-https, index-pack, ssh); the promise
  * settles only once git has exited, so callers can remove files it was writing.
  */
@@ -36,7 +47,8 @@ export function runGit(command: GitCommand): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const child = spawn('git', command.args, {
       cwd: command.cwd,
-      env: command.env,
+      // A session says whether `file` is allowed; without one, only network transports are.
+      env: { ...command.env, GIT_ALLOW_PROTOCOL: command.env.GIT_ALLOW_PROTOCOL ?? allowedProtocols(false) },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

@@ -80,7 +80,7 @@ export class MirrorCache {
     const request = { ...resolveRequest, log: safeLog(resolveRequest.log) };
     assertValidRef(request.ref);
     const remote = resolveRemote(request.url, request.auth, this.options);
-    const session = await openGitSession(remote.location, remote.auth, { knownHostsFile: this.knownHostsFile });
+    const session = await openGitSession(remote.location, remote.auth, { knownHostsFile: this.knownHostsFile, allowLocal: this.options.allowLocal });
     try {
       const commitSha = await this.resolveIn(remote.location, session, request);
       return { commitSha };
@@ -101,7 +101,7 @@ export class MirrorCache {
       throw new CodehostError('destination-not-empty', `git: cannot check out into ${dest}: it exists and is not an empty directory`);
     }
     const remote = resolveRemote(request.url, request.auth, this.options);
-    const session = await openGitSession(remote.location, remote.auth, { knownHostsFile: this.knownHostsFile });
+    const session = await openGitSession(remote.location, remote.auth, { knownHostsFile: this.knownHostsFile, allowLocal: this.options.allowLocal });
     try {
       const commitSha = await this.resolveIn(remote.location, session, request);
       const gitDir = this.mirrorDir(remote.location);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { repoRefProblem } from '../domain/source-fields.js';
 import { CodehostError } from './errors.js';
 
 export type Transport = 'https' | 'http' | 'ssh' | 'git' | 'file';
@@ -27,15 +28,22 @@ const CASE_INSENSITIVE_HOSTS = new Set(['github.com']);
 const invalid = (why: string) => new CodehostError('invalid-url', `git: invalid repository URL: ${why}`);
 
 /**
- * Reads a repository URL in any form git accepts for fetching: `https://`, `http://`,
+ * Reads a repository URL in the forms Berth lets git fetch from: `https://`, `http://`,
  * `ssh://`, `git://`, scp-like `user@host:owner/name.git`, `file://` or an absolute local
- * path. Error messages never quote the URL, since it may hold a password.
+ * path. Refused: git's `<transport>::<address>` form, which runs a remote helper (`ext::`
+ * runs a command, `fd::` reads the server's file descriptors), any other scheme, and
+ * anything git could read as an option. Error messages never quote the URL, since it may
+ * hold a password.
  */
 export function parseRepositoryUrl(input: string): RepositoryLocation {
   const given = input.trim();
   if (given === '') throw invalid('it is empty');
   if (given.startsWith('-')) throw invalid('it starts with "-"');
   if (/[\s\0]/.test(given)) throw invalid('it contains white space or control characters');
+  // git's rule (transport.c): alphanumerics, then also `+.-`, up to `::` pick a remote helper.
+  if (/^[A-Za-z0-9][A-Za-z0-9+.-]*::/.test(given)) {
+    throw invalid('the <transport>::<address> form (ext::, fd::, …) is not supported; use an https://, ssh:// or git:// URL');
+  }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(given)?.[1]?.toLowerCase();
   if (scheme) return parseSchemeUrl(given, scheme);
   if (given.startsWith('/')) return localLocation(given, given);
@@ -84,6 +92,8 @@ function parseSchemeUrl(given: string, scheme: string): RepositoryLocation {
 }
 
 function networkLocation(url: string, transport: Transport, host: string, port: number | null, repoPath: string): RepositoryLocation {
+  // ssh would read a host name starting with "-" as an option (-oProxyCommand=…).
+  if (host.startsWith('-')) throw invalid('its host name starts with "-"');
   const segments = repoPath.split('/').filter((segment) => segment !== '' && segment !== '.');
   if (segments.length === 0) throw invalid('it names no repository path');
   if (segments.includes('..')) throw invalid('its path contains ".."');
@@ -144,24 +154,10 @@ export function repositoryId(location: RepositoryLocation): number {
   return high * 2 ** 32 + low || 1;
 }
 
-/**
- * Refs as users write them: a branch, tag, `refs/...` name or (short) commit sha. Refused
- * here: what git could read as an option or a revision expression (`-x`, `a..b`, `x^`, `@{`).
- */
+/** Refuses a ref that git could misread or that names no branch, tag or commit (see repoRefProblem). */
 export function assertValidRef(ref: string): void {
-  const bad =
-    ref === '' ||
-    ref.length > 255 ||
-    ref.startsWith('-') ||
-    ref.startsWith('/') ||
-    ref.endsWith('/') ||
-    ref.endsWith('.lock') ||
-    ref.endsWith('.') ||
-    ref.includes('..') ||
-    ref.includes('@{') ||
-    ref.includes('//') ||
-    /[\0-\x20\x7f~^:?*[\\]/.test(ref);
-  if (bad) throw new CodehostError('invalid-ref', `git: '${ref.slice(0, 100)}' is not a valid branch, tag or commit name`);
+  const problem = repoRefProblem(ref);
+  if (problem) throw new CodehostError('invalid-ref', `git: '${ref.slice(0, 100)}' is not a valid branch, tag or commit name: ${problem}`);
 }
 
 function stripGitSuffix(segment: string): string {

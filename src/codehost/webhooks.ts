@@ -44,6 +44,8 @@ const PushPayload = Type.Object({
     html_url: Type.String(),
     ssh_url: Type.Optional(Type.String()),
     default_branch: Type.Optional(Type.String()),
+    // A Unix time in push events (an ISO string in other events' repository objects).
+    pushed_at: Type.Optional(Type.Union([Type.Number(), Type.String(), Type.Null()])),
   }),
   installation: Type.Optional(Type.Object({ id: Type.Integer() })),
 });
@@ -65,6 +67,8 @@ export interface GitHubPush {
   created: boolean;
   deleted: boolean;
   forced: boolean;
+  /** When the push happened, as GitHub wrote it (`repository.pushed_at`); null if absent. */
+  pushedAt: string | null;
 }
 
 /** Reads a `push` event's payload (already parsed from JSON). */
@@ -95,6 +99,7 @@ export function parseGitHubPush(deliveryId: string, payload: unknown): GitHubPus
     created: push.created ?? /^0+$/.test(push.before),
     deleted: push.deleted ?? /^0+$/.test(push.after),
     forced: push.forced ?? false,
+    pushedAt: push.repository.pushed_at == null ? null : String(push.repository.pushed_at),
   };
 }
 

@@ -77,8 +77,12 @@ export const SourceConfigInput = Type.Object(
 
 export const RevisionConfigInput = Type.Object(
   {
-    repo_ref: OptionalNullable(Text(512, 'Branch or ref to build (code-host deployments).')),
-    graph_config_path: OptionalNullable(Text(1024, 'Path of the graph configuration file; defaults to langgraph.json.')),
+    repo_ref: OptionalNullable(
+      Text(512, 'Branch or tag to build, or a full commit sha (code-host deployments); a name `git check-ref-format` accepts, not starting with `-`.'),
+    ),
+    graph_config_path: OptionalNullable(
+      Text(1024, 'Path of the graph configuration file relative to the repository root, without `..`; defaults to langgraph.json.'),
+    ),
     langgraph_config_path: OptionalNullable(Text(1024, 'Alias of graph_config_path.')),
     image_uri: OptionalNullable(Text(2048, 'Container image reference (external_docker and internal_docker deployments).')),
     source_tarball_path: OptionalNullable(
@@ -148,7 +152,9 @@ const RevisionConfig = Type.Object(
     graph_config_path: Nullable(Type.String()),
     langgraph_config_path: Nullable(Type.String({ description: 'Same value as graph_config_path.' })),
     image_uri: Nullable(Type.String()),
-    repo_commit_sha: Nullable(Type.String({ description: 'Read-only: the commit the revision was built from.' })),
+    repo_commit_sha: Nullable(
+      Type.String({ description: 'Read-only: the commit the revision was built from; for a build on push not built yet, the pushed commit.' }),
+    ),
     tracked_packages: Nullable(Type.Array(Type.String())),
     source_tarball_path: Nullable(Type.String({ description: 'internal_source: the uploaded archive the revision is built from.' })),
   },

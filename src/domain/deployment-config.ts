@@ -1,5 +1,6 @@
 import { DEFAULT_DEPLOYMENT_TYPE, type DeploymentType } from './deployment-status.js';
 import { invalidField, sourceConfigError } from './errors.js';
+import { checkRevisionSourceFields } from './source-fields.js';
 
 export { sameJson } from './canonical-json.js';
 
@@ -74,9 +75,13 @@ export interface RevisionConfigInput {
   source_tarball_path?: string | null;
 }
 
-/** The revision fields a request sets (non-null), with the config-path alias folded in. */
+/**
+ * The revision fields a request sets (non-null), with the config-path alias folded in.
+ * A ref or config path git or the build would refuse is a 422 here (source-fields.ts).
+ */
 export function givenRevisionFields(input: RevisionConfigInput | null | undefined): Partial<RevisionConfig> {
   if (!input) return {};
+  checkRevisionSourceFields(input);
   const given: Partial<RevisionConfig> = {};
   if (input.repo_ref != null) given.repo_ref = input.repo_ref;
   if (input.image_uri != null) given.image_uri = input.image_uri;

@@ -18,6 +18,9 @@ import { appendRevision } from './revision-writer.js';
 
 export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
+  const checkRepoUrl = (url: string | null | undefined) => {
+    if (url != null) integrations.checkRepositoryUrl(url, ['body', 'source_config', 'repo_url']);
+  };
 
   return {
     /** The deployment, its first revision and its encrypted secrets, in one transaction. */
@@ -25,8 +28,10 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       const { name, source: spelling, source_config, source_revision_config, secrets, image_version, ...unread } = input;
       allFieldsRead(unread);
       const source = canonicalSource(spelling);
-      const sourceConfig = newSourceConfig(source, source_config);
+      // Field checks (422) before the source's rules (400), as pydantic validates before the handler.
+      checkRepoUrl(source_config?.repo_url);
       const givenRevision = givenRevisionFields(source_revision_config);
+      const sourceConfig = newSourceConfig(source, source_config);
       let repoDefaultBranch: string | undefined;
       if (source === 'codehost' && sourceConfig.integration_id && sourceConfig.repo_url) {
         // Asks the code host (cached briefly), so it runs before the transaction.
@@ -102,6 +107,8 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
 
     /** In-place changes and, when the body calls for one, a new revision; one transaction. */
     async patch(scope: WorkspaceScope, id: string, input: PatchDeploymentInput): Promise<DeploymentView> {
+      // repo_url cannot change, but a value git must not see is a 422 whatever is stored.
+      checkRepoUrl(input.source_config?.repo_url);
       const patched = await db.transaction().execute(async (trx) => {
         const now = nowIso();
         const row = await repo.lockDeployment(trx, scope.workspaceId, id, now);

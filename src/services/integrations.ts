@@ -11,7 +11,7 @@ import {
   sameRepository,
 } from '../codehost/index.js';
 import type { CreateIntegrationInput, InstallationView, IntegrationView, RepositoryView } from '../contract/integrations.js';
-import { fail, sourceConfigError } from '../domain/errors.js';
+import { fail, invalidField, sourceConfigError } from '../domain/errors.js';
 import {
   checkGitCredentials,
   derivedInstallationId,
@@ -127,6 +127,14 @@ export function createIntegrationService({ db, encryptor, codehost }: { db: Db; 
       return found;
     },
 
+    /**
+     * Refuses a repository URL git must not be given (a transport other than https, http,
+     * ssh and git, local repositories unless allowed, option-like forms): a 422 at `loc`.
+     */
+    checkRepositoryUrl(url: string, loc: (string | number)[]): void {
+      usableRemote(url, codehost, loc);
+    },
+
     async delete(scope: WorkspaceScope, id: string): Promise<void> {
       await db.transaction().execute(async (trx) => {
         await recordOrFail(trx, scope, id);
@@ -155,17 +163,25 @@ function safeUrl(url: string): string {
   }
 }
 
+/**
+ * The URL parsed under the code-host settings, or a 422 naming the field. The URL is not
+ * echoed: it may carry a password, and the message says what is wrong without it.
+ */
+function usableRemote(url: string, options: CodehostOptions, loc: (string | number)[]) {
+  try {
+    return resolveRemote(url, undefined, options);
+  } catch (error) {
+    if (!(error instanceof CodehostError)) throw error;
+    throw invalidField({ type: 'value_error', loc, msg: `Value error, ${error.message}` });
+  }
+}
+
 function gitIntegration(input: CreateGit, options: CodehostOptions, id: string) {
   checkGitCredentials(input);
   const repositories: string[] = [];
   const perRepository: Record<string, { username: string; password: string }> = {};
   input.repositories.forEach((url, index) => {
-    let remote;
-    try {
-      remote = resolveRemote(url, undefined, options);
-    } catch (error) {
-      throw fail('integration_settings_invalid', `'git.repositories[${index}]': ${(error as Error).message}`);
-    }
+    const remote = usableRemote(url, options, ['body', 'git', 'repositories', index]);
     repositories.push(remote.location.url);
     if (remote.auth?.kind === 'basic') perRepository[remote.location.url] = { username: remote.auth.username, password: remote.auth.password };
   });

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { type GitSettings, pushMatchesRepository, readGitHubDelivery, remoteBranchHeads, sameRepository, WebhookError } from '../codehost/index.js';
+import { type GitHubPush, type GitSettings, pushMatchesRepository, readGitHubDelivery, remoteBranchHeads, sameRepository, WebhookError } from '../codehost/index.js';
+import { pushedCommit } from '../domain/build-on-push.js';
 import { fail } from '../domain/errors.js';
 import { integrationNotFound } from '../domain/integrations.js';
 import { decryptCredentials } from '../security/integration-credentials.js';
@@ -21,8 +22,10 @@ export interface PushOutcome {
  * Build on push: a push to a branch makes a new revision of every deployment that tracks
  * that repository and branch with `build_on_push`. GitHub tells Berth through its webhook;
  * for `git` integrations a poller asks the remotes. Each push acts once, whichever
- * process or replica hears of it (deliveries are recorded, and a poller's "push" is the
- * branch's new commit), and the engine's latest-wins queue keeps only the newest build.
+ * process or replica hears of it (deliveries are recorded by id and by content, and a
+ * poller's "push" is the branch's new commit); a push of a commit a deployment is already
+ * heading to makes no revision of it (alreadyHeadingTo); and the engine's latest-wins
+ * queue keeps only the newest build.
  */
 export function createPushBuildService({
   db,
@@ -35,10 +38,11 @@ export function createPushBuildService({
   revisions: RevisionService;
   codehost: CodehostOptions;
 }) {
-  async function buildDeployments(deployments: DeploymentWithLatest[], reason: string): Promise<string[]> {
+  async function buildDeployments(deployments: DeploymentWithLatest[], reason: string, sha: string): Promise<string[]> {
     const created: string[] = [];
+    const commit = pushedCommit(sha);
     for (const { deployment } of deployments) {
-      const revision = await revisions.rebuild(deployment, reason);
+      const revision = await revisions.rebuild(deployment, reason, commit);
       if (revision) created.push(revision);
     }
     return created;
@@ -69,12 +73,15 @@ export function createPushBuildService({
         throw fail('webhook_signature_invalid', `Webhook delivery refused: ${error.message}.`);
       }
       if (delivery.event !== 'push' || !delivery.push.branch || delivery.push.deleted) return { outcome: 'ignored', revision_ids: [] };
-      if (!(await integrations.recordDelivery(db, integration.id, `github:${delivery.deliveryId}`, nowIso()))) {
+      const { push } = delivery;
+      // The delivery id is not signed: a captured delivery replayed under a new id is the
+      // same signed push, recognised by what it says (pushKey) and acted on once too.
+      const firstDelivery = await integrations.recordDelivery(db, integration.id, `github:${delivery.deliveryId}`, nowIso());
+      if (!firstDelivery || !(await integrations.recordDelivery(db, integration.id, pushKey(push), nowIso()))) {
         return { outcome: 'duplicate', revision_ids: [] };
       }
-      const { push } = delivery;
       const deployments = tracking(await deploymentsBuildingOnPush(db, integration.id), push.branch as string, (url) => pushMatchesRepository(push, url));
-      return { outcome: 'built', revision_ids: await buildDeployments(deployments, `push of ${push.after.slice(0, 12)} to ${push.branch}`) };
+      return { outcome: 'built', revision_ids: await buildDeployments(deployments, `push of ${push.after.slice(0, 12)} to ${push.branch}`, push.after) };
     },
 
     /**
@@ -110,10 +117,7 @@ export function createPushBuildService({
               // Several pollers (replicas) may see the same move: the first to record it builds.
               if (!(await integrations.recordDelivery(db, integration.id, `poll:${url}:${branch}:${sha}`, nowIso()))) continue;
               built += (
-                await buildDeployments(
-                  tracking(theirs, branch, () => true),
-                  `new commit ${sha.slice(0, 12)} on ${branch}`,
-                )
+                await buildDeployments(tracking(theirs, branch, () => true), `new commit ${sha.slice(0, 12)} on ${branch}`, sha)
               ).length;
             }
           } catch (error) {
@@ -128,3 +132,12 @@ export function createPushBuildService({
 }
 
 export type PushBuildService = ReturnType<typeof createPushBuildService>;
+
+/**
+ * What identifies one push, whatever delivery carries it: the repository, the ref, the
+ * move (before → after) and, when GitHub sends it, the push time (so that the same move
+ * made again later, after a force-push back, still counts as a new push).
+ */
+function pushKey(push: GitHubPush): string {
+  return `github-push:${push.repository.id}:${push.ref}:${push.before}:${push.after}:${push.pushedAt ?? ''}`;
+}

@@ -1,3 +1,4 @@
+import { alreadyHeadingTo, LIVE_REVISION_STATUSES } from '../domain/build-on-push.js';
 import { beingDeleted, deploymentNotFound, fail, revisionNotFound } from '../domain/errors.js';
 import { planExplicitRevision } from '../domain/patch.js';
 import { canTransition, isInProgress } from '../domain/revision-status.js';
@@ -81,14 +82,23 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
 
     /**
      * A new revision of the latest one as it is, for build on push: its branch is fetched
-     * again, so it builds the new commit. Null for a deployment being deleted.
+     * again, so it builds the branch's newest commit (never an older one a replayed push
+     * names). Until it is built, its `repo_commit_sha` is the pushed commit. Null for a
+     * deployment being deleted, and for one already heading to that commit (see
+     * alreadyHeadingTo): decided under the deployment's row lock, so two deliveries of one
+     * push, on any replica, make one revision.
      */
-    async rebuild(deployment: deployments.DeploymentRecord, reason: string): Promise<string | null> {
+    async rebuild(deployment: deployments.DeploymentRecord, reason: string, commit: string | null): Promise<string | null> {
       const created = await db.transaction().execute(async (trx) => {
         const now = nowIso();
         const row = await deployments.lockDeployment(trx, deployment.workspace_id, deployment.id, now);
         if (!row || row.status === 'AWAITING_DELETE') return null;
-        const plan = planExplicitRevision(await records.state(trx, await records.withLatest(trx, row)), {});
+        if (commit) {
+          const [newestLive] = await revisions.listRevisions(trx, row.id, { statuses: [...LIVE_REVISION_STATUSES] }, { limit: 1, offset: 0 });
+          if (alreadyHeadingTo(newestLive, commit)) return null;
+        }
+        const planned = planExplicitRevision(await records.state(trx, await records.withLatest(trx, row)), {});
+        const plan = { ...planned, config: { ...planned.config, repo_commit_sha: commit } };
         const revision = await appendRevision(trx, records, row, plan, { now, keep: revisionsKept });
         await recordLog(trx, { deploymentId: row.id, revisionId: revision.id, logType: 'build', level: 'INFO', message: `Build on push: ${reason}.` });
         return revision.id;

@@ -40,6 +40,8 @@ function pushPayload(overrides: Record<string, unknown> = {}) {
       ssh_url: 'git@github.com:acme/agent.git',
       clone_url: 'https://github.com/acme/agent.git',
       default_branch: 'main',
+      // Push events give the repository's times as Unix seconds.
+      pushed_at: 1557933657,
     },
     pusher: { name: 'octocat', email: 'octocat@example.com' },
     sender: { login: 'octocat', id: 583231 },
@@ -98,6 +100,7 @@ describe('GitHub webhooks', () => {
         created: false,
         deleted: false,
         forced: false,
+        pushedAt: '1557933657',
       },
     });
   });

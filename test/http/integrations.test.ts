@@ -183,8 +183,8 @@ describeOnEachDatabase('code-host integrations', (ctx) => {
     const bad = await api('POST', '/v1/integrations/codehost', {
       body: { provider: 'git', name: 'bad url', git: { repositories: ['-upload-pack=touch /tmp/x'] } },
     });
-    assert.equal(bad.status, 400, bad.text);
-    assert.match(bad.body.detail, /git\.repositories\[0\]/);
+    assert.equal(bad.status, 422, bad.text);
+    assert.deepEqual(bad.body.detail[0].loc, ['body', 'git', 'repositories', 0]);
   });
 
   test('an integration in use cannot be deleted (409); once its deployments are gone it can', async () => {
