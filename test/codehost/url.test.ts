@@ -46,6 +46,30 @@ describe('repository URLs', () => {
     );
   });
 
+  it('refuses every <transport>::<address> form and option-like hosts: only https, http, ssh, git and local repositories', () => {
+    for (const url of [
+      'fd::3',
+      'fd::0,1/acme/agent',
+      'ext::sh%20-c%20touch%20/tmp/pwned',
+      'ext::git-upload-pack',
+      'https::github.com/acme/agent',
+      'git+ssh::host/acme/agent',
+      'Ext::sh',
+      '0x::y',
+      'ssh://-oProxyCommand=touch%20x/acme/agent',
+      'git@-oProxyCommand=x:acme/agent',
+    ]) {
+      assert.throws(
+        () => parseRepositoryUrl(url),
+        (error: unknown) => error instanceof CodehostError && error.failure === 'invalid-url',
+        url,
+      );
+    }
+    // scp-like ssh stays: a colon before any slash, one colon only.
+    assert.equal(parseRepositoryUrl('git@github.com:acme/agent.git').transport, 'ssh');
+    assert.equal(parseRepositoryUrl('host.example:acme/agent').transport, 'ssh');
+  });
+
   it('refuses what git could take for an option, relative paths and unknown schemes, without quoting the URL', () => {
     for (const url of [
       '',
