@@ -85,7 +85,8 @@ export function checkRevisionSourceFields(input: RevisionSourceFields | null | u
     const value = input[field];
     if (value == null) return;
     const why = problem(value);
-    if (why) issues.push({ type: 'value_error', loc: ['body', 'source_revision_config', field], msg: `Value error, ${field} must be ${what}: ${why}`, input: value });
+    if (why)
+      issues.push({ type: 'value_error', loc: ['body', 'source_revision_config', field], msg: `Value error, ${field} must be ${what}: ${why}`, input: value });
   };
   check('repo_ref', 'a branch or tag name or a full commit sha', repoRefProblem);
   check('graph_config_path', 'a relative path inside the repository', configPathProblem);

@@ -1,5 +1,13 @@
 import type { Logger } from 'pino';
-import { type GitHubPush, type GitSettings, pushMatchesRepository, readGitHubDelivery, remoteBranchHeads, sameRepository, WebhookError } from '../codehost/index.js';
+import {
+  type GitHubPush,
+  type GitSettings,
+  pushMatchesRepository,
+  readGitHubDelivery,
+  remoteBranchHeads,
+  sameRepository,
+  WebhookError,
+} from '../codehost/index.js';
 import { pushedCommit } from '../domain/build-on-push.js';
 import { fail } from '../domain/errors.js';
 import { integrationNotFound } from '../domain/integrations.js';
@@ -117,7 +125,11 @@ export function createPushBuildService({
               // Several pollers (replicas) may see the same move: the first to record it builds.
               if (!(await integrations.recordDelivery(db, integration.id, `poll:${url}:${branch}:${sha}`, nowIso()))) continue;
               built += (
-                await buildDeployments(tracking(theirs, branch, () => true), `new commit ${sha.slice(0, 12)} on ${branch}`, sha)
+                await buildDeployments(
+                  tracking(theirs, branch, () => true),
+                  `new commit ${sha.slice(0, 12)} on ${branch}`,
+                  sha,
+                )
               ).length;
             }
           } catch (error) {

@@ -33,7 +33,35 @@ async function assertAgreesWithGit(names: string[]): Promise<void> {
 }
 
 // The characters git's rules are about, plus ordinary and non-ASCII ones.
-const ALPHABET = ['a', 'b', 'k', 'l', 'o', 'c', '0', '.', '/', '@', '{', '}', '-', '_', '~', '^', ':', '?', '*', '[', '\\', ' ', '\t', '\x01', '\x7f', 'é', '😀'];
+const ALPHABET = [
+  'a',
+  'b',
+  'k',
+  'l',
+  'o',
+  'c',
+  '0',
+  '.',
+  '/',
+  '@',
+  '{',
+  '}',
+  '-',
+  '_',
+  '~',
+  '^',
+  ':',
+  '?',
+  '*',
+  '[',
+  '\\',
+  ' ',
+  '\t',
+  '\x01',
+  '\x7f',
+  'é',
+  '😀',
+];
 const LOCK_PIECES = ['.lock', '..', '@{', '/.', './', '//'];
 
 describe('repo_ref rule', () => {
@@ -96,7 +124,15 @@ describe('repo_ref rule', () => {
 
 describe('graph_config_path rule', () => {
   it('takes paths inside the checkout and refuses the ones that leave it or name nothing', () => {
-    for (const good of ['langgraph.json', './langgraph.json', 'agent/langgraph.json', 'a//b/langgraph.json', 'dir.with..dots/x.json', '..json', 'C:langgraph.json']) {
+    for (const good of [
+      'langgraph.json',
+      './langgraph.json',
+      'agent/langgraph.json',
+      'a//b/langgraph.json',
+      'dir.with..dots/x.json',
+      '..json',
+      'C:langgraph.json',
+    ]) {
       assert.equal(configPathProblem(good), null, good);
     }
     for (const bad of [
