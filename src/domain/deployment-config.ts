@@ -1,6 +1,6 @@
 import { DEFAULT_DEPLOYMENT_TYPE, type DeploymentType } from './deployment-status.js';
 import { invalidField, sourceConfigError } from './errors.js';
-import { checkRevisionSourceFields } from './source-fields.js';
+import { checkRevisionSourceFields, repoRefProblem } from './source-fields.js';
 
 export { sameJson } from './canonical-json.js';
 
@@ -131,7 +131,12 @@ export function completeRevisionConfig(source: Source, config: Partial<RevisionC
     case 'codehost':
       refuse('image_uri', "applies only to 'external_docker' deployments; code-host deployments are built from 'repo_ref'.");
       refuse('source_tarball_path', "applies only to 'internal_source' deployments; code-host deployments are built from 'repo_ref'.");
-      complete.repo_ref ??= defaults.repoDefaultBranch ?? null;
+      if (complete.repo_ref === null && defaults.repoDefaultBranch) {
+        // The code host names its default branch; one git would misread is not taken either.
+        const problem = repoRefProblem(defaults.repoDefaultBranch);
+        if (problem) throw sourceConfigError(`the repository's default branch cannot be built (${problem}); give 'source_revision_config.repo_ref'.`);
+        complete.repo_ref = defaults.repoDefaultBranch;
+      }
       if (!complete.repo_ref) {
         throw sourceConfigError("'source_revision_config.repo_ref' is required for code-host deployments (the branch or ref to build, e.g. 'main').");
       }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { completeRevisionConfig } from '../../src/domain/deployment-config.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { checkRevisionSourceFields, configPathProblem, refFormatProblem, repoRefProblem } from '../../src/domain/source-fields.js';
 
@@ -178,5 +179,20 @@ describe('checkRevisionSourceFields', () => {
         return true;
       },
     );
+  });
+});
+
+describe('the default branch a code host names', () => {
+  it('becomes repo_ref only when git would read it as a branch', () => {
+    assert.equal(completeRevisionConfig('codehost', {}, { repoDefaultBranch: 'trunk' }).repo_ref, 'trunk');
+    for (const branch of ['--upload-pack=touch /tmp/x', 'a..b', 'HEAD']) {
+      assert.throws(
+        () => completeRevisionConfig('codehost', {}, { repoDefaultBranch: branch }),
+        (error: unknown) => error instanceof DomainError && error.code === 'source_config_invalid' && /default branch/.test(error.message),
+        branch,
+      );
+    }
+    // A repo_ref given by the client is checked as sent; the default is not consulted.
+    assert.equal(completeRevisionConfig('codehost', { repo_ref: 'main' }, { repoDefaultBranch: '-x' }).repo_ref, 'main');
   });
 });
