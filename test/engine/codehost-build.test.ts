@@ -174,46 +174,50 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     assert.deepEqual(left, [], 'no container outlives the deployment');
   });
 
-  test('a build that cannot start says why: unknown ref, missing or escaping configuration (a path out of the checkout is refused at create)', { timeout: 10 * 60_000 }, async () => {
-    const cases: { revision: Record<string, unknown>; files?: Record<string, string>; message: RegExp }[] = [
-      { revision: { repo_ref: 'no-such-branch' }, message: /no-such-branch/ },
-      { revision: { repo_ref: 'main', langgraph_config_path: 'missing/langgraph.json' }, message: /missing\/langgraph\.json.*does not exist/ },
-      {
-        revision: { repo_ref: 'escape' },
-        files: { 'langgraph.json': '{"node_version": "20", "graphs": {"echo": "../../../etc/escape.ts:graph"}}' },
-        message: /graphs\.echo/,
-      },
-      { revision: { repo_ref: 'broken' }, files: { 'langgraph.json': '{"graphs": ' }, message: /langgraph\.json/ },
-    ];
-    // A path out of the checkout does not get as far as the build: it is refused at the door.
-    const escaping = await api('POST', '/v2/deployments', {
-      body: {
-        name: `broken-escape-${randomUUID().slice(0, 6)}`,
-        source: 'codehost',
-        source_config: { integration_id: integrationId, repo_url: repoUrl },
-        source_revision_config: { repo_ref: 'main', langgraph_config_path: '../langgraph.json' },
-        secrets: [],
-      },
-    });
-    assert.equal(escaping.status, 422, escaping.text);
-    for (const [index, c] of cases.entries()) {
-      if (c.files) await repo.commit(c.revision.repo_ref as string, c.files, 'bad configuration');
-      const created = await api('POST', '/v2/deployments', {
+  test(
+    'a build that cannot start says why: unknown ref, missing or escaping configuration (a path out of the checkout is refused at create)',
+    { timeout: 10 * 60_000 },
+    async () => {
+      const cases: { revision: Record<string, unknown>; files?: Record<string, string>; message: RegExp }[] = [
+        { revision: { repo_ref: 'no-such-branch' }, message: /no-such-branch/ },
+        { revision: { repo_ref: 'main', langgraph_config_path: 'missing/langgraph.json' }, message: /missing\/langgraph\.json.*does not exist/ },
+        {
+          revision: { repo_ref: 'escape' },
+          files: { 'langgraph.json': '{"node_version": "20", "graphs": {"echo": "../../../etc/escape.ts:graph"}}' },
+          message: /graphs\.echo/,
+        },
+        { revision: { repo_ref: 'broken' }, files: { 'langgraph.json': '{"graphs": ' }, message: /langgraph\.json/ },
+      ];
+      // A path out of the checkout does not get as far as the build: it is refused at the door.
+      const escaping = await api('POST', '/v2/deployments', {
         body: {
-          name: `broken-${index}-${randomUUID().slice(0, 6)}`,
+          name: `broken-escape-${randomUUID().slice(0, 6)}`,
           source: 'codehost',
           source_config: { integration_id: integrationId, repo_url: repoUrl },
-          source_revision_config: c.revision,
+          source_revision_config: { repo_ref: 'main', langgraph_config_path: '../langgraph.json' },
           secrets: [],
         },
       });
-      assert.equal(created.status, 201, created.text);
-      const revision = await finished(created.body.id, created.body.latest_revision_id);
-      assert.equal(revision.status, 'BUILD_FAILED', JSON.stringify(revision));
-      assert.match(revision.status_message ?? '', c.message);
-      assert.equal((await api('DELETE', `/v2/deployments/${created.body.id}`)).status, 204);
-    }
-    const leftovers = await run('bash', ['-c', `ls ${path.join(data.path, 'builds')} 2>/dev/null | wc -l`]);
-    assert.equal(leftovers.stdout.trim(), '0', 'no checkout outlives its build');
-  });
+      assert.equal(escaping.status, 422, escaping.text);
+      for (const [index, c] of cases.entries()) {
+        if (c.files) await repo.commit(c.revision.repo_ref as string, c.files, 'bad configuration');
+        const created = await api('POST', '/v2/deployments', {
+          body: {
+            name: `broken-${index}-${randomUUID().slice(0, 6)}`,
+            source: 'codehost',
+            source_config: { integration_id: integrationId, repo_url: repoUrl },
+            source_revision_config: c.revision,
+            secrets: [],
+          },
+        });
+        assert.equal(created.status, 201, created.text);
+        const revision = await finished(created.body.id, created.body.latest_revision_id);
+        assert.equal(revision.status, 'BUILD_FAILED', JSON.stringify(revision));
+        assert.match(revision.status_message ?? '', c.message);
+        assert.equal((await api('DELETE', `/v2/deployments/${created.body.id}`)).status, 204);
+      }
+      const leftovers = await run('bash', ['-c', `ls ${path.join(data.path, 'builds')} 2>/dev/null | wc -l`]);
+      assert.equal(leftovers.stdout.trim(), '0', 'no checkout outlives its build');
+    },
+  );
 });
