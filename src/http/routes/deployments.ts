@@ -29,6 +29,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
             'listener_required',
             'secrets_invalid',
             'tarball_unknown',
+            'image_not_in_workspace',
             'integration_not_found',
             'deployment_name_taken',
             'codehost_failed',
@@ -97,7 +98,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         body: PatchDeploymentBody,
         response: {
           200: Deployment,
-          ...errorResponses('deployment_not_found', 'field_immutable', 'source_config_invalid', 'secrets_invalid', 'tarball_unknown', 'deployment_deleting'),
+          ...errorResponses('deployment_not_found', 'field_immutable', 'source_config_invalid', 'secrets_invalid', 'tarball_unknown', 'image_not_in_workspace', 'deployment_deleting'),
         },
       },
     },
