@@ -1,4 +1,5 @@
-import { type ImageVerdict, judgeImage } from '../services/image-ownership.js';
+import { type ImageVerdict, judgeImage } from '../registry/image-ownership.js';
+import { imageOwners } from '../store/repositories/image-owners.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
 import type { RevisionRecord } from '../store/repositories/revisions.js';
 import type { WorkContext } from './context.js';
@@ -10,13 +11,13 @@ export function imageOf(revision: RevisionRecord): string {
 }
 
 /**
- * Whether the revision's workspace may run the image (services/image-ownership.ts). The API
+ * Whether the revision's workspace may run the image (registry/image-ownership.ts). The API
  * refuses such an `image_uri` already; this catches rows stored before the rule, before any
  * credential for the image is minted or the runtime looks for it in its local store.
  */
 export function judgeRevisionImage(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, image: string): Promise<ImageVerdict> {
   const builtByBerth = revision.image_ref !== null && revision.image_ref === image;
-  return judgeImage(ctx.db, ctx.registry?.settings.location, {
+  return judgeImage(imageOwners(ctx.db), ctx.registry?.settings.location, {
     workspaceId: deployment.workspace_id,
     image,
     ...(builtByBerth ? { builtFor: { deploymentName: deployment.name } } : {}),

@@ -68,7 +68,7 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
       return 'again';
     }
     case 'DEPLOYING':
-      return deploy(ctx, deployment, revision, config);
+      return deploy(ctx, deployment, revision);
     default:
       return 'next';
   }
@@ -111,7 +111,7 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
   return 'again';
 }
 
-async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, config: RevisionConfig): Promise<Next> {
+async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord): Promise<Next> {
   const sourceConfig = deployment.source_config;
   const resources = revision.resource_spec ?? {};
   // Built revisions run what they were built into; image revisions the image they name.

@@ -275,34 +275,38 @@ function scopeSuite(kind: DatabaseKind): void {
       assert.equal(mine.status, 201, JSON.stringify(mine.body));
     });
 
-    test('images of any other registry are unaffected, and a row stored before the rule ends DEPLOY_FAILED without a credential', { timeout: 300_000 }, async () => {
-      assert.ok(imageA, 'needs the first test');
-      const own = await patchImage(b, deploymentB, TEST_IMAGE);
-      assert.equal(own.status, 200, JSON.stringify(own.body));
-      const deployed = await finalRevision(b, deploymentB, own.body.latest_revision_id);
-      assert.equal(deployed.status, 'DEPLOYED', deployed.status_message ?? '');
+    test(
+      'images of any other registry are unaffected, and a row stored before the rule ends DEPLOY_FAILED without a credential',
+      { timeout: 300_000 },
+      async () => {
+        assert.ok(imageA, 'needs the first test');
+        const own = await patchImage(b, deploymentB, TEST_IMAGE);
+        assert.equal(own.status, 200, JSON.stringify(own.body));
+        const deployed = await finalRevision(b, deploymentB, own.body.latest_revision_id);
+        assert.equal(deployed.status, 'DEPLOYED', deployed.status_message ?? '');
 
-      // As if written before the rule: B's finished revision now names A's image (present in this
-      // machine's image store since A deployed it), and B redeploys it.
-      await rewriteRevision(deployed.id, { image_uri: imageA });
-      const redeployed = await b('POST', `/v2/deployments/${deploymentB}/revisions/${deployed.id}/redeploy`);
-      assert.equal(redeployed.status, 200, JSON.stringify(redeployed.body));
-      const failed = await finalRevision(b, deploymentB, redeployed.body.latest_revision_id);
-      assert.equal(failed.status, 'DEPLOY_FAILED');
-      assert.match(failed.status_message ?? '', REFUSED);
-      assert.ok(!runtime.started.some((r) => r.revisionId === failed.id), 'the runtime was never asked to run it, so no credential was minted');
+        // As if written before the rule: B's finished revision now names A's image (present in this
+        // machine's image store since A deployed it), and B redeploys it.
+        await rewriteRevision(deployed.id, { image_uri: imageA });
+        const redeployed = await b('POST', `/v2/deployments/${deploymentB}/revisions/${deployed.id}/redeploy`);
+        assert.equal(redeployed.status, 200, JSON.stringify(redeployed.body));
+        const failed = await finalRevision(b, deploymentB, redeployed.body.latest_revision_id);
+        assert.equal(failed.status, 'DEPLOY_FAILED');
+        assert.match(failed.status_message ?? '', REFUSED);
+        assert.ok(!runtime.started.some((r) => r.revisionId === failed.id), 'the runtime was never asked to run it, so no credential was minted');
 
-      // The same through a built image of before the rule (`localhost/berth/<name>:<revision id>`) of A's.
-      const nameA = (await a('GET', `/v2/deployments/${deploymentA}`)).body.name as string;
-      const revisionA = (await a('GET', `/v2/deployments/${deploymentA}`)).body.latest_revision_id as string;
-      await rewriteRevision(deployed.id, { image_uri: TEST_IMAGE, image_ref: `localhost/berth/${nameA}:${revisionA}` });
-      const again = await b('POST', `/v2/deployments/${deploymentB}/revisions/${deployed.id}/redeploy`);
-      assert.equal(again.status, 200, JSON.stringify(again.body));
-      const alsoFailed = await finalRevision(b, deploymentB, again.body.latest_revision_id);
-      assert.equal(alsoFailed.status, 'DEPLOY_FAILED');
-      assert.match(alsoFailed.status_message ?? '', /local image namespace/);
-      assert.ok(!runtime.started.some((r) => r.revisionId === alsoFailed.id));
-    });
+        // The same through a built image of before the rule (`localhost/berth/<name>:<revision id>`) of A's.
+        const nameA = (await a('GET', `/v2/deployments/${deploymentA}`)).body.name as string;
+        const revisionA = (await a('GET', `/v2/deployments/${deploymentA}`)).body.latest_revision_id as string;
+        await rewriteRevision(deployed.id, { image_uri: TEST_IMAGE, image_ref: `localhost/berth/${nameA}:${revisionA}` });
+        const again = await b('POST', `/v2/deployments/${deploymentB}/revisions/${deployed.id}/redeploy`);
+        assert.equal(again.status, 200, JSON.stringify(again.body));
+        const alsoFailed = await finalRevision(b, deploymentB, again.body.latest_revision_id);
+        assert.equal(alsoFailed.status, 'DEPLOY_FAILED');
+        assert.match(alsoFailed.status_message ?? '', /local image namespace/);
+        assert.ok(!runtime.started.some((r) => r.revisionId === alsoFailed.id));
+      },
+    );
 
     test("A's images named by the layouts of before the rule still deploy for A, and only for A", { timeout: 300_000 }, async () => {
       assert.ok(imageA, 'needs the first test');

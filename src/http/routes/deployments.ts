@@ -98,7 +98,15 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         body: PatchDeploymentBody,
         response: {
           200: Deployment,
-          ...errorResponses('deployment_not_found', 'field_immutable', 'source_config_invalid', 'secrets_invalid', 'tarball_unknown', 'image_not_in_workspace', 'deployment_deleting'),
+          ...errorResponses(
+            'deployment_not_found',
+            'field_immutable',
+            'source_config_invalid',
+            'secrets_invalid',
+            'tarball_unknown',
+            'image_not_in_workspace',
+            'deployment_deleting',
+          ),
         },
       },
     },
