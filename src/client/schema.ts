@@ -919,6 +919,7 @@ export interface components {
       | 'upload_token_invalid'
       | 'listener_key_forbidden'
       | 'listener_key_required'
+      | 'image_not_in_workspace'
       | 'route_not_found'
       | 'deployment_not_found'
       | 'revision_not_found'
@@ -1709,7 +1710,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `image_not_in_workspace`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1939,7 +1940,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `image_not_in_workspace`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;

@@ -30,6 +30,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   upload_token_invalid: 403,
   listener_key_forbidden: 403,
   listener_key_required: 403,
+  image_not_in_workspace: 403,
   route_not_found: 404,
   deployment_not_found: 404,
   revision_not_found: 404,

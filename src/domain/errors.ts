@@ -35,6 +35,7 @@ export const ERROR_CODES = [
   'upload_token_invalid',
   'listener_key_forbidden',
   'listener_key_required',
+  'image_not_in_workspace',
   // 404
   'route_not_found',
   'deployment_not_found',

@@ -10,6 +10,7 @@ import { buildSource } from './build-source.js';
 import type { WorkContext } from './context.js';
 import { databaseEnv, missingDatabases, provisionDatabases } from './databases.js';
 import { hop, leaseFence, markDeployed, moveRevision, writeLog } from './effects.js';
+import { imageOf, judgeRevisionImage, pullCredentials } from './image-access.js';
 import { type Next, quietStep, runStep, type StepSpec } from './run-step.js';
 
 export type { Next } from './run-step.js';
@@ -58,14 +59,16 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
       return build(ctx, deployment, revision, config);
     case 'AWAITING_DEPLOY': {
       // Handed to the listener: its report moves the revision on, not the engine.
-      if (isListenerOwned(revision.status, deployment.listener_id !== null)) return 'next';
+      if (isListenerOwned(revision.status, deployment.listener_id !== null)) {
+        return (await refuseForeignImage(ctx, deployment, revision, imageOf(revision))) ? 'again' : 'next';
+      }
       const unavailable = await ctx.runtime.unavailableReason();
       if (unavailable) await moveRevision(ctx, revision, 'DEPLOY_FAILED', `Deploy failed: ${unavailable}`);
       else hop(ctx, revision, 'DEPLOYING', null);
       return 'again';
     }
     case 'DEPLOYING':
-      return deploy(ctx, deployment, revision, config);
+      return deploy(ctx, deployment, revision);
     default:
       return 'next';
   }
@@ -83,6 +86,7 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
   const result = await runStep(ctx, revision, spec, async (step) =>
     ctx.builder.build(
       {
+        workspaceId: deployment.workspace_id,
         deploymentId: deployment.id,
         deploymentName: deployment.name.toLowerCase(),
         revisionId: revision.id,
@@ -107,13 +111,18 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
   return 'again';
 }
 
-async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, config: RevisionConfig): Promise<Next> {
+async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord): Promise<Next> {
   const sourceConfig = deployment.source_config;
   const resources = revision.resource_spec ?? {};
   // Built revisions run what they were built into; image revisions the image they name.
-  const image = revision.image_ref ?? config.image_uri ?? '';
+  const image = imageOf(revision);
   if (!image) {
     await moveRevision(ctx, revision, 'DEPLOY_FAILED', 'Deploy failed: the revision has no image to run.');
+    return 'again';
+  }
+  const verdict = await judgeRevisionImage(ctx, deployment, revision, image);
+  if (!verdict.allowed) {
+    await moveRevision(ctx, revision, 'DEPLOY_FAILED', `Deploy failed: ${verdict.reason}`);
     return 'again';
   }
   const spec: StepSpec = {
@@ -127,7 +136,7 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
   // Provisioned databases are looked up only when the last read saw some.
   if (ctx.hasDatabases !== false) Object.assign(env, await databaseEnv(ctx, deployment.id));
   Object.assign(env, platformVariables(deployment, revision));
-  const pull = await pullCredentials(ctx, image);
+  const pull = await pullCredentials(ctx, revision, verdict.registryRepository);
   const result = await runStep(ctx, revision, spec, (step) =>
     ctx.runtime.start(
       {
@@ -203,16 +212,16 @@ function nothingYet(source: Source, revision: RevisionRecord): string | null {
   return null;
 }
 
-/** An image in Berth's own registry is pulled with a credential minted for its repository alone. */
-async function pullCredentials(ctx: WorkContext, image: string): Promise<{ pull?: { username: string; password: string; tlsVerify: boolean } }> {
-  const registry = ctx.registry;
-  if (!registry || !image.startsWith(`${registry.settings.location.host}/`)) return {};
-  const repository = image
-    .slice(registry.settings.location.host.length + 1)
-    .replace(/@.*$/, '')
-    .replace(/:[^/]*$/, '');
-  const password = await registry.pullCredential('berth-engine', repository);
-  return { pull: { username: 'oauth2accesstoken', password, tlsVerify: registry.settings.tlsVerify } };
+/**
+ * A revision handed to a listener whose image the workspace may not run (stored before the rule)
+ * ends DEPLOY_FAILED instead of being offered to the listener. True when it was failed.
+ */
+async function refuseForeignImage(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, image: string): Promise<boolean> {
+  if (!image) return false;
+  const verdict = await judgeRevisionImage(ctx, deployment, revision, image);
+  if (verdict.allowed) return false;
+  await moveRevision(ctx, revision, 'DEPLOY_FAILED', `Deploy failed: ${verdict.reason}`);
+  return true;
 }
 
 /** For a deployment placed on a listener, AWAITING_DEPLOY means it was handed over. */

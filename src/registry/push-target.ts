@@ -26,25 +26,3 @@ export function parseRegistryLocation(value: string): RegistryLocation {
   }
   return { host, pathPrefix };
 }
-
-export interface DeploymentPushTarget {
-  /** The push-token answer's `registry_url`: the CLI pushes `<registry_url>/<name>:<tag>`. */
-  registryUrl: string;
-  /** The repository grant for the deployment's push credential: every repository below its path. */
-  repositoryGrant: string;
-  /** The repository path (without host) below which the deployment's images live. */
-  repositoryPath: string;
-}
-
-/**
- * One repository path per deployment, `<prefix>/<deployment id>`. The LangGraph CLI appends an
- * image name of its own choosing, so the push credential covers the whole path, and a credential
- * for one deployment can never write into another's.
- */
-export function deploymentPushTarget(location: RegistryLocation, deploymentId: string): DeploymentPushTarget {
-  const repositoryPath = location.pathPrefix === '' ? deploymentId : `${location.pathPrefix}/${deploymentId}`;
-  if (!isRepositoryName(repositoryPath)) {
-    throw new RegistryLocationError(`deployment id "${deploymentId}" cannot be part of a repository name`);
-  }
-  return { registryUrl: `${location.host}/${repositoryPath}`, repositoryGrant: `${repositoryPath}/*`, repositoryPath };
-}

@@ -11,16 +11,18 @@ import * as repo from '../store/repositories/deployments.js';
 import type { CreateDeploymentInput, DeploymentView, PatchDeploymentInput } from '../contract/deployments.js';
 import { allFieldsRead } from './all-fields-read.js';
 import { deploymentView } from './deployment-records.js';
+import { assertImageInWorkspace } from './image-ownership.js';
 import type { DeploymentServiceDeps } from './index.js';
 import { findListenerForPlacement, listListenerIds } from './listeners.js';
 import { PageBudget } from './page-size.js';
 import { appendRevision } from './revision-writer.js';
 
-export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads }: DeploymentServiceDeps) {
+export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads, registry }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
   const checkRepoUrl = (url: string | null | undefined) => {
     if (url != null) integrations.checkRepositoryUrl(url, ['body', 'source_config', 'repo_url']);
   };
+  const registryLocation = registry?.settings.location;
 
   return {
     /** The deployment, its first revision and its encrypted secrets, in one transaction. */
@@ -41,6 +43,7 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
         repoDefaultBranch = repository.defaultBranch;
       }
       const revisionConfig = completeRevisionConfig(source, givenRevision, { repoDefaultBranch });
+      if (revisionConfig.image_uri) await assertImageInWorkspace(db, registryLocation, scope.workspaceId, revisionConfig.image_uri);
       const resourceSpec = completeResourceSpec(source_config?.resource_spec);
       validateSecrets(secrets);
       const now = nowIso();
@@ -119,6 +122,8 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
         const plan = planPatch(state, input);
         const tarball = input.source_revision_config?.source_tarball_path;
         if (tarball != null) await uploads.checkTarball(id, tarball);
+        const image = input.source_revision_config?.image_uri;
+        if (image) await assertImageInWorkspace(trx, registryLocation, scope.workspaceId, image);
         row.source_config = plan.sourceConfig;
         if (plan.displayName !== undefined) row.display_name = plan.displayName;
         if (plan.imageVersion !== undefined) row.image_version = plan.imageVersion;

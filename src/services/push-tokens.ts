@@ -1,7 +1,7 @@
 import { canonicalSource } from '../domain/deployment-config.js';
 import { deploymentNotFound, fail } from '../domain/errors.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
-import { deploymentPushTarget } from '../registry/push-target.js';
+import { deploymentPushTarget } from '../registry/image-names.js';
 import type { Registry } from '../registry/setup.js';
 import type { Db } from '../store/database.js';
 import { findDeployment } from '../store/repositories/deployments.js';
@@ -9,7 +9,7 @@ import { findDeployment } from '../store/repositories/deployments.js';
 /**
  * `langgraph deploy` with a local build: a short-lived credential for `docker login -u
  * oauth2accesstoken` that may push only below the deployment's own path of Berth's
- * registry (real-clients.md 3.7).
+ * registry, `<prefix>/<workspace id>/<deployment id>/*` (real-clients.md 3.7, docs/registry.md).
  */
 export function createPushTokenService({ db, registry }: { db: Db; registry: Registry | undefined }) {
   return {
@@ -23,7 +23,7 @@ export function createPushTokenService({ db, registry }: { db: Db; registry: Reg
       if (!registry) {
         throw fail('registry_not_configured', 'This Berth has no image registry to push to: its operator sets BERTH_REGISTRY (see docs/registry.md).');
       }
-      const target = deploymentPushTarget(registry.settings.location, deployment.id);
+      const target = deploymentPushTarget(registry.settings.location, deployment.workspace_id, deployment.id);
       return { token: await registry.pushCredential(`deployment:${deployment.id}`, target.repositoryGrant), registry_url: target.registryUrl };
     },
   };

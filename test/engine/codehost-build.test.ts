@@ -76,7 +76,7 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     await removeContainers(...names);
     const images = (await run('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}'])).stdout
       .split('\n')
-      .filter((image) => image.includes(`/berth/${deploymentName}:`));
+      .filter((image) => registry && image.startsWith(`${registry.host}/`));
     if (images.length > 0) await run('podman', ['rmi', '-f', ...images]);
     await http?.close();
     await registry?.stop();
@@ -131,8 +131,8 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     );
     assert.ok(messages.some((m) => m.includes('FROM localhost/berth/langgraphjs-api:20')));
     assert.ok(
-      messages.some((m) => m.startsWith(`Pushing ${registry.host}/berth/${deploymentName}:`)),
-      'the image is pushed to BERTH_REGISTRY',
+      messages.some((m) => m.startsWith(`Pushing ${registry.host}/${created.body.tenant_id}/${id}:${created.body.latest_revision_id}`)),
+      "the image is pushed to BERTH_REGISTRY, in the deployment's repository of its workspace",
     );
     assert.ok(
       messages.some((m) => /STEP \d+\/\d+|COMMIT/.test(m)),
@@ -160,8 +160,9 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     assert.equal(await ask(redeployed.source_config.custom_url, 'hello'), 'echo v2: hello');
 
     // The image was pushed to the registry, and holds no secret: they reach the container at run time only.
-    const image = `${registry.host}/berth/${deploymentName}:${patched.body.latest_revision_id}`;
-    const pull = await mintPullCredential(deriveCredentialSecret(MASTER_KEY), { subject: 'test', repository: `berth/${deploymentName}` });
+    const repository = `${created.body.tenant_id}/${id}`;
+    const image = `${registry.host}/${repository}:${patched.body.latest_revision_id}`;
+    const pull = await mintPullCredential(deriveCredentialSecret(MASTER_KEY), { subject: 'test', repository });
     const inspected = await run('skopeo', ['inspect', '--tls-verify=false', '--creds', `oauth2accesstoken:${pull.credential}`, `docker://${image}`]);
     assert.equal(inspected.code, 0, `the built image is in the registry: ${inspected.stderr}`);
     const local = await run('podman', ['image', 'inspect', image]);

@@ -86,7 +86,7 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
       .filter((n) => n.startsWith('berth-my-app-') || n.startsWith('berth-pushed-'));
     if (listed.length > 0) await run('podman', ['rm', '-f', '-t', '0', ...listed]);
     const all = (await run('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}'])).stdout.split('\n');
-    const ours = [...images, ...all.filter((image) => image.includes(`/berth/${name}:`) || image.startsWith(`${registry?.host}/`))].filter(Boolean);
+    const ours = [...images, ...all.filter((image) => image.startsWith(`${registry?.host}/`))].filter(Boolean);
     if (ours.length > 0) await run('podman', ['rmi', '-f', ...ours]);
     await registry?.stop();
     await rm(work, { recursive: true, force: true });

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { AccessEntry } from '../../src/registry/access.js';
 import { type CredentialSecret, credentialVerifier, deriveCredentialSecret, mintPullCredential, mintPushCredential } from '../../src/registry/credentials.js';
-import { deploymentPushTarget, parseRegistryLocation } from '../../src/registry/push-target.js';
+import { deploymentPushTarget } from '../../src/registry/image-names.js';
+import { parseRegistryLocation } from '../../src/registry/push-target.js';
 import { signRegistryToken } from '../../src/registry/registry-token.js';
 import { loadOrCreateSigningKey, type RegistrySigningKey, signingKeyFromPem, writeCertificateBundle } from '../../src/registry/signing-key.js';
 import { createTokenEndpoint, DEFAULT_REGISTRY_SERVICE, DEFAULT_TOKEN_ISSUER } from '../../src/registry/token-endpoint.js';
@@ -203,18 +204,27 @@ describe('docker-registry behind Berth token auth', { skip }, () => {
   });
 
   test('as the LangGraph CLI does: registry_url from BERTH_REGISTRY, push below it, nowhere else', async () => {
+    const workspace = randomUUID();
     const deployment = randomUUID();
-    const target = deploymentPushTarget(parseRegistryLocation(`${registry.host}/berth`), deployment);
+    const target = deploymentPushTarget(parseRegistryLocation(`${registry.host}/berth`), workspace, deployment);
     const { credential } = await mintPushCredential(secret, { subject: `deployment:${deployment}`, repository: target.repositoryGrant });
     const host = target.registryUrl.split('/')[0];
     assert.equal(host, registry.host);
     const authfile = await loggedIn(credential);
     const ours = await push(authfile, `${target.registryUrl}/my-agent:v1`);
     assert.equal(ours.code, 0, `push below the deployment's path failed: ${ours.stderr}`);
-    const other = deploymentPushTarget(parseRegistryLocation(`${registry.host}/berth`), randomUUID());
-    const theirs = await push(authfile, `${other.registryUrl}/my-agent:v1`);
-    assert.notEqual(theirs.code, 0, "push into another deployment's path must be refused");
-    assert.match(theirs.stderr, DENIED);
+    for (const other of [
+      deploymentPushTarget(parseRegistryLocation(`${registry.host}/berth`), workspace, randomUUID()),
+      deploymentPushTarget(parseRegistryLocation(`${registry.host}/berth`), randomUUID(), deployment),
+    ]) {
+      const theirs = await push(authfile, `${other.registryUrl}/my-agent:v1`);
+      assert.notEqual(theirs.code, 0, `push into ${other.repositoryPath} (another deployment's or workspace's path) must be refused`);
+      assert.match(theirs.stderr, DENIED);
+    }
+    // Nor into the deployment's own repository, where only Berth's builder pushes.
+    const built = await push(authfile, `${target.registryUrl}:v1`);
+    assert.notEqual(built.code, 0, "the CLI's token cannot overwrite the images Berth builds");
+    assert.match(built.stderr, DENIED);
   });
 
   test('an expired push token is refused at login, and the refusal does not show it', async () => {

@@ -10,6 +10,7 @@ import {
   type ResolvedBuilder,
 } from '../../build/builder.js';
 import { generateDockerfile } from '../../build/dockerfile.js';
+import { builtImageName } from '../../registry/image-names.js';
 import { checkConfigAgainstCheckout, GraphConfigError, readLangGraphConfigFile } from '../../build/langgraph-config.js';
 import { ArchiveError, locateConfig, unpackSourceArchive } from '../../build/source-archive.js';
 import { CodehostError, MirrorCache } from '../../codehost/index.js';
@@ -80,8 +81,7 @@ export class LangGraphBuildDriver implements BuildDriver {
       for (const line of generated.dockerfile.split('\n')) await step.log('INFO', `  ${line}`);
 
       const registry = this.options.registry;
-      const repository = [registry?.pathPrefix, 'berth', request.deploymentName].filter(Boolean).join('/');
-      const image = `${registry?.host ?? 'localhost'}/${repository}:${request.revisionId}`;
+      const { image, repository } = builtImageName(registry, request);
       await step.log('INFO', `Building ${image} with ${builder.kind}`);
       await buildImage(builder, {
         contextDir: path.dirname(configPath),

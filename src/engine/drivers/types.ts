@@ -61,8 +61,9 @@ export interface RuntimeDriver {
 export type BuildSource = { kind: 'git'; url: string; ref: string; auth?: GitAuth } | { kind: 'archive'; path: string };
 
 export interface BuildRequest {
+  /** With the deployment and revision ids, names the image (registry/image-names.ts). */
+  workspaceId: string;
   deploymentId: string;
-  /** Names the image (`…/berth/<name>:<revision id>`). */
   deploymentName: string;
   revisionId: string;
   source: BuildSource;
