@@ -83,6 +83,7 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
   const result = await runStep(ctx, revision, spec, async (step) =>
     ctx.builder.build(
       {
+        workspaceId: deployment.workspace_id,
         deploymentId: deployment.id,
         deploymentName: deployment.name.toLowerCase(),
         revisionId: revision.id,

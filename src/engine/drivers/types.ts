@@ -61,6 +61,8 @@ export interface RuntimeDriver {
 export type BuildSource = { kind: 'git'; url: string; ref: string; auth?: GitAuth } | { kind: 'archive'; path: string };
 
 export interface BuildRequest {
+  /** Whose build this is: each workspace builds in a store and caches of its own. */
+  workspaceId: string;
   deploymentId: string;
   /** Names the image (`…/berth/<name>:<revision id>`). */
   deploymentName: string;
@@ -81,5 +83,7 @@ export interface BuiltImage {
 /** Fetches a revision's source and builds it into an image. */
 export interface BuildDriver {
   readonly name: string;
+  /** Null when builds can run here; else what to install or change (checked once at start, to say so early). */
+  unavailableReason?(): Promise<string | null>;
   build(request: BuildRequest, context: StepContext): Promise<BuiltImage>;
 }
