@@ -4,6 +4,11 @@
 # docker-registry, openssh-server for git over ssh (its service is never started), and
 # kubectl, which renders the Kubernetes manifests offline with `kubectl kustomize`).
 #
+# It also sets up the build sandbox (docs/security.md): the unprivileged user builds run as
+# (BERTH_BUILD_USER, default berth-build) with subordinate uid and gid ranges for its user
+# namespaces, the tools rootless builds need (uidmap, slirp4netns, nftables), and
+# /dev/net/tun usable by that user (mode 0666, as udev makes it; some hosts leave it 0600).
+#
 # Idempotent and non-interactive: safe to run repeatedly, as root in CI, with no stdin.
 # Writes only /etc/berth/containers.conf and /etc/berth/registries.conf, so it never
 # changes how other podman users on the machine behave.
@@ -12,7 +17,9 @@ set -euo pipefail
 CONF_DIR=${BERTH_CONTAINERS_CONF_DIR:-/etc/berth}
 CONTAINERS_CONF_PATH="$CONF_DIR/containers.conf"
 REGISTRIES_CONF_PATH="$CONF_DIR/registries.conf"
-PACKAGES=(podman buildah skopeo runc busybox-static docker-registry openssh-server kubectl)
+PACKAGES=(podman buildah skopeo runc busybox-static docker-registry openssh-server kubectl uidmap slirp4netns nftables e2fsprogs)
+BUILD_USER=${BERTH_BUILD_USER:-berth-build}
+BUILD_DIR=${BERTH_BUILD_DIR:-/var/lib/berth-build}
 
 log() { printf 'setup-containers: %s\n' "$*" >&2; }
 
@@ -78,10 +85,30 @@ else
   fi
 fi
 
-for bin in podman buildah skopeo runc docker-registry; do
+for bin in podman buildah skopeo runc docker-registry newuidmap slirp4netns nft; do
   command -v "$bin" >/dev/null 2>&1 || { log "$bin is not on PATH after installation"; exit 1; }
 done
 [ -x /bin/busybox ] || { log "/bin/busybox (busybox-static) is missing after installation"; exit 1; }
+
+# The build sandbox's user: no login, no password, a home under the build directory, and
+# 65,536 subordinate ids of its own for the user namespaces its builds run in.
+if ! id -u "$BUILD_USER" >/dev/null 2>&1; then
+  log "creating the build user $BUILD_USER"
+  "${SUDO[@]}" useradd --system --home-dir "$BUILD_DIR/home" --no-create-home --shell /usr/sbin/nologin "$BUILD_USER"
+fi
+for kind in uid gid; do
+  file=/etc/sub$kind
+  if ! grep -q "^$BUILD_USER:" "$file" 2>/dev/null; then
+    # The first free range of 65,536 ids above every range already given out (and above 100,000).
+    start=$(awk -F: 'BEGIN { top = 100000 } { end = $2 + $3; if (end > top) top = end } END { print top }' "$file" 2>/dev/null || echo 100000)
+    log "giving $BUILD_USER the sub${kind}s $start-$((start + 65535))"
+    "${SUDO[@]}" usermod "--add-sub${kind}s" "$start-$((start + 65535))" "$BUILD_USER"
+  fi
+done
+if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+  log "making /dev/net/tun usable by unprivileged users (mode 0666, as udev does)"
+  "${SUDO[@]}" chmod 0666 /dev/net/tun
+fi
 
 # Writes a file only when its content changes, atomically, so concurrent readers never see half of it.
 write_file() {

@@ -55,7 +55,22 @@ export interface Config {
     builder: BuilderChoice;
     /** BERTH_BASE_IMAGE_NODE / _PYTHON: replace the LangGraph CLI's base images (tagged as the CLI tags them). */
     baseImages: { node?: string; python?: string };
+    /** BERTH_BUILD_SANDBOX and its settings; undefined when builds run unconfined (`off`). */
+    sandbox: BuildSandboxSettings | undefined;
   };
+}
+
+/** How builds are confined: see BERTH_BUILD_SANDBOX and the settings after it in `environment.ts`, and docs/security.md. */
+export interface BuildSandboxSettings {
+  user: string;
+  dir: string;
+  memoryMb: number;
+  cpus: number;
+  pids: number;
+  /** Per workspace; 0 is unbounded. */
+  diskMb: number;
+  /** Networks builds may not reach besides the host's own addresses, loopback and link-local. */
+  denyNetworks: string[];
 }
 
 export type ContainerRuntimeChoice = (typeof RUNTIMES)[number];
@@ -129,6 +144,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ...(vars.BERTH_BASE_IMAGE_NODE ? { node: vars.BERTH_BASE_IMAGE_NODE } : {}),
         ...(vars.BERTH_BASE_IMAGE_PYTHON ? { python: vars.BERTH_BASE_IMAGE_PYTHON } : {}),
       },
+      sandbox: isOn(vars.BERTH_BUILD_SANDBOX)
+        ? {
+            user: vars.BERTH_BUILD_USER,
+            dir: path.resolve(vars.BERTH_BUILD_DIR),
+            memoryMb: vars.BERTH_BUILD_MEMORY_MB,
+            cpus: vars.BERTH_BUILD_CPUS,
+            pids: vars.BERTH_BUILD_PIDS,
+            diskMb: vars.BERTH_BUILD_DISK_MB,
+            denyNetworks: (vars.BERTH_BUILD_DENY_NETWORKS ?? '')
+              .split(',')
+              .map((network) => network.trim())
+              .filter(Boolean),
+          }
+        : undefined,
     },
     provisioning: {
       ...(vars.BERTH_DEPLOYMENT_POSTGRES_URL ? { postgresUrl: vars.BERTH_DEPLOYMENT_POSTGRES_URL } : {}),

@@ -136,6 +136,35 @@ export const ENVIRONMENT = Type.Object({
   BERTH_BASE_IMAGE_PYTHON: optional(
     Text(undefined, { description: "base image for Python graphs, instead of the LangGraph CLI's", defaultText: 'langchain/langgraph-api' }),
   ),
+  BERTH_BUILD_SANDBOX: Switch('on', {
+    description:
+      'builds run as the unprivileged build user in a user namespace, each step in a container of its own, with the limits below (docs/security.md); `off` runs them as Berth itself, for a single trusted user only',
+  }),
+  BERTH_BUILD_USER: Text('berth-build', {
+    description: 'the unprivileged user builds run as; needs /etc/subuid and /etc/subgid ranges (scripts/setup-containers.sh creates it)',
+  }),
+  BERTH_BUILD_DIR: Text('/var/lib/berth-build', {
+    description: "the build user's image stores, caches and build contexts, one set per workspace (outside the data directory, which only Berth reads)",
+  }),
+  BERTH_BUILD_MEMORY_MB: Integer(4096, 128, undefined, { description: 'memory one build may use, its steps included; past it the build fails' }),
+  BERTH_BUILD_CPUS: Integer(2, 1, 256, { description: 'CPUs one build may use' }),
+  BERTH_BUILD_PIDS: Integer(2048, 64, undefined, { description: 'processes and threads one build may run at once' }),
+  BERTH_BUILD_DISK_MB: Integer(20480, 0, undefined, {
+    description: "disk one workspace's builds may fill (its image store, caches and build contexts, as a file system of that size); 0 leaves it unbounded",
+  }),
+  BERTH_BUILD_DENY_NETWORKS: optional(
+    Text(
+      undefined,
+      {
+        description: "comma-separated networks (CIDR) builds may not reach, besides this host's own addresses, loopback and link-local, which they never reach",
+        defaultText: 'none',
+      },
+      {
+        pattern: '^\\s*[0-9a-fA-F:.]+/[0-9]{1,3}\\s*(,\\s*[0-9a-fA-F:.]+/[0-9]{1,3}\\s*)*$',
+        rule: 'must be CIDR networks separated by commas, such as 10.0.0.0/8,fd00::/8',
+      },
+    ),
+  ),
   BERTH_DEPLOYMENT_POSTGRES_URL: optional(
     Text(
       undefined,

@@ -20,6 +20,7 @@ import { type EventBus, LocalEventBus, PostgresEventBus } from './events/bus.js'
 import { buildApp } from './http/app.js';
 import { serveEngineMetrics } from './observability/engine-metrics-server.js';
 import { setListenerSightingsReader } from './observability/metrics.js';
+import { secureDataDir } from './security/data-dir.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { startGitPoller } from './services/git-poller.js';
 import { startUploadSweeper } from './engine/upload-sweeper.js';
@@ -61,6 +62,7 @@ interface Core {
 
 /** Opens the database, migrates it, loads the encryption key and connects the bus. */
 async function openCore(config: Config, logger: Logger): Promise<Core> {
+  secureDataDir(config.dataDir);
   const db = openDatabase(config.database, {
     checkpointInBackground: {
       onError: (error) => logger.warn({ error: error.message }, 'background WAL checkpoint failed; commits checkpoint the WAL at 10,000 pages meanwhile'),
@@ -120,6 +122,13 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   }
   const unavailable = await runtime.unavailableReason();
   logger.info({ runtime: runtime.name, worker: engine.settings.workerId, ...(unavailable ? { unavailable } : {}) }, 'engine started');
+  // Said at start rather than at the first build; the check sets the build sandbox up.
+  void builder
+    .unavailableReason?.()
+    .then((reason) => {
+      if (reason) logger.warn({ reason }, 'code-host builds will fail until this is fixed');
+    })
+    .catch(() => {});
   return engine;
 }
 
@@ -194,6 +203,7 @@ function builderFor(config: Config, registry: Registry | undefined): BuildDriver
     dataDir: config.dataDir,
     builder: config.build.builder,
     baseImages: config.build.baseImages,
+    ...(config.build.sandbox ? { sandbox: config.build.sandbox } : {}),
     ...codehostOptions(config),
     ...(registry
       ? {

@@ -36,6 +36,15 @@ export interface BuildImageOptions {
    * group is killed; leftovers of a killed build are removed afterwards. Default 10 s.
    */
   stopGraceMs?: number;
+  /**
+   * A directory `prepareScratch` already filled (the build sandbox prepares it before handing
+   * it to the build user); without one, the build makes and removes its own.
+   */
+  scratchDir?: string;
+  /** How each step is isolated (`buildah bud` flags); default `--isolation chroot`. */
+  isolationArgs?: readonly string[];
+  /** `cgroup.procs` files the builder joins before it starts (the build sandbox's limits). */
+  cgroupProcs?: readonly string[];
 }
 
 export interface BuiltImage {
@@ -58,15 +67,10 @@ export async function buildImage(builder: ResolvedBuilder, options: BuildImageOp
   if (!/^[a-z0-9][a-z0-9._\-/:@]*$/i.test(options.tag)) throw new BuildError(`"${options.tag}" is not a valid image name.`);
   if (options.signal?.aborted) throw stopped(options.tag, options.signal);
 
-  const work = await mkdtemp(path.join(os.tmpdir(), 'berth-build-'));
+  const work = options.scratchDir ?? (await mkdtemp(path.join(os.tmpdir(), 'berth-build-')));
   try {
-    const dockerfilePath = path.join(work, 'Dockerfile');
-    await writeFile(dockerfilePath, options.dockerfile, { mode: 0o600 });
-    // buildah's per-RUN scratch directories go here, so a killed build leaves none behind.
-    // It keeps cache mounts under $TMPDIR/buildah-cache too: that is where cacheDir goes.
-    const scratch = path.join(work, 'tmp');
-    await mkdir(scratch);
-    if (options.cacheDir) await symlink(path.resolve(options.cacheDir), path.join(scratch, 'buildah-cache'));
+    if (!options.scratchDir) await prepareScratch(work, options.dockerfile, options.cacheDir);
+    const { dockerfilePath, tmpDir: scratch } = scratchPaths(work);
 
     const footprint = emptyFootprint();
     footprintOfDockerfile(options.dockerfile, footprint);
@@ -81,6 +85,7 @@ export async function buildImage(builder: ResolvedBuilder, options: BuildImageOp
       signal: options.signal,
       extraEnv: { TMPDIR: scratch, ...options.env },
       stopGraceMs: options.stopGraceMs,
+      ...(options.cgroupProcs ? { cgroupProcs: options.cgroupProcs } : {}),
     });
     if (result.spawnError)
       throw new BuildError(`Could not start ${builder.binary} to build ${options.tag}: ${result.spawnError.code ?? result.spawnError.message}.`);
@@ -106,8 +111,24 @@ export async function buildImage(builder: ResolvedBuilder, options: BuildImageOp
     if (result.code === 0) throw new BuildError(`The build of ${options.tag} finished but ${builder.kind} reported no image id.`);
     throw new BuildError(explainBuildFailure(result.tail, result.code));
   } finally {
-    await removeScratch(work);
+    if (!options.scratchDir) await removeScratch(work);
   }
+}
+
+/**
+ * Writes the Dockerfile and the builder's scratch directory into `dir`: buildah's per-RUN
+ * scratch directories go under its `tmp/` (so a killed build leaves none behind), and cache
+ * mounts under `tmp/buildah-cache`, which is where `cacheDir` is linked.
+ */
+export async function prepareScratch(dir: string, dockerfile: string, cacheDir?: string): Promise<void> {
+  const { dockerfilePath, tmpDir } = scratchPaths(dir);
+  await writeFile(dockerfilePath, dockerfile, { mode: 0o600 });
+  await mkdir(tmpDir);
+  if (cacheDir) await symlink(path.resolve(cacheDir), path.join(tmpDir, 'buildah-cache'));
+}
+
+function scratchPaths(dir: string): { dockerfilePath: string; tmpDir: string } {
+  return { dockerfilePath: path.join(dir, 'Dockerfile'), tmpDir: path.join(dir, 'tmp') };
 }
 
 /**
@@ -127,9 +148,11 @@ function buildArgs(builder: ResolvedBuilder, options: BuildImageOptions, dockerf
   const contexts = [...(options.additionalContexts ?? new Map<string, string>())].flatMap(([name, dir]) => ['--build-context', `${name}=${dir}`]);
   const common = ['-f', dockerfilePath, '-t', options.tag, ...contexts, ...labels, ...(options.noCache ? ['--no-cache'] : [])];
   if (builder.kind === 'docker') return ['build', '--progress=plain', ...common, options.contextDir];
-  // chroot isolation keeps every RUN process inside the builder's process group (so an
-  // abort reaches them) and works without a network namespace of its own.
-  return [builder.kind === 'buildah' ? 'bud' : 'build', '--layers', '--force-rm', '--isolation', 'chroot', ...common, options.contextDir];
+  // Unconfined, chroot isolation keeps every RUN process inside the builder's process group
+  // (so an abort reaches them) and works without a network namespace of its own; the
+  // sandbox gives each step namespaces of its own instead and kills by control group.
+  const isolation = options.isolationArgs ?? ['--isolation', 'chroot'];
+  return [builder.kind === 'buildah' ? 'bud' : 'build', '--layers', '--force-rm', ...isolation, ...common, options.contextDir];
 }
 
 /** buildah and podman end with the full image id on a line of its own; else ask. */

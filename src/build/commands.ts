@@ -15,16 +15,17 @@ const DEFAULT_TIMEOUT_MS = 60_000;
  * `stderr`, not the command line (which error messages of node:child_process quote).
  */
 export function runBuilderCommand(
-  builder: Pick<ResolvedBuilder, 'binary' | 'env'>,
+  builder: Pick<ResolvedBuilder, 'binary' | 'env' | 'globalArgs' | 'runAs'>,
   args: string[],
-  options: { signal?: AbortSignal; timeoutMs?: number } = {},
+  options: { signal?: AbortSignal; timeoutMs?: number; input?: string } = {},
 ): Promise<CommandOutput> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       builder.binary,
-      args,
+      [...(builder.globalArgs ?? []), ...args],
       {
         env: builder.env,
+        ...(builder.runAs ? { uid: builder.runAs.uid, gid: builder.runAs.gid } : {}),
         signal: options.signal,
         timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
         killSignal: 'SIGKILL',
@@ -39,6 +40,9 @@ export function runBuilderCommand(
         resolve({ code: -1, stdout: stdout ?? '', stderr: stderr || why });
       },
     );
+    // A program that exits before reading all of it closes the pipe: that is its answer, not ours to report.
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(options.input ?? '');
   });
 }
 

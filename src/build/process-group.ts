@@ -15,6 +15,8 @@ export interface GroupRunOptions {
   /** Added to the builder's environment for this run. */
   extraEnv?: Record<string, string>;
   stopGraceMs?: number;
+  /** `cgroup.procs` files the builder joins before it starts (the build sandbox's limits). */
+  cgroupProcs?: readonly string[];
 }
 
 export interface GroupRunResult {
@@ -43,7 +45,7 @@ export async function runInProcessGroup(builder: ResolvedBuilder, args: string[]
   // to it). buildah itself relays a RUN step's stdout and stderr separately, so their
   // relative order within a step is not guaranteed. The shell replaces itself with the
   // builder: no extra process.
-  const child = spawn('/bin/sh', ['-c', 'exec "$0" "$@" 2>&1', builder.binary, ...args], {
+  const child = spawn('/bin/sh', launchArgs(builder, args, options.cgroupProcs ?? []), {
     cwd: options.cwd,
     env: options.extraEnv ? { ...builder.env, ...options.extraEnv } : builder.env,
     detached: true,
@@ -78,6 +80,17 @@ export async function runInProcessGroup(builder: ResolvedBuilder, args: string[]
     clearTimeout(killTimer);
     options.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * The shell that starts the builder: it joins the given control groups while it is still
+ * the only process (so nothing the build starts escapes their limits), drops to the
+ * sandbox's user when there is one, and replaces itself with the builder.
+ */
+function launchArgs(builder: ResolvedBuilder, args: string[], cgroupProcs: readonly string[]): string[] {
+  const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@" 2>&1';
+  const drop = builder.runAs ? ['setpriv', `--reuid=${builder.runAs.uid}`, `--regid=${builder.runAs.gid}`, '--clear-groups', '--'] : [];
+  return ['-c', join, 'berth-build', ...cgroupProcs, '--', ...drop, builder.binary, ...(builder.globalArgs ?? []), ...args];
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {

@@ -10,6 +10,10 @@ export interface ResolvedBuilder {
   binary: string;
   /** The environment it runs with (for buildah and podman, the Berth containers.conf). */
   env: NodeJS.ProcessEnv;
+  /** Arguments before the subcommand: the build sandbox's storage of one workspace. */
+  globalArgs?: readonly string[];
+  /** Runs the program as this unprivileged user (the build sandbox's) instead of as Berth. */
+  runAs?: { uid: number; gid: number };
 }
 
 /**

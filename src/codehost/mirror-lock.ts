@@ -1,96 +1,13 @@
-import lockfile from 'proper-lockfile';
+import { DirectoryLockError, type LockOptions, withDirectoryLock } from '../locks/directory-lock.js';
 import { CodehostError } from './errors.js';
 
-/** Lock holders of this process, by mirror directory: the tail of each one's queue. */
-const queues = new Map<string, Promise<void>>();
-
-const RETRY_MS = 250;
-/** A lock file not refreshed for this long belongs to a process that died. */
-const STALE_MS = 20_000;
-
-export interface LockOptions {
-  signal?: AbortSignal;
-  /** Called once if the lock is held by another Berth process and this one has to wait. */
-  onWait?: () => void;
-}
-
-/**
- * Runs `work` while holding the mirror's lock: first a queue within this process, then a
- * lock file beside the mirror (`<dir>.lock`, made with mkdir by proper-lockfile and kept
- * fresh while held) so that two Berth processes sharing a data directory never write one
- * mirror at once. A holder that dies leaves a lock that turns stale after 20 s. `work`
- * gets a signal that also fires if the lock is lost (its file was removed or went stale).
- */
+/** The mirror's directory lock (src/locks/directory-lock.ts), its failures told as git's. */
 export async function withMirrorLock<T>(mirrorDir: string, options: LockOptions, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const previous = queues.get(mirrorDir) ?? Promise.resolve();
-  let release!: () => void;
-  const mine = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const tail = previous.then(() => mine);
-  queues.set(mirrorDir, tail);
   try {
-    await untilAborted(previous, options.signal);
-    return await withLockFile(mirrorDir, options, work);
-  } finally {
-    release();
-    if (queues.get(mirrorDir) === tail) queues.delete(mirrorDir);
-  }
-}
-
-async function withLockFile<T>(mirrorDir: string, options: LockOptions, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const lost = new AbortController();
-  let waited = false;
-  let unlock: (() => Promise<void>) | undefined;
-  while (!unlock) {
-    try {
-      unlock = await lockfile.lock(mirrorDir, {
-        lockfilePath: `${mirrorDir}.lock`,
-        realpath: false,
-        stale: STALE_MS,
-        update: STALE_MS / 4,
-        retries: 0,
-        onCompromised: () => lost.abort(),
-      });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;
-      if (!waited) options.onWait?.();
-      waited = true;
-      await untilAborted(new Promise((resolve) => setTimeout(resolve, RETRY_MS)), options.signal);
-    }
-  }
-  const signal = options.signal ? AbortSignal.any([options.signal, lost.signal]) : lost.signal;
-  try {
-    const result = await work(signal);
-    if (lost.signal.aborted) throw lockLost();
-    return result;
+    return await withDirectoryLock(mirrorDir, options, work);
   } catch (error) {
-    if (lost.signal.aborted && !options.signal?.aborted) throw lockLost();
-    throw error;
-  } finally {
-    if (!lost.signal.aborted) await unlock().catch(() => undefined);
+    if (!(error instanceof DirectoryLockError)) throw error;
+    if (error.kind === 'aborted') throw new CodehostError('aborted', 'git: aborted while waiting for the repository mirror');
+    throw new CodehostError('failed', 'git: the lock on the repository mirror was lost (another process took it over); try again');
   }
-}
-
-function lockLost(): CodehostError {
-  return new CodehostError('failed', 'git: the lock on the repository mirror was lost (another process took it over); try again');
-}
-
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(new CodehostError('aborted', 'git: aborted while waiting for the repository mirror'));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(new CodehostError('aborted', 'git: aborted while waiting for the repository mirror'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -54,8 +54,9 @@ export function openDatabase(
     pool.on('error', () => {});
     return new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.log });
   }
-  fs.mkdirSync(path.dirname(database.file), { recursive: true });
+  fs.mkdirSync(path.dirname(database.file), { recursive: true, mode: 0o700 });
   const sqlite = cacheStatements(new SQLite(database.file));
+  secureDatabaseFiles(database.file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
@@ -164,4 +165,15 @@ export function isUniqueViolation(error: unknown): boolean {
 
 export function nowIso(): string {
   return new Date().toISOString();
+}
+
+/** The database and its WAL and shared-memory files are Berth's alone (SQLite gives the last two the database file's mode). */
+function secureDatabaseFiles(file: string): void {
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      fs.chmodSync(`${file}${suffix}`, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
 }

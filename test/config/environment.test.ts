@@ -8,7 +8,7 @@ import { configurationTable } from '../../scripts/config-table.js';
 
 test("the README's configuration table is the environment schema written out (npm run docs:config)", async () => {
   const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-  assert.ok(readme.includes(configurationTable()), 'README.md is out of date: paste the output of `npm run docs:config` over its configuration table');
+  assert.ok(readme.includes(configurationTable()), 'README.md is out of date: run `npm run docs:config`, which writes its configuration table');
 });
 
 /** The BERTH_ names written in the sources under `paths` (grep's own exclusions aside). */

@@ -1,5 +1,6 @@
 import { lstat, mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { type BuildImageOptions, prepareScratch } from '../../build/build-image.js';
 import {
   buildImage,
   BuildError,
@@ -9,11 +10,15 @@ import {
   type RegistryCredentials,
   type ResolvedBuilder,
 } from '../../build/builder.js';
-import { generateDockerfile } from '../../build/dockerfile.js';
-import { builtImageName } from '../../registry/image-names.js';
+import { CLI_BASE_IMAGES, generateDockerfile } from '../../build/dockerfile.js';
+import { checkDockerfileLines } from '../../build/dockerfile-policy.js';
 import { checkConfigAgainstCheckout, GraphConfigError, readLangGraphConfigFile } from '../../build/langgraph-config.js';
 import { ArchiveError, locateConfig, unpackSourceArchive } from '../../build/source-archive.js';
 import { CodehostError, MirrorCache } from '../../codehost/index.js';
+import type { BuildSandboxSettings } from '../../config.js';
+import { builtImageName } from '../../registry/image-names.js';
+import { exportBuiltImage, provideBaseImage } from '../../sandbox/images.js';
+import { BuildSandbox } from '../../sandbox/sandbox.js';
 import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type StepContext } from './types.js';
 
 export interface ImageRegistry {
@@ -40,6 +45,14 @@ export interface LangGraphBuildOptions {
   knownHostsFile: string;
   /** Environment for finding and running the builder. */
   env?: NodeJS.ProcessEnv;
+  /** Where builds are confined (docs/security.md); without it they run as Berth's own user, unconfined. */
+  sandbox?: BuildSandboxSettings;
+}
+
+/** Where one build happens: its directory, and the sandbox's side of it when confined. */
+interface BuildPlace {
+  work: string;
+  sandbox: BuildSandbox | undefined;
 }
 
 /**
@@ -56,21 +69,32 @@ export class LangGraphBuildDriver implements BuildDriver {
   readonly name = 'langgraph';
   readonly #mirrors: MirrorCache;
   #builder: ResolvedBuilder | undefined;
+  #sandbox: BuildSandbox | undefined;
 
   constructor(private readonly options: LangGraphBuildOptions) {
     this.#mirrors = new MirrorCache({ root: path.join(options.dataDir, 'git'), allowLocal: options.allowLocal, knownHostsFile: options.knownHostsFile });
   }
 
-  async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
-    const builder = await this.#resolveBuilder();
-    const builds = path.join(this.options.dataDir, 'builds');
-    await mkdir(builds, { recursive: true });
-    const work = await mkdtemp(path.join(builds, `${request.revisionId}-`));
+  async unavailableReason(): Promise<string | null> {
     try {
-      const fetched = await this.#fetch(request, work, step);
+      await this.#resolveSandbox(await this.#resolveBuilder());
+      return null;
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
+    const host = await this.#resolveBuilder();
+    const sandbox = await this.#resolveSandbox(host);
+    const place: BuildPlace = { work: await this.#newWorkDir(sandbox, request.revisionId), sandbox };
+    try {
+      await mkdir(path.join(place.work, 'src'), { mode: 0o700 });
+      const fetched = await this.#fetch(request, path.join(place.work, 'src'), step);
       const configPath = await configInside(fetched.root, fetched.configPath, fetched.describe);
       const config = await readLangGraphConfigFile(configPath);
       await checkConfigAgainstCheckout(config, { root: fetched.root, configDir: path.dirname(configPath) });
+      checkDockerfileLines(config.dockerfileLines);
       const generated = await generateDockerfile(config, path.dirname(configPath), {
         layout: 'cached',
         defaultBaseImages: this.options.baseImages,
@@ -82,34 +106,112 @@ export class LangGraphBuildDriver implements BuildDriver {
 
       const registry = this.options.registry;
       const { image, repository } = builtImageName(registry, request);
-      await step.log('INFO', `Building ${image} with ${builder.kind}`);
-      await buildImage(builder, {
+      const build = {
         contextDir: path.dirname(configPath),
         dockerfile: generated.dockerfile,
         tag: image,
         additionalContexts: generated.additionalContexts,
-        cacheDir: await this.#cacheDir(),
         labels: { 'berth.deployment-id': request.deploymentId, 'berth.revision-id': request.revisionId },
-        log: (line) => step.log('INFO', line),
+        log: (line: string) => step.log('INFO', line),
         signal: step.signal,
-      });
+      };
+      if (sandbox) {
+        if (!config.baseImage || this.#configuredBases().some((base) => config.baseImage === base)) {
+          await provideBaseImage(sandbox, host, generated.image, (line) => step.log('INFO', line));
+        }
+        await this.#buildInSandbox(sandbox, place, request, build, step);
+      } else {
+        await step.log('INFO', `Building ${image} with ${host.kind}`);
+        await buildImage(host, { ...build, cacheDir: await this.#cacheDir() });
+      }
       if (registry) {
         await step.log('INFO', `Pushing ${image}`);
         const credentials = await registry.pushCredentials(repository);
-        await pushImage(
-          builder,
-          image,
-          { tlsVerify: registry.tlsVerify, ...(credentials ? { credentials } : {}) },
-          (line) => step.log('INFO', line),
-          step.signal,
-        );
+        await pushImage(host, image, { tlsVerify: registry.tlsVerify, ...(credentials ? { credentials } : {}) }, (line) => step.log('INFO', line), step.signal);
       }
       return { image, commitSha: fetched.commitSha };
     } catch (error) {
       throw asDriverError(error);
     } finally {
-      await rm(work, { recursive: true, force: true });
+      if (sandbox) await sandbox.removeWorkDir({ path: place.work });
+      else await rm(place.work, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Builds as the build user in the workspace's own store, under the build's control group,
+   * then copies the image into the host's store under the same name. Everything the build
+   * started is killed when it ends, however it ends.
+   */
+  async #buildInSandbox(
+    sandbox: BuildSandbox,
+    place: BuildPlace,
+    request: BuildRequest,
+    build: Omit<BuildImageOptions, 'cacheDir'>,
+    step: StepContext,
+  ): Promise<void> {
+    const scratch = path.join(place.work, 'scratch');
+    await mkdir(scratch, { mode: 0o700 });
+    await prepareScratch(scratch, build.dockerfile, await sandbox.cacheDirFor(request.workspaceId));
+    await sandbox.handOver({ path: place.work });
+    const builder = await sandbox.builderFor(request.workspaceId);
+    const cgroup = await sandbox.cgroupFor(path.basename(place.work));
+    const { memoryMb, cpus, pids } = sandbox.settings;
+    await step.log('INFO', `Building ${build.tag} with buildah as the build user (${memoryMb} MB, ${cpus} CPU, ${pids} processes at most)`);
+    let outOfSpace = false;
+    const log = (line: string) => {
+      if (/no space left on device/i.test(line)) outOfSpace = true;
+      return build.log(line);
+    };
+    try {
+      await buildImage(builder, { ...build, log, scratchDir: scratch, isolationArgs: sandbox.buildFlags, cgroupProcs: cgroup.procsFiles });
+    } catch (error) {
+      if (await cgroup.outOfMemory()) {
+        throw new DriverError(`The build needed more than its ${memoryMb} MB of memory (BERTH_BUILD_MEMORY_MB) and was stopped.`);
+      }
+      if (await cgroup.hitProcessLimit()) {
+        throw new DriverError(`The build tried to run more than ${pids} processes at once (BERTH_BUILD_PIDS) and failed.`);
+      }
+      if (outOfSpace && sandbox.settings.diskMb > 0) {
+        throw new DriverError(
+          `The build filled this workspace's ${sandbox.settings.diskMb} MB of build disk (BERTH_BUILD_DISK_MB): the image store, caches and the build's own files share it.`,
+        );
+      }
+      throw error;
+    } finally {
+      await cgroup.destroy();
+    }
+    await step.log('INFO', `Copying ${build.tag} into this host's image store`);
+    await exportBuiltImage(sandbox, request.workspaceId, request.deploymentId, build.tag, build.tag);
+  }
+
+  async #newWorkDir(sandbox: BuildSandbox | undefined, revisionId: string): Promise<string> {
+    if (sandbox) return (await sandbox.newWorkDir(revisionId)).path;
+    const builds = path.join(this.options.dataDir, 'builds');
+    await mkdir(builds, { recursive: true, mode: 0o700 });
+    return mkdtemp(path.join(builds, `${revisionId}-`));
+  }
+
+  /** The sandbox, set up on first use; a host that cannot provide it fails every build with what to fix. */
+  async #resolveSandbox(host: ResolvedBuilder): Promise<BuildSandbox | undefined> {
+    const settings = this.options.sandbox;
+    if (!settings) return undefined;
+    if (this.#sandbox) return this.#sandbox;
+    if (host.kind !== 'buildah') {
+      throw new DriverError(
+        `The build sandbox (BERTH_BUILD_SANDBOX=on) builds with buildah, but the builder found is ${host.kind}: install buildah (scripts/setup-containers.sh), set BERTH_BUILDER=buildah, or turn the sandbox off for a single trusted user.`,
+      );
+    }
+    const prepared = await BuildSandbox.prepare(settings);
+    if (typeof prepared === 'string') throw new DriverError(prepared);
+    this.#sandbox = prepared;
+    return prepared;
+  }
+
+  /** The base images Berth itself chooses: configured ones, else the CLI's defaults. */
+  #configuredBases(): string[] {
+    const { node, python } = this.options.baseImages;
+    return [node ?? CLI_BASE_IMAGES.node, python ?? CLI_BASE_IMAGES.python, CLI_BASE_IMAGES.pythonDistributed];
   }
 
   async #resolveBuilder(): Promise<ResolvedBuilder> {

@@ -61,7 +61,7 @@ export interface RuntimeDriver {
 export type BuildSource = { kind: 'git'; url: string; ref: string; auth?: GitAuth } | { kind: 'archive'; path: string };
 
 export interface BuildRequest {
-  /** With the deployment and revision ids, names the image (registry/image-names.ts). */
+  /** Whose build this is: each workspace builds in a store and caches of its own, and, with the deployment and revision ids, names the image (registry/image-names.ts). */
   workspaceId: string;
   deploymentId: string;
   deploymentName: string;
@@ -82,5 +82,7 @@ export interface BuiltImage {
 /** Fetches a revision's source and builds it into an image. */
 export interface BuildDriver {
   readonly name: string;
+  /** Null when builds can run here; else what to install or change (checked once at start, to say so early). */
+  unavailableReason?(): Promise<string | null>;
   build(request: BuildRequest, context: StepContext): Promise<BuiltImage>;
 }
