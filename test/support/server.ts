@@ -88,6 +88,8 @@ export interface TestServerOptions {
   gitPollSeconds?: number;
   /** Per-deployment databases (BERTH_DEPLOYMENT_POSTGRES_URL / _REDIS_URL). */
   provisioning?: Config['provisioning'];
+  /** More BERTH_* variables, read as the server reads them (e.g. BERTH_GIT_TIMEOUT_SECONDS). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -114,6 +116,7 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
       BERTH_GIT_POLL_SECONDS: String(options.gitPollSeconds ?? 0),
       ...(options.encryptionKey ? { BERTH_ENCRYPTION_KEY: options.encryptionKey } : {}),
       ...(postgres ? { DATABASE_URL: postgres.url } : {}),
+      ...options.env,
     },
     { limits: { ...DEFAULT_LIMITS, ...options.limits }, provisioning: options.provisioning ?? {} },
   );
