@@ -8,6 +8,7 @@ import { PostgresProvisioner } from './provisioning/postgres.js';
 import { RedisProvisioner } from './provisioning/redis.js';
 import { deriveKey } from './security/derived-keys.js';
 import { openRegistry, type Registry } from './registry/setup.js';
+import { setGitConcurrency } from './codehost/index.js';
 import { UploadStore } from './build/uploads.js';
 import { TokenSigner } from './security/signed-tokens.js';
 import type { EngineSettings } from './engine/context.js';
@@ -67,6 +68,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
     },
   });
   try {
+    setGitConcurrency(config.codehost.gitConcurrency);
     await migrateToLatest(db);
     setListenerSightingsReader(() => listenerSightings(db));
     const { key, source } = loadEncryptionKey(config.encryptionKey, config.dataDir);
@@ -185,7 +187,7 @@ export async function startEngineOnly(config: Config, logger: Logger): Promise<{
 }
 
 function codehostOptions(config: Config) {
-  return { allowLocal: config.codehost.allowLocal, knownHostsFile: path.join(config.dataDir, 'git', 'known_hosts') };
+  return { allowLocal: config.codehost.allowLocal, knownHostsFile: path.join(config.dataDir, 'git', 'known_hosts'), gitTimeoutMs: config.codehost.gitTimeoutMs };
 }
 
 function builderFor(config: Config, registry: Registry | undefined): BuildDriver {

@@ -5,6 +5,7 @@
  * reaches it only through this file.
  */
 export { CodehostError } from './errors.js';
+export { setGitConcurrency } from './git-slots.js';
 export { type GitHubSettings, type GitSettings, type ProviderOptions, providerFor } from './integration-provider.js';
 export { MirrorCache } from './mirror.js';
 export { remoteBranchHeads, resolveRemote } from './remote.js';

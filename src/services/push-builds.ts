@@ -100,7 +100,11 @@ export function createPushBuildService({
                 : credentials?.password && settings.username
                   ? { kind: 'basic' as const, username: settings.username, password: credentials.password }
                   : undefined;
-            const heads = await remoteBranchHeads(url, auth, signal, { knownHostsFile: codehost.knownHostsFile, allowLocal: codehost.allowLocal });
+            const heads = await remoteBranchHeads(url, auth, signal, {
+              knownHostsFile: codehost.knownHostsFile,
+              allowLocal: codehost.allowLocal,
+              timeoutMs: codehost.gitTimeoutMs,
+            });
             const seen = await integrations.branchHeads(db, integration.id, url);
             const firstLook = Object.keys(seen).length === 0;
             await integrations.saveBranchHeads(db, integration.id, url, heads, nowIso());
