@@ -11,4 +11,4 @@ export { MirrorCache } from './mirror.js';
 export { remoteBranchHeads, resolveRemote } from './remote.js';
 export type { CodehostProvider, CodehostRepository, GitAuth } from './types.js';
 export { sameRepository } from './url.js';
-export { pushMatchesRepository, readGitHubDelivery, WebhookError } from './webhooks.js';
+export { pushMatchesRepository, readGitHubDelivery, requireGitHubSignatureHeader, WebhookError } from './webhooks.js';
