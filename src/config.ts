@@ -2,6 +2,7 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Ajv, ErrorObject } from 'ajv';
 import envSchema from 'env-schema';
+import type { UploadLimits } from './domain/upload-quota.js';
 import { BUILDERS, ENVIRONMENT, type Environment, isOn, RUNTIMES } from './environment.js';
 import { parseRegistryLocation, RegistryLocationError } from './registry/push-target.js';
 import type { RegistrySettings } from './registry/setup.js';
@@ -87,12 +88,6 @@ export interface RequestLimits {
   webhookBodyLimitBytes: number;
   /** Webhook bodies read at once before their signature is checked; one workspace gets at most half. */
   webhookConcurrentBodies: number;
-}
-
-/** BERTH_UPLOAD_PENDING_BYTES_PER_*: see `environment.ts`. */
-export interface UploadLimits {
-  pendingBytesPerDeployment: number;
-  pendingBytesPerWorkspace: number;
 }
 
 export class ConfigError extends Error {}

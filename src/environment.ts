@@ -98,12 +98,10 @@ export const ENVIRONMENT = Type.Object({
       'read it in time is disconnected, so it cannot pin the answer in memory',
   }),
   BERTH_WEBHOOK_BODY_LIMIT_BYTES: Integer(5 * 1024 * 1024, 1024, 25 * 1024 * 1024, {
-    description:
-      "largest code-host webhook body (413 beyond; GitHub's own cap is 25 MB, a push payload is a few kB and ~1 kB per commit listed)",
+    description: "largest code-host webhook body (413 beyond; GitHub's own cap is 25 MB, a push payload is a few kB and ~1 kB per commit listed)",
   }),
   BERTH_WEBHOOK_CONCURRENT_BODIES: Integer(16, 1, 1024, {
-    description:
-      'webhook bodies read at once, before their signature can be checked (503 with Retry-After beyond); one workspace gets at most half',
+    description: 'webhook bodies read at once, before their signature can be checked (503 with Retry-After beyond); one workspace gets at most half',
   }),
   BERTH_METRICS_TOKEN: optional(
     Text(
@@ -141,8 +139,7 @@ export const ENVIRONMENT = Type.Object({
       'a whole listing may take twice this (504 beyond)',
   }),
   BERTH_UPLOAD_PENDING_BYTES_PER_DEPLOYMENT: Integer(512 * 1024 * 1024, 1024, undefined, {
-    description:
-      'bytes of uploaded project archives a deployment may hold before they are built or expire, those being received included (413 beyond)',
+    description: 'bytes of uploaded project archives a deployment may hold before they are built or expire, those being received included (413 beyond)',
   }),
   BERTH_UPLOAD_PENDING_BYTES_PER_WORKSPACE: Integer(2 * 1024 * 1024 * 1024, 1024, undefined, {
     description: 'the same, for all deployments of a workspace together',

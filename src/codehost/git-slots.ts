@@ -21,10 +21,6 @@ class Slots {
     this.#grantWaiting();
   }
 
-  get running(): number {
-    return this.#running;
-  }
-
   /**
    * Resolves with the function that gives the slot back once one is free; rejects with
    * `signal`'s reason if it aborts first (the waiter then holds nothing).

@@ -18,11 +18,6 @@ export class BodyGate {
     this.#perKey = Math.max(1, Math.floor(limit / 2));
   }
 
-  /** Bodies being read now. */
-  get reading(): number {
-    return this.#reading;
-  }
-
   /** A slot for one body, or null when none is free: the caller refuses the request. */
   tryEnter(key: string): (() => void) | null {
     const held = this.#byKey.get(key) ?? 0;

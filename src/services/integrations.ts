@@ -64,7 +64,10 @@ export function createIntegrationService({ db, encryptor, codehost }: { db: Db; 
     } catch (error) {
       if (error instanceof ListingDeadlineError) {
         const cause = error.cause instanceof CodehostError ? ` (${error.cause.message})` : '';
-        throw fail('codehost_timeout', `Integration ID ${record.id}: the code host did not answer within ${error.deadlineMs / 1000} s${cause}. Try again later.`);
+        throw fail(
+          'codehost_timeout',
+          `Integration ID ${record.id}: the code host did not answer within ${error.deadlineMs / 1000} s${cause}. Try again later.`,
+        );
       }
       if (error instanceof CodehostError && error.failure === 'timeout') throw fail('codehost_timeout', `Integration ID ${record.id}: ${error.message}`);
       if (error instanceof CodehostError) throw fail('codehost_failed', `Integration ID ${record.id}: ${error.message}`);

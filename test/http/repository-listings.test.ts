@@ -129,14 +129,14 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     test('60 listings of one integration whose remote never answers: one git process, 504 for all, /ok answers throughout', async () => {
       const id = await integrationOf(api, [remote.url('agent')]);
       const acceptedBefore = remote.accepted;
-      const watched = await watchWhile(
-        server,
-        Promise.all(Array.from({ length: 60 }, () => member('GET', `/v1/integrations/codehost/${id}/repos`))),
-      );
+      const watched = await watchWhile(server, Promise.all(Array.from({ length: 60 }, () => member('GET', `/v1/integrations/codehost/${id}/repos`))));
       for (const answer of watched.result) {
         assert.equal(answer.status, 504, answer.text);
         assert.equal(answer.body.code, 'codehost_timeout');
-        assert.match(answer.body.detail, new RegExp(`^Integration ID ${id}: git: no result within ${GIT_TIMEOUT_SECONDS} s while listing the refs of ${remote.url('agent')}`));
+        assert.match(
+          answer.body.detail,
+          new RegExp(`^Integration ID ${id}: git: no result within ${GIT_TIMEOUT_SECONDS} s while listing the refs of ${remote.url('agent')}`),
+        );
       }
       assert.equal(remote.accepted - acceptedBefore, 1, 'the 60 listings shared one git ls-remote');
       assert.ok(watched.mostGit() <= 1, `${watched.mostGit()} git processes at once`);
@@ -182,7 +182,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.equal(http.requests.length - before, asked, 'the next listing reused the answer');
     });
 
-    test("a member of another workspace cannot list ours (404, the remote is not asked) nor share our remembered answer", async () => {
+    test('a member of another workspace cannot list ours (404, the remote is not asked) nor share our remembered answer', async () => {
       const ours = await integrationOf(api, [`${http.url}/acme/agent.git`]);
       assert.equal((await member('GET', `/v1/integrations/codehost/${ours}/repos`)).status, 200);
       const hanging = await integrationOf(api, [remote.url('ours')]);

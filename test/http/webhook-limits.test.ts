@@ -1,38 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
-import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { type Client, client } from '../support/http.js';
+import { type Client, client, rawRequest } from '../support/http.js';
 import { eventually } from '../support/runtimes.js';
 import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
 import { otherTenants } from '../support/suite.js';
 
 const BODY_LIMIT = 64 * 1024;
 const CONCURRENT_BODIES = 4;
-
-/** One HTTP exchange on a socket of its own, the body sent in parts as the test decides. */
-interface RawExchange {
-  socket: net.Socket;
-  /** Whether the server has answered (a status line arrived). */
-  answered(): boolean;
-  /** The status and what followed, once the server answered and closed the connection. */
-  response: Promise<{ status: number; text: string; closed: true }>;
-}
-
-function rawPost(port: number, path: string, headers: Record<string, string | number>, firstBytes: Buffer = Buffer.alloc(0)): RawExchange {
-  const socket = net.connect(port, '127.0.0.1');
-  socket.on('error', () => {});
-  let received = '';
-  socket.on('data', (chunk) => {
-    received += chunk.toString('latin1');
-  });
-  const head = [`POST ${path} HTTP/1.1`, 'Host: berth', 'Connection: close', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), '', ''].join('\r\n');
-  socket.write(Buffer.concat([Buffer.from(head, 'latin1'), firstBytes]));
-  const response = new Promise<{ status: number; text: string; closed: true }>((resolve) => {
-    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0), text: received, closed: true }));
-  });
-  return { socket, answered: () => /^HTTP\/1\.1 \d{3}/.test(received), response };
-}
 
 const sign = (secret: string, body: Buffer) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 const JUNK_SIGNATURE = `sha256=${'0'.repeat(64)}`;
@@ -90,7 +65,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
         // A megabyte announced, not a byte of it sent: an answer can only come from the headers.
         const length = 'Content-Length-Override' in headers ? BODY_LIMIT + 1 : 1_000_000;
         const { 'Content-Length-Override': _, ...rest } = headers;
-        const exchange = rawPost(port, path, { 'Content-Type': 'application/json', 'X-GitHub-Event': 'push', 'Content-Length': length, ...rest });
+        const exchange = rawRequest(port, 'POST', path, { 'Content-Type': 'application/json', 'X-GitHub-Event': 'push', 'Content-Length': length, ...rest });
         const answer = await exchange.response;
         assert.equal(answer.status, status, `${path} ${JSON.stringify(headers)}: ${answer.text}`);
         assert.match(answer.text, new RegExp(`"code":"${code}"`));
@@ -98,7 +73,11 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     });
 
     test('a body past the cap without a declared length is cut off with 413', async () => {
-      const exchange = rawPost(port, hook(ours), { 'Content-Type': 'application/json', 'X-Hub-Signature-256': JUNK_SIGNATURE, 'Transfer-Encoding': 'chunked' });
+      const exchange = rawRequest(port, 'POST', hook(ours), {
+        'Content-Type': 'application/json',
+        'X-Hub-Signature-256': JUNK_SIGNATURE,
+        'Transfer-Encoding': 'chunked',
+      });
       const chunk = Buffer.alloc(16 * 1024, 'x');
       const frame = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
       // Keep sending until the server answers; it must not read the whole of it.
@@ -115,8 +94,9 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     test('a flood of junk bodies: at most half the slots for its workspace, the rest answered 503 at once; our delivery still gets through', async () => {
       const junkLength = BODY_LIMIT - 1;
       const flood = Array.from({ length: 80 }, () =>
-        rawPost(
+        rawRequest(
           port,
+          'POST',
           hook(theirs),
           { 'Content-Type': 'application/json', 'X-GitHub-Event': 'push', 'X-Hub-Signature-256': JUNK_SIGNATURE, 'Content-Length': junkLength },
           Buffer.alloc(1024, 'j'),
@@ -136,7 +116,13 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
 
         // Our workspace's share is untouched: a signed delivery is read, verified over its exact bytes, and answered.
         const body = Buffer.from('{ "zen" : "Keep it logically awesome.",\n  "hook_id": 1, "note": "\u00e9\u00e8" }  ');
-        const ping = rawPost(port, hook(ours), { 'Content-Type': 'application/json', 'X-GitHub-Event': 'ping', 'X-Hub-Signature-256': sign(secret, body), 'Content-Length': body.length }, body);
+        const ping = rawRequest(
+          port,
+          'POST',
+          hook(ours),
+          { 'Content-Type': 'application/json', 'X-GitHub-Event': 'ping', 'X-Hub-Signature-256': sign(secret, body), 'Content-Length': body.length },
+          body,
+        );
         const answer = await ping.response;
         assert.equal(answer.status, 200, answer.text);
         assert.match(answer.text, /"outcome":"ignored"/);
@@ -151,11 +137,13 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
         for (const exchange of flood) exchange.socket.destroy();
       }
       // A sender that goes away mid-body gives its slot back too.
-      const gone = rawPost(port, hook(theirs), { 'X-Hub-Signature-256': JUNK_SIGNATURE, 'Content-Length': 1000 }, Buffer.alloc(10));
+      const gone = rawRequest(port, 'POST', hook(theirs), { 'X-Hub-Signature-256': JUNK_SIGNATURE, 'Content-Length': 1000 }, Buffer.alloc(10));
       await new Promise((resolve) => setTimeout(resolve, 200));
       gone.socket.destroy();
       await eventually(async () => {
-        const next = [0, 1].map(() => rawPost(port, hook(theirs), { 'X-Hub-Signature-256': JUNK_SIGNATURE, 'Content-Length': 2 }, Buffer.from('{}')));
+        const next = [0, 1].map(() =>
+          rawRequest(port, 'POST', hook(theirs), { 'X-Hub-Signature-256': JUNK_SIGNATURE, 'Content-Length': 2 }, Buffer.from('{}')),
+        );
         const statuses = (await Promise.all(next.map((e) => e.response))).map((r) => r.status);
         return statuses.every((status) => status === 401);
       }, 'the slots to be free again');

@@ -49,7 +49,7 @@ export async function descendantsOf(pid: number): Promise<Descendant[]> {
   const found: Descendant[] = [];
   const below = new Set([pid]);
   // Parents may be listed after their children: repeat until nothing new is found.
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [child, { parent, name }] of parents) {
       if (below.has(parent) && !below.has(child)) {
