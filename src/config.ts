@@ -2,6 +2,7 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Ajv, ErrorObject } from 'ajv';
 import envSchema from 'env-schema';
+import type { UploadLimits } from './domain/upload-quota.js';
 import { BUILDERS, ENVIRONMENT, type Environment, isOn, RUNTIMES } from './environment.js';
 import { parseRegistryLocation, RegistryLocationError } from './registry/push-target.js';
 import type { RegistrySettings } from './registry/setup.js';
@@ -30,7 +31,13 @@ export interface Config {
     allowLocal: boolean;
     /** BERTH_GIT_POLL_SECONDS: how often `git` integrations are asked for new commits (build on push); 0 is never. */
     pollSeconds: number;
+    /** BERTH_GIT_CONCURRENCY: git processes this process runs at once. */
+    gitConcurrency: number;
+    /** BERTH_GIT_TIMEOUT_SECONDS, in ms: the time one git command asking a remote may take. */
+    gitTimeoutMs: number;
   };
+  /** Pending upload archives (received or being received, not yet built or expired) allowed at once. */
+  uploads: UploadLimits;
   engine: {
     /** Run the revision engine in this process (`BERTH_ENGINE=off` for API-only replicas). */
     enabled: boolean;
@@ -92,6 +99,10 @@ export interface RequestLimits {
    * Empty: the connection's own address counts, and `X-Forwarded-For` is ignored.
    */
   trustedProxies: string[];
+  /** Largest code-host webhook body; larger ones get 413. */
+  webhookBodyLimitBytes: number;
+  /** Webhook bodies read at once before their signature is checked; one workspace gets at most half. */
+  webhookConcurrentBodies: number;
 }
 
 export class ConfigError extends Error {}
@@ -114,6 +125,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: vars.BERTH_REQUEST_TIMEOUT_MS,
     responseWriteTimeoutMs: vars.BERTH_RESPONSE_WRITE_TIMEOUT_MS,
     trustedProxies: trustedProxies(vars.BERTH_TRUSTED_PROXIES, problems),
+    webhookBodyLimitBytes: vars.BERTH_WEBHOOK_BODY_LIMIT_BYTES,
+    webhookConcurrentBodies: vars.BERTH_WEBHOOK_CONCURRENT_BODIES,
   };
   const registry = registrySettings(vars, problems);
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
@@ -131,7 +144,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: { token: vars.BERTH_METRICS_TOKEN, enginePort: vars.BERTH_ENGINE_METRICS_PORT },
     revisionsKept: vars.BERTH_REVISIONS_KEPT,
     publicUrl: vars.BERTH_PUBLIC_URL,
-    codehost: { allowLocal: isOn(vars.BERTH_GIT_ALLOW_LOCAL), pollSeconds: vars.BERTH_GIT_POLL_SECONDS },
+    codehost: {
+      allowLocal: isOn(vars.BERTH_GIT_ALLOW_LOCAL),
+      pollSeconds: vars.BERTH_GIT_POLL_SECONDS,
+      gitConcurrency: vars.BERTH_GIT_CONCURRENCY,
+      gitTimeoutMs: vars.BERTH_GIT_TIMEOUT_SECONDS * 1000,
+    },
+    uploads: {
+      pendingBytesPerDeployment: vars.BERTH_UPLOAD_PENDING_BYTES_PER_DEPLOYMENT,
+      pendingBytesPerWorkspace: vars.BERTH_UPLOAD_PENDING_BYTES_PER_WORKSPACE,
+    },
     engine: {
       enabled: isOn(vars.BERTH_ENGINE),
       runtime: vars.BERTH_CONTAINER_RUNTIME,

@@ -97,6 +97,12 @@ export const ENVIRONMENT = Type.Object({
       'time an answer may take to be written out (from its start; for event streams, each pause of the client); a client that does not ' +
       'read it in time is disconnected, so it cannot pin the answer in memory',
   }),
+  BERTH_WEBHOOK_BODY_LIMIT_BYTES: Integer(5 * 1024 * 1024, 1024, 25 * 1024 * 1024, {
+    description: "largest code-host webhook body (413 beyond; GitHub's own cap is 25 MB, a push payload is a few kB and ~1 kB per commit listed)",
+  }),
+  BERTH_WEBHOOK_CONCURRENT_BODIES: Integer(16, 1, 1024, {
+    description: 'webhook bodies read at once, before their signature can be checked (503 with Retry-After beyond); one workspace gets at most half',
+  }),
   BERTH_METRICS_TOKEN: optional(
     Text(
       undefined,
@@ -124,6 +130,20 @@ export const ENVIRONMENT = Type.Object({
     description: '`git` integrations may name repositories on the Berth host (absolute paths, `file://`); `off` refuses them',
   }),
   BERTH_GIT_POLL_SECONDS: Integer(0, 0, undefined, { description: 'how often `git` integrations are asked for new commits, for build on push; 0 never asks' }),
+  BERTH_GIT_CONCURRENCY: Integer(8, 1, 256, {
+    description: 'git processes one Berth process runs at once (listings, polls, fetches, checkouts); more wait for a free one',
+  }),
+  BERTH_GIT_TIMEOUT_SECONDS: Integer(30, 1, 3600, {
+    description:
+      'time one git command that asks a remote for its refs (listing repositories, polling) may take before its process group is killed; ' +
+      'a whole listing may take twice this (504 beyond)',
+  }),
+  BERTH_UPLOAD_PENDING_BYTES_PER_DEPLOYMENT: Integer(512 * 1024 * 1024, 1024, undefined, {
+    description: 'bytes of uploaded project archives a deployment may hold before they are built or expire, those being received included (413 beyond)',
+  }),
+  BERTH_UPLOAD_PENDING_BYTES_PER_WORKSPACE: Integer(2 * 1024 * 1024 * 1024, 1024, undefined, {
+    description: 'the same, for all deployments of a workspace together',
+  }),
   BERTH_BUILDER: Choice(BUILDERS, 'auto', {
     description: 'what builds images from code: `buildah`, `podman`, `docker`, `auto` (the first found) or `none` (code-host builds fail)',
   }),

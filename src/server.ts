@@ -8,6 +8,7 @@ import { PostgresProvisioner } from './provisioning/postgres.js';
 import { RedisProvisioner } from './provisioning/redis.js';
 import { deriveKey } from './security/derived-keys.js';
 import { openRegistry, type Registry } from './registry/setup.js';
+import { setGitConcurrency } from './codehost/index.js';
 import { UploadStore } from './build/uploads.js';
 import { TokenSigner } from './security/signed-tokens.js';
 import type { EngineSettings } from './engine/context.js';
@@ -28,6 +29,7 @@ import { createServices, type Services } from './services/index.js';
 import { type Db, migrateToLatest, openDatabase } from './store/database.js';
 import { listenerSightings } from './store/repositories/listeners.js';
 import { countRevisionsByStatus } from './store/repositories/revision-counts.js';
+import { releaseUploadArchives } from './store/repositories/upload-archives.js';
 
 /** Drivers and settings tests and benchmarks put in place of the configured ones. */
 export interface BerthOverrides {
@@ -69,6 +71,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
     },
   });
   try {
+    setGitConcurrency(config.codehost.gitConcurrency);
     await migrateToLatest(db);
     setListenerSightingsReader(() => listenerSightings(db));
     const { key, source } = loadEncryptionKey(config.encryptionKey, config.dataDir);
@@ -84,8 +87,16 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
         { registry: config.registry?.location.host, bundle: registry.bundleFile },
         'image registry: point its auth.token.rootcertbundle at the bundle',
       );
-    const uploadStore = new UploadStore({ dir: path.join(config.dataDir, 'uploads'), signer: new TokenSigner(deriveKey(key, 'upload-url')) });
-    const services = createServices({ db, encryptor, bus }, { revisionsKept: config.revisionsKept, codehost: codehostOptions(config), uploadStore, registry });
+    const uploadStore = new UploadStore({
+      dir: path.join(config.dataDir, 'uploads'),
+      signer: new TokenSigner(deriveKey(key, 'upload-url')),
+      // A built archive stops counting against the pending-upload limits at once.
+      onDiscarded: (objectPaths) => releaseUploadArchives(db, objectPaths),
+    });
+    const services = createServices(
+      { db, encryptor, bus },
+      { revisionsKept: config.revisionsKept, codehost: codehostOptions(config), uploadStore, uploadLimits: config.uploads, registry },
+    );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };
   } catch (error) {
     await db.destroy();
@@ -194,7 +205,11 @@ export async function startEngineOnly(config: Config, logger: Logger): Promise<{
 }
 
 function codehostOptions(config: Config) {
-  return { allowLocal: config.codehost.allowLocal, knownHostsFile: path.join(config.dataDir, 'git', 'known_hosts') };
+  return {
+    allowLocal: config.codehost.allowLocal,
+    knownHostsFile: path.join(config.dataDir, 'git', 'known_hosts'),
+    gitTimeoutMs: config.codehost.gitTimeoutMs,
+  };
 }
 
 function builderFor(config: Config, registry: Registry | undefined): BuildDriver {

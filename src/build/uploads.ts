@@ -57,6 +57,12 @@ export interface UploadStoreOptions {
   ttlSeconds?: number;
   /** Milliseconds since the epoch; tests move it. */
   clock?: () => number;
+  /**
+   * Told of archives removed by `discard`, `discardDeployment` excepted (Berth: they stop
+   * counting against the pending-upload limits). Its failure fails the discard, after the
+   * file is gone.
+   */
+  onDiscarded?: (objectPaths: string[]) => Promise<void>;
 }
 
 export interface IssuedUpload {
@@ -71,7 +77,19 @@ export interface ReceiveOptions {
   /** The request's Content-Length, when it sent one. */
   contentLength?: number;
   signal?: AbortSignal;
+  /**
+   * Asked for room before bytes are written: once for the declared Content-Length, else
+   * ahead of the bytes as they arrive (a step at a time, then exactly what arrived when a
+   * step does not fit). Whatever it throws fails the upload as it is, leaving nothing.
+   */
+  reserve?: ReserveBytes;
 }
+
+/** Reserves room for `totalBytes` of one upload in all (not more on top); throws when there is none. */
+export type ReserveBytes = (totalBytes: number) => Promise<void>;
+
+/** Room asked for ahead of an upload without Content-Length: a database write per step. */
+const RESERVE_STEP_BYTES = 8 * 1024 * 1024;
 
 export class UploadStore {
   readonly #dir: string;
@@ -79,6 +97,7 @@ export class UploadStore {
   readonly #maxBytes: number;
   readonly #ttlSeconds: number;
   readonly #clock: () => number;
+  readonly #onDiscarded: ((objectPaths: string[]) => Promise<void>) | undefined;
 
   constructor(options: UploadStoreOptions) {
     this.#dir = path.resolve(options.dir);
@@ -86,6 +105,7 @@ export class UploadStore {
     this.#maxBytes = options.maxBytes ?? MAX_UPLOAD_BYTES;
     this.#ttlSeconds = options.ttlSeconds ?? UPLOAD_TOKEN_TTL_SECONDS;
     this.#clock = options.clock ?? Date.now;
+    this.#onDiscarded = options.onDiscarded;
   }
 
   get maxBytes(): number {
@@ -102,6 +122,11 @@ export class UploadStore {
       now: this.#clock(),
     });
     return { token, objectPath, expiresAt: new Date(claims.exp * 1000) };
+  }
+
+  /** The object path a valid token is for; an UploadError (`forbidden`) for any other token. */
+  verifyToken(token: string, deploymentId: string): { objectPath: string } {
+    return { objectPath: this.#verify(token, deploymentId).objectPath };
   }
 
   /**
@@ -125,8 +150,10 @@ export class UploadStore {
     if (!(await createClaim(files.claim, exp))) throw forbidden('This upload URL has already been used. Request a new one.');
 
     const part = path.join(path.dirname(files.archive), `${files.uploadId}.${randomBytes(6).toString('hex')}.part`);
+    const guard = new UploadGuard(this.#maxBytes, options.reserve);
     try {
-      const guard = new UploadGuard(this.#maxBytes);
+      // Refused as soon as it is known: from the declared length before a byte is read.
+      if (contentLength !== undefined) await guard.reserveDeclared(contentLength);
       await pipeline(body, guard, fs.createWriteStream(part, { flags: 'wx', mode: 0o600 }), { signal: options.signal });
       guard.checkComplete(contentLength);
       await syncFile(part);
@@ -136,6 +163,7 @@ export class UploadStore {
     } catch (error) {
       await rm(part, { force: true });
       await rm(files.claim, { force: true });
+      if (guard.refusal) throw guard.refusal;
       if (error instanceof UploadError) throw error;
       if (options.signal?.aborted) throw error;
       throw new UploadError('incomplete', 'The upload ended before the whole archive arrived. Upload it again.');
@@ -160,6 +188,7 @@ export class UploadStore {
     await rm(files.archive, { force: true });
     // The spent-token record stays until its token expires (sweep): without it the same
     // URL would take a second upload.
+    await this.#onDiscarded?.([objectPath]);
   }
 
   /** Removes every upload of a deleted deployment. */
@@ -236,13 +265,26 @@ export class UploadStore {
   }
 }
 
-/** Counts the bytes going through, cuts the body off past the limit and checks the gzip magic. */
+/**
+ * Counts the bytes going through, cuts the body off past the limit, checks the gzip magic,
+ * and holds each chunk back until room for it is reserved.
+ */
 class UploadGuard extends Transform {
   bytes = 0;
+  /** What the reservation refused with: the upload fails with exactly this. */
+  refusal: unknown;
   readonly #head: number[] = [];
+  #reserved = 0;
 
-  constructor(private readonly maxBytes: number) {
+  constructor(
+    private readonly maxBytes: number,
+    private readonly reserve: ReserveBytes | undefined,
+  ) {
     super();
+  }
+
+  async reserveDeclared(contentLength: number): Promise<void> {
+    await this.#reserveExactly(contentLength);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -256,7 +298,40 @@ class UploadGuard extends Transform {
       callback(notGzip());
       return;
     }
-    callback(null, chunk);
+    if (!this.reserve || this.bytes <= this.#reserved) {
+      callback(null, chunk);
+      return;
+    }
+    this.#reserveAhead(this.bytes).then(
+      () => callback(null, chunk),
+      (error: unknown) => callback(error as Error),
+    );
+  }
+
+  /** A step ahead of what arrived; when a step does not fit, exactly what arrived. */
+  async #reserveAhead(needed: number): Promise<void> {
+    const ahead = Math.min(Math.max(needed, this.#reserved + RESERVE_STEP_BYTES), this.maxBytes);
+    try {
+      await this.#reserveExactly(ahead, false);
+    } catch (error) {
+      if (ahead === needed) throw this.#refused(error);
+      await this.#reserveExactly(needed);
+    }
+  }
+
+  async #reserveExactly(bytes: number, final = true): Promise<void> {
+    if (!this.reserve) return;
+    try {
+      await this.reserve(bytes);
+      this.#reserved = bytes;
+    } catch (error) {
+      throw final ? this.#refused(error) : error;
+    }
+  }
+
+  #refused(error: unknown): unknown {
+    this.refusal = error;
+    return error;
   }
 
   override _flush(callback: TransformCallback): void {

@@ -555,7 +555,7 @@ export interface paths {
     };
     /**
      * List repositories of a code-host integration
-     * @description A bare array. Asks the code host (each remote, for `git`); a failing remote answers 502 naming it.
+     * @description A bare array. Asks the code host (each remote, for `git`) and reuses the answer for 30 s; concurrent requests share one call. A failing remote answers 502 naming it; a remote that does not answer in time (BERTH_GIT_TIMEOUT_SECONDS) answers 504.
      */
     get: operations['listIntegrationRepositories'];
     put?: never;
@@ -617,7 +617,7 @@ export interface paths {
     put?: never;
     /**
      * Receive a push from the code host
-     * @description The webhook URL of a `github` integration (its `webhook_url`). Verified with the webhook secret; a push to a branch makes a revision of every deployment that tracks it with `build_on_push`. A redelivery builds nothing twice.
+     * @description The webhook URL of a `github` integration (its `webhook_url`). Verified with the webhook secret; a push to a branch makes a revision of every deployment that tracks it with `build_on_push`. A redelivery builds nothing twice. The integration and the signature header are checked before the body is read; bodies over BERTH_WEBHOOK_BODY_LIMIT_BYTES answer 413, and past BERTH_WEBHOOK_CONCURRENT_BODIES bodies being read at once, 503 with Retry-After.
      */
     post: operations['receiveCodehostPush'];
     delete?: never;
@@ -636,7 +636,7 @@ export interface paths {
     get?: never;
     /**
      * Upload a project archive
-     * @description The `upload_url` of POST …/upload-url. 403 for a wrong, expired, used or other deployment's token; 413 past 200 MB; 400 for a body that is not gzip.
+     * @description The `upload_url` of POST …/upload-url. 403 for a wrong, expired, used or other deployment's token; 410 once its deployment is deleted; 413 past 200 MB (`body_too_large`) or when the archives pending for the deployment or its workspace would pass their limit (`upload_quota_exceeded`, naming it), as soon as known: from Content-Length, or while counting; 400 for a body that is not gzip.
      */
     put: operations['uploadProjectArchive'];
     post?: never;
@@ -938,14 +938,18 @@ export interface components {
       | 'provider_exists'
       | 'workspace_name_taken'
       | 'api_key_self_revoke'
+      | 'upload_url_gone'
       | 'body_too_large'
+      | 'upload_quota_exceeded'
       | 'unsupported_media_type'
       | 'validation_error'
       | 'rate_limited'
       | 'headers_too_large'
       | 'internal_error'
       | 'codehost_failed'
-      | 'secrets_unreadable';
+      | 'secrets_unreadable'
+      | 'webhooks_busy'
+      | 'codehost_timeout';
     /**
      * GitHubIntegrationSettings
      * @description Settings of a `github` integration: a GitHub App installation.
@@ -1757,6 +1761,15 @@ export interface operations {
       };
       /** @description `codehost_failed` */
       502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `codehost_timeout` */
+      504: {
         headers: {
           [name: string]: unknown;
         };
@@ -4414,6 +4427,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `codehost_timeout` */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   createUploadUrl: {
@@ -4625,6 +4647,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `body_too_large` */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
       422: {
         headers: {
@@ -4636,6 +4667,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `webhooks_busy` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4685,7 +4725,16 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `body_too_large` */
+      /** @description `upload_url_gone` */
+      410: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `body_too_large`, `upload_quota_exceeded` */
       413: {
         headers: {
           [name: string]: unknown;

@@ -11,6 +11,8 @@ export type CodehostFailure =
   | 'auth-failed'
   | 'host-key'
   | 'unreachable'
+  /** The remote did not answer in time (BERTH_GIT_TIMEOUT_SECONDS): git was stopped. */
+  | 'timeout'
   | 'too-large'
   | 'destination-not-empty'
   | 'aborted'

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { CodehostError } from './errors.js';
+import { gitSlots } from './git-slots.js';
 import type { LogLine } from './types.js';
 
 export interface GitCommand {
@@ -14,6 +15,12 @@ export interface GitCommand {
   onLine?: LogLine;
   /** Output beyond this is an error (a runaway ls-remote); 64 MiB unless given. */
   maxStdoutBytes?: number;
+  /**
+   * How long git may run, from its start (not counting the wait for a slot), before its
+   * process group is killed and the command fails with a `timeout` CodehostError. Commands
+   * that ask a remote get one; the others are bounded by `signal` (a build's timeout).
+   */
+  timeoutMs?: number;
 }
 
 export interface GitResult {
@@ -37,12 +44,35 @@ export function allowedProtocols(allowLocal: boolean): string {
 }
 
 /**
- * Runs git without a shell, restricted to the allowed transports (allowedProtocols). git is its own process group (detached), so an abort kills
- * every helper it started as well (git-remote-https, index-pack, ssh); the promise
- * settles only once git has exited, so callers can remove files it was writing.
+ * Runs git without a shell, restricted to the allowed transports (allowedProtocols), once
+ * one of the process's git slots is free (git-slots.ts). git is its own process group
+ * (detached), so an abort or the timeout kills every helper it started as well
+ * (git-remote-https, index-pack, ssh); the promise settles only once git has exited, so
+ * callers can remove files it was writing.
  */
-export function runGit(command: GitCommand): Promise<GitResult> {
-  const { signal } = command;
+export async function runGit(command: GitCommand): Promise<GitResult> {
+  if (command.signal?.aborted) throw aborted(command.activity);
+  let release: () => void;
+  try {
+    release = await gitSlots.acquire(command.signal);
+  } catch {
+    throw aborted(command.activity);
+  }
+  const deadline = command.timeoutMs === undefined ? undefined : AbortSignal.timeout(command.timeoutMs);
+  const signal = deadline && command.signal ? AbortSignal.any([command.signal, deadline]) : (deadline ?? command.signal);
+  try {
+    return await spawnGit(command, signal);
+  } catch (error) {
+    if (deadline?.aborted && !command.signal?.aborted) {
+      throw new CodehostError('timeout', `git: no result within ${Math.ceil((command.timeoutMs ?? 0) / 1000)} s while ${command.activity}; stopped`);
+    }
+    throw error;
+  } finally {
+    release();
+  }
+}
+
+function spawnGit(command: GitCommand, signal: AbortSignal | undefined): Promise<GitResult> {
   if (signal?.aborted) return Promise.reject(aborted(command.activity));
   return new Promise((resolve, reject) => {
     const child = spawn('git', command.args, {

@@ -17,6 +17,8 @@ export interface GitProviderConfig {
   knownHostsFile?: string;
   /** Whether `file://` URLs and local paths are allowed (default true; see RemoteOptions). */
   allowLocal?: boolean;
+  /** How long each `git ls-remote` may take (see RemoteOptions). */
+  timeoutMs?: number;
 }
 
 interface Entry {
@@ -54,6 +56,7 @@ export class GitProvider implements CodehostProvider {
         const defaultBranch = await remoteDefaultBranch(location.url, auth, {
           knownHostsFile: this.config.knownHostsFile,
           allowLocal: this.config.allowLocal,
+          timeoutMs: this.config.timeoutMs,
           signal,
         });
         return { id: repositoryId(location), owner: location.owner, name: location.name, url: location.url, cloneUrl: location.url, defaultBranch };

@@ -5,9 +5,10 @@
  * reaches it only through this file.
  */
 export { CodehostError } from './errors.js';
+export { setGitConcurrency } from './git-slots.js';
 export { type GitHubSettings, type GitSettings, type ProviderOptions, providerFor } from './integration-provider.js';
 export { MirrorCache } from './mirror.js';
 export { remoteBranchHeads, resolveRemote } from './remote.js';
 export type { CodehostProvider, CodehostRepository, GitAuth } from './types.js';
 export { sameRepository } from './url.js';
-export { type GitHubPush, pushMatchesRepository, readGitHubDelivery, WebhookError } from './webhooks.js';
+export { type GitHubPush, pushMatchesRepository, readGitHubDelivery, requireGitHubSignatureHeader, WebhookError } from './webhooks.js';

@@ -22,6 +22,8 @@ export interface ProviderOptions {
   knownHostsFile: string;
   /** Whether repositories on the Berth host itself may be used. */
   allowLocal: boolean;
+  /** How long each git command asking a remote may take; without it, only the caller's signal bounds it. */
+  gitTimeoutMs?: number;
 }
 
 /** The provider of a stored integration, with its decrypted credentials. */
@@ -51,6 +53,7 @@ export function providerFor(
     auth: shared,
     knownHostsFile: options.knownHostsFile,
     allowLocal: options.allowLocal,
+    timeoutMs: options.gitTimeoutMs,
   });
 }
 

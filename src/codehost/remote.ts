@@ -14,6 +14,8 @@ export interface RemoteOptions {
    * directories of the machine it runs on (other tenants' mirrors, for one). Default: true.
    */
   allowLocal?: boolean;
+  /** How long each git command may wait for the remote before it is killed (see GitCommand.timeoutMs). */
+  timeoutMs?: number;
 }
 
 export interface ResolvedRemote {
@@ -44,6 +46,7 @@ async function lsRemote(remote: ResolvedRemote, flags: string[], patterns: strin
       scrub: session.scrub,
       activity,
       signal: options.signal,
+      timeoutMs: options.timeoutMs,
     });
     if (result.code !== 0) throw remoteFailure(remote.location, activity, result);
     return result.stdout;

@@ -24,10 +24,27 @@ export class WebhookError extends Error {
  */
 export function verifyGitHubSignature(secret: string, rawBody: Buffer | string, signatureHeader: string | null | undefined): boolean {
   if (secret === '') throw new Error('a webhook secret is required to verify deliveries');
-  const hex = /^sha256=([0-9a-f]{64})$/i.exec(signatureHeader?.trim() ?? '')?.[1];
+  const hex = SIGNATURE.exec(signatureHeader?.trim() ?? '')?.[1];
   if (!hex) return false;
   const expected = createHmac('sha256', secret).update(rawBody).digest();
   return timingSafeEqual(expected, Buffer.from(hex, 'hex'));
+}
+
+const SIGNATURE = /^sha256=([0-9a-f]{64})$/i;
+
+/**
+ * Refuses a delivery without a well-formed `X-Hub-Signature-256` header from its headers
+ * alone, so that its body need not be read (it can only be checked once read whole).
+ */
+export function requireGitHubSignatureHeader(headers: Record<string, HeaderValue>): void {
+  const signature = headerOf(headers, 'x-hub-signature-256');
+  if (!signature) throw new WebhookError('signature-missing', 'the delivery has no X-Hub-Signature-256 header');
+  if (!SIGNATURE.test(signature.trim())) throw new WebhookError('signature-invalid', 'the X-Hub-Signature-256 header is not sha256=<64 hex digits>');
+}
+
+function headerOf(headers: Record<string, HeaderValue>, name: string): string | undefined {
+  const value = headers[name] ?? headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
 }
 
 const PushPayload = Type.Object({
@@ -118,10 +135,7 @@ export type HeaderValue = string | string[] | undefined;
  * (GitHub's two content types) and a push event is parsed. Throws WebhookError.
  */
 export function readGitHubDelivery(input: { headers: Record<string, HeaderValue>; rawBody: Buffer | string; secret: string }): GitHubDelivery {
-  const header = (name: string) => {
-    const value = input.headers[name] ?? input.headers[name.toLowerCase()];
-    return Array.isArray(value) ? value[0] : value;
-  };
+  const header = (name: string) => headerOf(input.headers, name);
   const signature = header('x-hub-signature-256');
   if (!signature) throw new WebhookError('signature-missing', 'the delivery has no X-Hub-Signature-256 header');
   if (!verifyGitHubSignature(input.secret, input.rawBody, signature)) {

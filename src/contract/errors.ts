@@ -49,7 +49,9 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   provider_exists: 409,
   workspace_name_taken: 409,
   api_key_self_revoke: 409,
+  upload_url_gone: 410,
   body_too_large: 413,
+  upload_quota_exceeded: 413,
   unsupported_media_type: 415,
   validation_error: 422,
   rate_limited: 429,
@@ -57,6 +59,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   internal_error: 500,
   codehost_failed: 502,
   secrets_unreadable: 503,
+  webhooks_busy: 503,
+  codehost_timeout: 504,
 };
 
 export const ErrorBody = Type.Object(

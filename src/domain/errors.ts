@@ -45,7 +45,7 @@ export const ERROR_CODES = [
   'provider_not_found',
   'workspace_not_found',
   'api_key_not_found',
-  // 408, 409, 413, 422, 429, 431
+  // 408, 409, 410, 413, 422, 429, 431
   'request_timeout',
   'deployment_name_taken',
   'deployment_deleting',
@@ -56,7 +56,9 @@ export const ERROR_CODES = [
   'provider_exists',
   'workspace_name_taken',
   'api_key_self_revoke',
+  'upload_url_gone',
   'body_too_large',
+  'upload_quota_exceeded',
   'unsupported_media_type',
   'validation_error',
   'rate_limited',
@@ -65,6 +67,8 @@ export const ERROR_CODES = [
   'internal_error',
   'codehost_failed',
   'secrets_unreadable',
+  'webhooks_busy',
+  'codehost_timeout',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -16,6 +16,7 @@ import { clientErrorHandler, frameworkErrors, installErrorHandling } from './err
 import { installJsonParser } from './json-body.js';
 import { DEFAULT_LIMITS, type RequestLimits } from '../config.js';
 import { AuthFailureGuard, installRateLimit } from './limits.js';
+import { BodyGate } from './body-gate.js';
 import { adminRoutes } from './routes/admin.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { eventRoutes } from './routes/events.js';
@@ -136,8 +137,9 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
   };
   await app.register(api);
   await app.register(api, { prefix: SELF_HOSTED_PREFIX });
-  await app.register(webhookRoutes, { services });
-  await app.register(webhookRoutes, { services, prefix: SELF_HOSTED_PREFIX });
+  const webhooks = { services, gate: new BodyGate(limits.webhookConcurrentBodies), bodyLimitBytes: limits.webhookBodyLimitBytes };
+  await app.register(webhookRoutes, webhooks);
+  await app.register(webhookRoutes, { ...webhooks, prefix: SELF_HOSTED_PREFIX });
   await app.register(uploadRoutes, { services });
   await app.register(uploadRoutes, { services, prefix: SELF_HOSTED_PREFIX });
   if (registry) {

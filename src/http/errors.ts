@@ -37,7 +37,8 @@ export function installErrorHandling(app: FastifyInstance): void {
 function answer(error: FastifyError | DomainError | JsonBodyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof DomainError) {
     if (error.code === 'validation_error') return sendIssues(reply, error.issues);
-    if (STATUS_BY_CODE[error.code] >= 500) request.log.error({ err: error }, 'request failed');
+    // Load shed on purpose (an answer with Retry-After) is no failure to log: a flood would fill the log.
+    if (STATUS_BY_CODE[error.code] >= 500 && error.retryAfterSeconds === undefined) request.log.error({ err: error }, 'request failed');
     if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
     return send(reply, error.code, error.message);
   }

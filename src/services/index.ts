@@ -13,6 +13,7 @@ import { createPushBuildService } from './push-builds.js';
 import { createPushTokenService } from './push-tokens.js';
 import { createUploadService, type UploadService } from './uploads.js';
 import type { UploadStore } from '../build/uploads.js';
+import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
 import { createRevisionService } from './revisions.js';
 import { createTenancyService } from './tenancy.js';
@@ -30,6 +31,8 @@ export interface ServiceOptions {
   codehost: CodehostOptions;
   /** Where uploaded project archives are kept until built. */
   uploadStore: UploadStore;
+  /** How many bytes of them may be pending per deployment and per workspace. */
+  uploadLimits: UploadLimits;
   /** Berth's image registry, when BERTH_REGISTRY is set. */
   registry: Registry | undefined;
 }
@@ -43,7 +46,7 @@ export interface DeploymentServiceDeps extends ServiceDeps, ServiceOptions {
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions) {
   const integrations = createIntegrationService({ ...deps, codehost: options.codehost });
-  const uploads = createUploadService({ db: deps.db, uploads: options.uploadStore });
+  const uploads = createUploadService({ db: deps.db, uploads: options.uploadStore, limits: options.uploadLimits });
   const deploymentDeps = { ...deps, ...options, integrations, uploads, records: createDeploymentRecords(deps.encryptor) };
   const revisions = createRevisionService(deploymentDeps);
   return {

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import {
   type CodehostProvider,
   type CodehostRepository,
@@ -25,23 +24,29 @@ import { decryptCredentials, encryptCredentials } from '../security/integration-
 import { type Db, type Executor, nowIso } from '../store/database.js';
 import { countDeploymentsOfIntegration } from '../store/repositories/deployments.js';
 import * as repo from '../store/repositories/integrations.js';
+import { createRepositoryListings, ListingDeadlineError } from './repository-listings.js';
 
 export interface CodehostOptions {
   /** Where SSH host keys seen first are remembered (`<data dir>/git/known_hosts`). */
   knownHostsFile: string;
   /** Whether repositories on the Berth host itself may be used (BERTH_GIT_ALLOW_LOCAL). */
   allowLocal: boolean;
+  /** How long one git command asking a remote may take (BERTH_GIT_TIMEOUT_SECONDS); a whole listing, twice that. */
+  gitTimeoutMs: number;
 }
 
 /** Listing asks every remote; a list is reused this long, so creating deployments does not ask again each time. */
 const REPOSITORY_LIST_TTL_MS = 30_000;
-const LISTING_TIMEOUT_MS = 60_000;
 
 type CreateGit = NonNullable<CreateIntegrationInput['git']>;
 type CreateGitHub = NonNullable<CreateIntegrationInput['github']>;
 
 export function createIntegrationService({ db, encryptor, codehost }: { db: Db; encryptor: Encryptor; codehost: CodehostOptions }) {
-  const listings = new LRUCache<string, CodehostRepository[]>({ max: 1000, ttl: REPOSITORY_LIST_TTL_MS });
+  const listings = createRepositoryListings<repo.IntegrationRecord>({
+    list: async (integration, signal) => provider(integration).listRepositories({ signal }),
+    ttlMs: REPOSITORY_LIST_TTL_MS,
+    deadlineMs: 2 * codehost.gitTimeoutMs,
+  });
 
   async function recordOrFail(executor: Executor, scope: WorkspaceScope, id: string) {
     const record = await repo.findIntegration(executor, scope.workspaceId, id);
@@ -54,13 +59,17 @@ export function createIntegrationService({ db, encryptor, codehost }: { db: Db; 
   }
 
   async function repositoriesOf(record: repo.IntegrationRecord): Promise<CodehostRepository[]> {
-    const cached = listings.get(record.id);
-    if (cached) return cached;
     try {
-      const listed = await provider(record).listRepositories({ signal: AbortSignal.timeout(LISTING_TIMEOUT_MS) });
-      listings.set(record.id, listed);
-      return listed;
+      return await listings.repositories(record);
     } catch (error) {
+      if (error instanceof ListingDeadlineError) {
+        const cause = error.cause instanceof CodehostError ? ` (${error.cause.message})` : '';
+        throw fail(
+          'codehost_timeout',
+          `Integration ID ${record.id}: the code host did not answer within ${error.deadlineMs / 1000} s${cause}. Try again later.`,
+        );
+      }
+      if (error instanceof CodehostError && error.failure === 'timeout') throw fail('codehost_timeout', `Integration ID ${record.id}: ${error.message}`);
       if (error instanceof CodehostError) throw fail('codehost_failed', `Integration ID ${record.id}: ${error.message}`);
       throw error;
     }
@@ -147,7 +156,7 @@ export function createIntegrationService({ db, encryptor, codehost }: { db: Db; 
         }
         await repo.deleteIntegration(trx, scope.workspaceId, id);
       });
-      listings.delete(id);
+      listings.forget(id);
     },
   };
 }

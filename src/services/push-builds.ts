@@ -5,6 +5,7 @@ import {
   pushMatchesRepository,
   readGitHubDelivery,
   remoteBranchHeads,
+  requireGitHubSignatureHeader,
   sameRepository,
   WebhookError,
 } from '../codehost/index.js';
@@ -18,6 +19,13 @@ import * as integrations from '../store/repositories/integrations.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { CodehostOptions } from './integrations.js';
 import type { RevisionService } from './revisions.js';
+
+/** The integration a webhook delivery names, found (and its secret read) before the body is. */
+export interface WebhookTarget {
+  integrationId: string;
+  workspaceId: string;
+  secret: string;
+}
 
 export interface PushOutcome {
   /** What the delivery was: a push acted on, a redelivery, or an event that asks for nothing. */
@@ -64,31 +72,48 @@ export function createPushBuildService({
     );
 
   return {
-    /** A delivery from a GitHub App's webhook, checked against the integration's webhook secret. */
-    async githubDelivery(integrationId: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcome> {
+    /**
+     * What can be checked of a webhook delivery before its body is read: the integration its
+     * URL names (404 unknown, 400 when it takes no webhooks) and a signature header (401).
+     * The answer, secret included, stays with the caller until the body has arrived.
+     */
+    async admitDelivery(integrationId: string, headers: Record<string, string | string[] | undefined>): Promise<WebhookTarget> {
       const integration = await integrations.findIntegrationById(db, integrationId);
       if (!integration) throw integrationNotFound(integrationId);
       const secret = decryptCredentials(encryptor, integration.id, integration.credentials_encrypted).github?.webhookSecret;
       if (integration.provider !== 'github' || !secret) {
         throw fail('webhook_not_accepted', `Integration ID ${integrationId} takes no webhooks: only 'github' integrations with a webhook_secret do.`);
       }
+      try {
+        requireGitHubSignatureHeader(headers);
+      } catch (error) {
+        if (!(error instanceof WebhookError)) throw error;
+        throw fail('webhook_signature_invalid', `Webhook delivery refused: ${error.message}.`);
+      }
+      return { integrationId: integration.id, workspaceId: integration.workspace_id, secret };
+    },
+
+    /** A delivery from a GitHub App's webhook, checked against the integration's webhook secret over its raw bytes. */
+    async githubDelivery(target: WebhookTarget, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcome> {
       let delivery;
       try {
-        delivery = readGitHubDelivery({ headers, rawBody, secret });
+        delivery = readGitHubDelivery({ headers, rawBody, secret: target.secret });
       } catch (error) {
         if (!(error instanceof WebhookError)) throw error;
         if (error.failure === 'payload-invalid') throw fail('webhook_payload_invalid', `Webhook delivery refused: ${error.message}.`);
         throw fail('webhook_signature_invalid', `Webhook delivery refused: ${error.message}.`);
       }
       if (delivery.event !== 'push' || !delivery.push.branch || delivery.push.deleted) return { outcome: 'ignored', revision_ids: [] };
+      // The integration was found before the body arrived; it may have been deleted meanwhile.
+      if (!(await integrations.findIntegrationById(db, target.integrationId))) throw integrationNotFound(target.integrationId);
       const { push } = delivery;
       // The delivery id is not signed: a captured delivery replayed under a new id is the
       // same signed push, recognised by what it says (pushKey) and acted on once too.
-      const firstDelivery = await integrations.recordDelivery(db, integration.id, `github:${delivery.deliveryId}`, nowIso());
-      if (!firstDelivery || !(await integrations.recordDelivery(db, integration.id, pushKey(push), nowIso()))) {
+      const firstDelivery = await integrations.recordDelivery(db, target.integrationId, `github:${delivery.deliveryId}`, nowIso());
+      if (!firstDelivery || !(await integrations.recordDelivery(db, target.integrationId, pushKey(push), nowIso()))) {
         return { outcome: 'duplicate', revision_ids: [] };
       }
-      const deployments = tracking(await deploymentsBuildingOnPush(db, integration.id), push.branch as string, (url) => pushMatchesRepository(push, url));
+      const deployments = tracking(await deploymentsBuildingOnPush(db, target.integrationId), push.branch as string, (url) => pushMatchesRepository(push, url));
       return { outcome: 'built', revision_ids: await buildDeployments(deployments, `push of ${push.after.slice(0, 12)} to ${push.branch}`, push.after) };
     },
 
@@ -115,7 +140,11 @@ export function createPushBuildService({
                 : credentials?.password && settings.username
                   ? { kind: 'basic' as const, username: settings.username, password: credentials.password }
                   : undefined;
-            const heads = await remoteBranchHeads(url, auth, signal, { knownHostsFile: codehost.knownHostsFile, allowLocal: codehost.allowLocal });
+            const heads = await remoteBranchHeads(url, auth, signal, {
+              knownHostsFile: codehost.knownHostsFile,
+              allowLocal: codehost.allowLocal,
+              timeoutMs: codehost.gitTimeoutMs,
+            });
             const seen = await integrations.branchHeads(db, integration.id, url);
             const firstLook = Object.keys(seen).length === 0;
             await integrations.saveBranchHeads(db, integration.id, url, heads, nowIso());

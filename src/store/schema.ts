@@ -127,6 +127,16 @@ export interface Database {
     delivery_id: string;
     received_at: string;
   };
+  /** A pending uploaded archive (see migration 010): `bytes` reserved while `stored` is 0, its size once 1. */
+  upload_archives: {
+    object_path: string;
+    deployment_id: string;
+    workspace_id: string;
+    /** PostgreSQL answers bigint as text. */
+    bytes: number | string;
+    stored: number;
+    updated_at: string;
+  };
   /** A database or cache provisioned for a deployment. */
   deployment_resources: {
     deployment_id: string;

@@ -1,3 +1,5 @@
+import net from 'node:net';
+
 export interface ApiResponse<T = any> {
   status: number;
   body: T;
@@ -44,3 +46,45 @@ export function client(baseUrl: string, defaults: { key?: string; tenant?: strin
 }
 
 export type Client = ReturnType<typeof client>;
+
+/** One HTTP/1.1 exchange on a connection of its own, the body sent in parts as the test decides. */
+export interface RawExchange {
+  socket: net.Socket;
+  /** Whether the server has answered (a status line arrived). */
+  answered(): boolean;
+  /** The status and everything the server sent, once it answered and closed the connection. */
+  response: Promise<{ status: number; text: string }>;
+}
+
+/**
+ * Sends the request line, `Connection: close`, the headers and `firstBytes`, nothing more:
+ * the test writes the rest of the body (or not) on `socket`. For checks that a server
+ * answers before it reads a body, which `fetch` cannot show.
+ */
+export function rawRequest(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string | number>,
+  firstBytes: Buffer = Buffer.alloc(0),
+): RawExchange {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  let received = '';
+  socket.on('data', (chunk) => {
+    received += chunk.toString('latin1');
+  });
+  const head = [
+    `${method} ${path} HTTP/1.1`,
+    'Host: berth',
+    'Connection: close',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    '',
+    '',
+  ];
+  socket.write(Buffer.concat([Buffer.from(head.join('\r\n'), 'latin1'), firstBytes]));
+  const response = new Promise<{ status: number; text: string }>((resolve) => {
+    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0), text: received }));
+  });
+  return { socket, answered: () => /^HTTP\/1\.1 \d{3}/.test(received), response };
+}

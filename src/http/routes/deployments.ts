@@ -33,6 +33,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
             'integration_not_found',
             'deployment_name_taken',
             'codehost_failed',
+            'codehost_timeout',
           ),
         },
       },

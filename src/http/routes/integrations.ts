@@ -80,10 +80,12 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services; 
           hide,
           ...id('listIntegrationRepositories'),
           summary: 'List repositories of a code-host integration',
-          description: 'A bare array. Asks the code host (each remote, for `git`); a failing remote answers 502 naming it.',
+          description:
+            'A bare array. Asks the code host (each remote, for `git`) and reuses the answer for 30 s; concurrent requests share one ' +
+            'call. A failing remote answers 502 naming it; a remote that does not answer in time (BERTH_GIT_TIMEOUT_SECONDS) answers 504.',
           tags,
           params: IntegrationParams,
-          response: { 200: Repositories, ...errorResponses('integration_not_found', 'codehost_failed') },
+          response: { 200: Repositories, ...errorResponses('integration_not_found', 'codehost_failed', 'codehost_timeout') },
         },
       },
       async (request) => integrations.repositories(scopeOf(request), request.params.integration_id),

@@ -66,18 +66,29 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         operationId: 'uploadProjectArchive',
         summary: 'Upload a project archive',
         description:
-          "The `upload_url` of POST …/upload-url. 403 for a wrong, expired, used or other deployment's token; 413 past 200 MB; 400 for a body that is not gzip.",
+          "The `upload_url` of POST …/upload-url. 403 for a wrong, expired, used or other deployment's token; 410 once its deployment is " +
+          'deleted; 413 past 200 MB (`body_too_large`) or when the archives pending for the deployment or its workspace would pass ' +
+          'their limit (`upload_quota_exceeded`, naming it), as soon as known: from Content-Length, or while counting; 400 for a body that is not gzip.',
         tags,
         security: [],
         params: DeploymentParams,
         querystring: UploadQuery,
-        response: { 200: UploadReceipt, ...errorResponses('upload_invalid', 'upload_token_invalid', 'body_too_large') },
+        response: {
+          200: UploadReceipt,
+          ...errorResponses('upload_invalid', 'upload_token_invalid', 'upload_url_gone', 'body_too_large', 'upload_quota_exceeded'),
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const declared = request.headers['content-length'];
       const contentLength = declared === undefined ? undefined : Number(declared);
-      return services.uploads.receive(request.params.deployment_id, request.query.token, request.body as NodeJS.ReadableStream, contentLength);
+      try {
+        return await services.uploads.receive(request.params.deployment_id, request.query.token, request.body as NodeJS.ReadableStream, contentLength);
+      } catch (error) {
+        // A refused upload's unread rest is not drained: the connection closes after the answer.
+        reply.header('connection', 'close');
+        throw error;
+      }
     },
   );
 };
