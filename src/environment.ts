@@ -151,13 +151,20 @@ export const ENVIRONMENT = Type.Object({
     Text(
       undefined,
       {
-        description: 'Redis admin connection (ACL rights): each deployment gets a user and key prefix of its own, as `REDIS_URI`',
+        description:
+          'Redis admin connection (ACL, SCAN, UNLINK): each deployment gets an ACL user limited to a key prefix of its own, as `REDIS_URI` ' +
+          "and `REDIS_KEY_PREFIX`; the server's `default` user must not be usable without a password",
         defaultText: 'none',
         secret: true,
       },
       { pattern: '^rediss?://', rule: 'must start with redis:// or rediss://' },
     ),
   ),
+  BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE: Integer(100, 1, undefined, {
+    description:
+      'deployments of one workspace that may have a provisioned PostgreSQL database at once (and as many a Redis user); ' +
+      'beyond it a new deployment ends `CREATE_FAILED` naming this limit',
+  }),
   BERTH_DEPLOYMENT_DATABASE_HOST: optional(
     Text(undefined, { description: 'the host agent containers reach those two servers by, when not the host in their URLs', defaultText: "the URLs' host" }),
   ),

@@ -95,7 +95,7 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   const runtime = overrides.runtime ?? runtimeFor(config.engine);
   const codehost = codehostOptions(config);
   const builder = overrides.builder ?? builderFor(config, core.registry);
-  const provisioners = provisionersFor(config, core.masterKey);
+  const provisioners = provisionersFor(config);
   const engine = new Engine(
     {
       db: core.db,
@@ -214,12 +214,12 @@ function runtimeFor(engine: Config['engine']): RuntimeDriver {
   return engine.runtime === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: engine.runtime, healthTimeoutMs: null, network: engine.network });
 }
 
-function provisionersFor(config: Config, masterKey: Buffer): Provisioners {
-  const { postgresUrl, redisUrl, containerHost } = config.provisioning;
-  const passwordKey = deriveKey(masterKey, 'deployment-database-passwords');
+function provisionersFor(config: Config): Provisioners {
+  const { postgresUrl, redisUrl, containerHost, perWorkspace } = config.provisioning;
+  const where = { perWorkspace, ...(containerHost ? { containerHost } : {}) };
   return {
-    ...(postgresUrl ? { postgres: new PostgresProvisioner({ adminUrl: postgresUrl, passwordKey, ...(containerHost ? { containerHost } : {}) }) } : {}),
-    ...(redisUrl ? { redis: new RedisProvisioner({ adminUrl: redisUrl, passwordKey, ...(containerHost ? { containerHost } : {}) }) } : {}),
+    ...(postgresUrl ? { postgres: new PostgresProvisioner({ adminUrl: postgresUrl, ...where }) } : {}),
+    ...(redisUrl ? { redis: new RedisProvisioner({ adminUrl: redisUrl, ...where }) } : {}),
   };
 }
 

@@ -86,8 +86,8 @@ export interface TestServerOptions {
   revisionsKept?: number;
   /** BERTH_GIT_POLL_SECONDS (default 0: no poller). */
   gitPollSeconds?: number;
-  /** Per-deployment databases (BERTH_DEPLOYMENT_POSTGRES_URL / _REDIS_URL). */
-  provisioning?: Config['provisioning'];
+  /** Per-deployment databases (BERTH_DEPLOYMENT_POSTGRES_URL / _REDIS_URL, BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE). */
+  provisioning?: Partial<Config['provisioning']>;
 }
 
 /**
@@ -115,8 +115,10 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
       ...(options.encryptionKey ? { BERTH_ENCRYPTION_KEY: options.encryptionKey } : {}),
       ...(postgres ? { DATABASE_URL: postgres.url } : {}),
     },
-    { limits: { ...DEFAULT_LIMITS, ...options.limits }, provisioning: options.provisioning ?? {} },
+    { limits: { ...DEFAULT_LIMITS, ...options.limits } },
   );
+  // Provisioning only where a test asks for it, with the configured defaults for what it leaves out.
+  config.provisioning = { perWorkspace: config.provisioning.perWorkspace, ...options.provisioning };
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, callback) {

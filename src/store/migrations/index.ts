@@ -8,6 +8,7 @@ import { codehost } from './006-codehost.js';
 import { deploymentResources } from './007-deployment-resources.js';
 import { listenerProtocol } from './008-listener-protocol.js';
 import { nameSearch } from './009-name-search.js';
+import { resourceNames } from './010-resource-names.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ const migrations: Record<string, Migration> = {
   '007-deployment-resources': deploymentResources,
   '008-listener-protocol': listenerProtocol,
   '009-name-search': nameSearch,
+  '010-resource-names': resourceNames,
 };
 
 export const migrationProvider: MigrationProvider = {
