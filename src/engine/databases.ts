@@ -2,6 +2,7 @@ import type { Secret } from '../domain/secrets.js';
 import { legacyPostgresNames, newPostgresCredentials, type PostgresProvisioner } from '../provisioning/postgres.js';
 import { newRedisCredentials, type RedisProvisioner } from '../provisioning/redis.js';
 import { resourceUriContext } from '../security/resource-uris.js';
+import { provisionedVariables } from '../provisioning/variables.js';
 import { nowIso } from '../store/database.js';
 import { markResourceReady, type ResourceKind, type ResourceRecord, reserveResource, resourcesOf } from '../store/repositories/resources.js';
 import type { WorkContext } from './context.js';
@@ -15,8 +16,6 @@ export interface Provisioners {
 
 /** A secret of this name means the deployment brings its own (the public service's rule), and Berth provisions none. */
 const CUSTOM: Record<ResourceKind, string> = { postgres: 'POSTGRES_URI_CUSTOM', redis: 'REDIS_URI_CUSTOM' };
-/** What the container gets for each. */
-const VARIABLE: Record<ResourceKind, string> = { postgres: 'POSTGRES_URI', redis: 'REDIS_URI' };
 const LABEL: Record<ResourceKind, string> = { postgres: 'PostgreSQL database', redis: 'Redis user' };
 
 type Deployment = { id: string; workspace_id: string };
@@ -114,13 +113,7 @@ function decryptUri(ctx: WorkContext, row: ResourceRecord): string {
 
 /** POSTGRES_URI / REDIS_URI (and REDIS_KEY_PREFIX) of what Berth provisioned for the deployment. */
 export async function databaseEnv(ctx: WorkContext, deploymentId: string): Promise<Record<string, string>> {
-  const env: Record<string, string> = {};
-  for (const row of await resourcesOf(ctx.db, deploymentId)) {
-    if (!row.ready) continue;
-    env[VARIABLE[row.kind]] = decryptUri(ctx, row);
-    if (row.kind === 'redis' && row.names?.prefix) env.REDIS_KEY_PREFIX = row.names.prefix;
-  }
-  return env;
+  return Object.fromEntries(provisionedVariables(ctx.encryptor, await resourcesOf(ctx.db, deploymentId)).map(({ name, value }) => [name, value]));
 }
 
 /** Drops what Berth provisioned for a deployment being deleted; safe to repeat. */
