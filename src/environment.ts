@@ -79,8 +79,9 @@ export const ENVIRONMENT = Type.Object({
   LOG_LEVEL: Choice(LOG_LEVELS, 'info', { description: LOG_LEVELS.map((level) => `\`${level}\``).join(', ') }),
   BERTH_RATE_LIMIT_PER_MINUTE: Integer(6000, 0, undefined, {
     description:
-      'requests per minute per API key (0 turns it off); also the budget of failed authentications per client address: past it, that ' +
-      "address's requests get 429 without their key being looked up, except with a key that has authenticated on this server in the last hour",
+      'requests per minute per API key (0 turns it off); also the budget of failed authentications per client address: past it, wrong keys ' +
+      'from that address get 429 instead of 401 while valid keys still work; keys of the shape Berth generates (256 random bits) are still ' +
+      'looked up, others only if they authenticated on this server in the last hour',
   }),
   BERTH_TRUSTED_PROXIES: optional(
     Text(undefined, {
