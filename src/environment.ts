@@ -101,7 +101,12 @@ export const ENVIRONMENT = Type.Object({
   BERTH_METRICS_TOKEN: optional(
     Text(
       undefined,
-      { description: 'bearer token `GET /metrics` requires (at least 16 characters); open without it', defaultText: 'none', secret: true },
+      {
+        description:
+          'bearer token `GET /metrics` requires (at least 16 characters); open without it, and then naming no tenant (figures per listener only with it)',
+        defaultText: 'none',
+        secret: true,
+      },
       { minLength: 16 },
     ),
   ),

@@ -86,6 +86,8 @@ export interface TestServerOptions {
   revisionsKept?: number;
   /** BERTH_GIT_POLL_SECONDS (default 0: no poller). */
   gitPollSeconds?: number;
+  /** BERTH_METRICS_TOKEN (default: none, /metrics open). */
+  metricsToken?: string;
   /** Per-deployment databases (BERTH_DEPLOYMENT_POSTGRES_URL / _REDIS_URL, BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE). */
   provisioning?: Partial<Config['provisioning']>;
 }
@@ -113,6 +115,7 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
       BERTH_REVISIONS_KEPT: String(options.revisionsKept ?? 100),
       BERTH_GIT_POLL_SECONDS: String(options.gitPollSeconds ?? 0),
       ...(options.encryptionKey ? { BERTH_ENCRYPTION_KEY: options.encryptionKey } : {}),
+      ...(options.metricsToken ? { BERTH_METRICS_TOKEN: options.metricsToken } : {}),
       ...(postgres ? { DATABASE_URL: postgres.url } : {}),
     },
     { limits: { ...DEFAULT_LIMITS, ...options.limits } },
