@@ -23,6 +23,7 @@ import { setListenerSightingsReader } from './observability/metrics.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { startGitPoller } from './services/git-poller.js';
 import { startUploadSweeper } from './engine/upload-sweeper.js';
+import type { ProvisioningPolicy } from './services/database-limit.js';
 import { createServices, type Services } from './services/index.js';
 import { type Db, migrateToLatest, openDatabase } from './store/database.js';
 import { listenerSightings } from './store/repositories/listeners.js';
@@ -83,7 +84,10 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
         'image registry: point its auth.token.rootcertbundle at the bundle',
       );
     const uploadStore = new UploadStore({ dir: path.join(config.dataDir, 'uploads'), signer: new TokenSigner(deriveKey(key, 'upload-url')) });
-    const services = createServices({ db, encryptor, bus }, { revisionsKept: config.revisionsKept, codehost: codehostOptions(config), uploadStore, registry });
+    const services = createServices(
+      { db, encryptor, bus },
+      { revisionsKept: config.revisionsKept, codehost: codehostOptions(config), uploadStore, registry, provisioning: provisioningPolicy(config) },
+    );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };
   } catch (error) {
     await db.destroy();
@@ -212,6 +216,13 @@ function builderFor(config: Config, registry: Registry | undefined): BuildDriver
 function runtimeFor(engine: Config['engine']): RuntimeDriver {
   // The deploy step's own timeout (per deployment) bounds the health wait, not the driver's.
   return engine.runtime === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: engine.runtime, healthTimeoutMs: null, network: engine.network });
+}
+
+/** What the API checks at create; undefined when this server provisions nothing (the engine checks anyway). */
+function provisioningPolicy(config: Config): ProvisioningPolicy | undefined {
+  const { postgresUrl, redisUrl, perWorkspace } = config.provisioning;
+  const kinds = [...(postgresUrl ? (['postgres'] as const) : []), ...(redisUrl ? (['redis'] as const) : [])];
+  return kinds.length > 0 ? { kinds, perWorkspace } : undefined;
 }
 
 function provisionersFor(config: Config): Provisioners {

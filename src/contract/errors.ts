@@ -48,6 +48,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   provider_exists: 409,
   workspace_name_taken: 409,
   api_key_self_revoke: 409,
+  database_limit_reached: 409,
   body_too_large: 413,
   unsupported_media_type: 415,
   validation_error: 422,

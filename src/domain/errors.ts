@@ -55,6 +55,7 @@ export const ERROR_CODES = [
   'provider_exists',
   'workspace_name_taken',
   'api_key_self_revoke',
+  'database_limit_reached',
   'body_too_large',
   'unsupported_media_type',
   'validation_error',

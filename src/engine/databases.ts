@@ -1,3 +1,4 @@
+import { bringsItsOwn, databaseLimitMessage } from '../domain/provisioning.js';
 import type { Secret } from '../domain/secrets.js';
 import { legacyPostgresNames, newPostgresCredentials, type PostgresProvisioner } from '../provisioning/postgres.js';
 import { newRedisCredentials, type RedisProvisioner } from '../provisioning/redis.js';
@@ -14,10 +15,6 @@ export interface Provisioners {
   redis?: RedisProvisioner;
 }
 
-/** A secret of this name means the deployment brings its own (the public service's rule), and Berth provisions none. */
-const CUSTOM: Record<ResourceKind, string> = { postgres: 'POSTGRES_URI_CUSTOM', redis: 'REDIS_URI_CUSTOM' };
-const LABEL: Record<ResourceKind, string> = { postgres: 'PostgreSQL database', redis: 'Redis user' };
-
 type Deployment = { id: string; workspace_id: string };
 
 /**
@@ -26,7 +23,7 @@ type Deployment = { id: string; workspace_id: string };
  * earlier version and not yet brought to today's access rules.
  */
 export async function missingDatabases(ctx: WorkContext, deploymentId: string, secrets: readonly Secret[]): Promise<ResourceKind[]> {
-  const wanted = (['postgres', 'redis'] as const).filter((kind) => ctx.provisioners[kind] && !secrets.some((s) => s.name === CUSTOM[kind]));
+  const wanted = (['postgres', 'redis'] as const).filter((kind) => ctx.provisioners[kind] && !bringsItsOwn(kind, secrets));
   if (wanted.length === 0) return [];
   const have = new Map((await resourcesOf(ctx.db, deploymentId)).map((row) => [row.kind, row]));
   return wanted.filter((kind) => {
@@ -99,12 +96,7 @@ async function reserve(ctx: WorkContext, limit: number, deployment: Deployment, 
     names,
     created_at: nowIso(),
   });
-  if (!reserved) {
-    throw new DriverError(
-      `This workspace already has ${limit} deployment${limit === 1 ? '' : 's'} with a ${LABEL[kind]} provisioned by Berth, its limit ` +
-        `(BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE). Delete one of them, or give this deployment its own with the secret ${CUSTOM[kind]}.`,
-    );
-  }
+  if (!reserved) throw new DriverError(databaseLimitMessage(kind, limit));
 }
 
 function decryptUri(ctx: WorkContext, row: ResourceRecord): string {

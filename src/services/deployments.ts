@@ -10,13 +10,14 @@ import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/deployments.js';
 import type { CreateDeploymentInput, DeploymentView, PatchDeploymentInput } from '../contract/deployments.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { refuseOverDatabaseLimit } from './database-limit.js';
 import { deploymentView } from './deployment-records.js';
 import type { DeploymentServiceDeps } from './index.js';
 import { findListenerForPlacement, listListenerIds } from './listeners.js';
 import { PageBudget } from './page-size.js';
 import { appendRevision } from './revision-writer.js';
 
-export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads }: DeploymentServiceDeps) {
+export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads, provisioning }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
 
   return {
@@ -38,6 +39,7 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       const revisionConfig = completeRevisionConfig(source, givenRevision, { repoDefaultBranch });
       const resourceSpec = completeResourceSpec(source_config?.resource_spec);
       validateSecrets(secrets);
+      await refuseOverDatabaseLimit(db, provisioning, scope.workspaceId, secrets);
       const now = nowIso();
       let created: DeploymentView;
       try {

@@ -15,6 +15,7 @@ import { createUploadService, type UploadService } from './uploads.js';
 import type { UploadStore } from '../build/uploads.js';
 import type { Registry } from '../registry/setup.js';
 import { createRevisionService } from './revisions.js';
+import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
 
 export interface ServiceDeps {
@@ -32,6 +33,8 @@ export interface ServiceOptions {
   uploadStore: UploadStore;
   /** Berth's image registry, when BERTH_REGISTRY is set. */
   registry: Registry | undefined;
+  /** Databases provisioned per deployment, when this server is configured with their servers. */
+  provisioning?: ProvisioningPolicy;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */

@@ -53,6 +53,14 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     after(async () => {
       await server?.close();
       await redis?.stop();
+      // What a failed test left behind on the shared PostgreSQL server (the Redis was its own).
+      for (const started of runtime?.started ?? []) {
+        const uri = started.env.POSTGRES_URI;
+        if (!uri) continue;
+        const name = pg.escapeIdentifier(new URL(uri).pathname.slice(1));
+        await postgresRows(POSTGRES_ADMIN_URL, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await postgresRows(POSTGRES_ADMIN_URL, `DROP ROLE IF EXISTS ${name}`);
+      }
     });
 
     /** A new workspace and a member key bound to it: another tenant of the same Berth. */
@@ -75,7 +83,12 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     const envOf = (deploymentId: string) => runtime.started.find((r) => r.deploymentId === deploymentId)?.env ?? {};
     const deleted = async (as: Client, id: string) => {
       assert.equal((await as('DELETE', `/v2/deployments/${id}`)).status, 204);
-      await eventually(async () => (await as('GET', `/v2/deployments/${id}`)).status === 404, 'the deployment to be gone', 30_000);
+      // Gone from the API at once; gone from the database (with what it held) once the engine has torn it down.
+      await eventually(
+        async () => (await server.berth.db.selectFrom('deployments').select('id').where('id', '=', id).execute()).length === 0,
+        'the deployment to be torn down',
+        30_000,
+      );
     };
 
     test('a deployment gets its own database and Redis user, usable with what its container gets, and loses them on delete', async () => {
@@ -162,38 +175,64 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       await deleted(hostileMember, hostile.id);
     });
 
-    test('a workspace at its limit gets CREATE_FAILED naming it, never affecting another workspace; a delete frees a place', async () => {
+    test('beyond its limit a workspace gets CREATE_FAILED (409 at create once known full) naming it, never affecting another; a delete frees a place', async () => {
       const full = await newMember();
       const other = await newMember();
-      // Four at once in a workspace allowed two: exactly two get databases.
-      const racing = await Promise.all([1, 2, 3, 4].map((n) => create(full, `racing-${n}`)));
-      const outcomes = await Promise.all(racing.map((d) => finished(full, d.id, d.latest_revision_id)));
+      const own = [
+        { name: 'POSTGRES_URI_CUSTOM', value: 'postgres://elsewhere.example/db' },
+        { name: 'REDIS_URI_CUSTOM', value: 'redis://elsewhere.example' },
+      ];
+      // Four deployments that bring their own databases (they pass the check at create and count for nothing)...
+      const racing = await Promise.all([1, 2, 3, 4].map((n) => create(full, `racing-${n}`, own)));
+      for (const d of racing) assert.equal((await finished(full, d.id, d.latest_revision_id)).status, 'DEPLOYED');
+      // ...then all stop at once, in a workspace allowed two: only the engine decides, and exactly two get databases.
+      const patched = await Promise.all(
+        racing.map((d) => full('PATCH', `/v2/deployments/${d.id}`, { body: { secrets: [{ name: 'MODE', value: 'shared' }] } })),
+      );
+      for (const res of patched) assert.equal(res.status, 200, res.text);
+      const outcomes = await Promise.all(patched.map((res) => finished(full, res.body.id, res.body.latest_revision_id)));
       assert.deepEqual(outcomes.map((o) => o.status).sort(), ['CREATE_FAILED', 'CREATE_FAILED', 'DEPLOYED', 'DEPLOYED']);
       for (const failed of outcomes.filter((o) => o.status === 'CREATE_FAILED')) {
         assert.match(
           failed.status_message ?? '',
-          /This workspace already has 2 deployments with a (PostgreSQL database|Redis user) provisioned by Berth, its limit \(BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE\)/,
+          /This workspace already has 2 deployments with a PostgreSQL database provisioned by Berth, its limit \(BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE\)/,
         );
       }
 
-      // Another workspace is not affected, and deployments bringing their own do not count.
+      // Now that the workspace is known to be full, a new deployment is refused at create.
+      const refused = await full('POST', '/v2/deployments', {
+        body: {
+          name: 'one-too-many',
+          source: 'external_docker',
+          source_config: {},
+          source_revision_config: { image_uri: 'registry.local/agent:v1' },
+          secrets: [],
+        },
+      });
+      assert.equal(refused.status, 409, refused.text);
+      assert.equal(refused.body.code, 'database_limit_reached');
+      assert.match(
+        refused.body.detail,
+        /already has 2 deployments with a PostgreSQL database provisioned by Berth, its limit \(BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE\)/,
+      );
+      assert.equal((await full('GET', '/v2/deployments?name_contains=one-too-many')).body.resources.length, 0, 'nothing was created');
+
+      // Another workspace is not affected, and deployments bringing their own still may be created.
       const elsewhere = await create(other, 'elsewhere');
       assert.equal((await finished(other, elsewhere.id, elsewhere.latest_revision_id)).status, 'DEPLOYED');
-      const ownDatabases = await create(full, 'brings-its-own', [
-        { name: 'POSTGRES_URI_CUSTOM', value: 'postgres://elsewhere.example/db' },
-        { name: 'REDIS_URI_CUSTOM', value: 'redis://elsewhere.example' },
-      ]);
+      const ownDatabases = await create(full, 'brings-its-own', own);
       assert.equal((await finished(full, ownDatabases.id, ownDatabases.latest_revision_id)).status, 'DEPLOYED');
 
       // A delete frees a place: a deployment that failed for the limit gets its databases with its next revision.
-      const deployed = racing.filter((_, i) => outcomes[i]?.status === 'DEPLOYED');
-      const failed = racing.filter((_, i) => outcomes[i]?.status === 'CREATE_FAILED');
+      const deployed = patched.filter((_, i) => outcomes[i]?.status === 'DEPLOYED').map((res) => res.body as { id: string; latest_revision_id: string });
+      const failed = patched.filter((_, i) => outcomes[i]?.status === 'CREATE_FAILED').map((res) => res.body as { id: string; latest_revision_id: string });
       await deleted(full, (deployed[0] as { id: string }).id);
       const retried = failed[0] as { id: string; latest_revision_id: string };
       const retry = await full('POST', `/v2/deployments/${retried.id}/revisions/${retried.latest_revision_id}/redeploy`);
       assert.equal(retry.status, 200, retry.text);
       const next = retry.body.latest_revision_id as string;
-      assert.equal((await finished(full, retried.id, next)).status, 'DEPLOYED');
+      const again = await finished(full, retried.id, next);
+      assert.equal(again.status, 'DEPLOYED', again.status_message ?? '');
       for (const d of [...deployed.slice(1), ...failed, ownDatabases]) await deleted(full, d.id);
       await deleted(other, elsewhere.id);
     });

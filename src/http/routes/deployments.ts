@@ -31,6 +31,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
             'tarball_unknown',
             'integration_not_found',
             'deployment_name_taken',
+            'database_limit_reached',
             'codehost_failed',
           ),
         },

@@ -22,6 +22,18 @@ export async function resourcesOf(db: Executor, deploymentId: string): Promise<R
   return rows.map((row) => ({ ...row, names: row.names === null ? null : (JSON.parse(row.names) as Record<string, string>), ready: row.ready === 1 }));
 }
 
+/** Resources of a kind held by the deployments of a workspace (those being created or deleted included). */
+export async function countWorkspaceResources(db: Executor, workspaceId: string, kind: ResourceKind): Promise<number> {
+  const { held } = await db
+    .selectFrom('deployment_resources as r')
+    .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
+    .select((eb) => eb.fn.countAll<number | string>().as('held'))
+    .where('d.workspace_id', '=', workspaceId)
+    .where('r.kind', '=', kind)
+    .executeTakeFirstOrThrow();
+  return Number(held);
+}
+
 /**
  * Keeps the names and URI of a resource about to be created, unless the deployment's
  * workspace already holds `limit` resources of that kind (then false, and nothing is
@@ -35,14 +47,7 @@ export async function reserveResource(db: Executor, workspaceId: string, limit: 
     if (trx.getExecutor().adapter instanceof PostgresAdapter) {
       await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
     }
-    const { held } = await trx
-      .selectFrom('deployment_resources as r')
-      .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
-      .select((eb) => eb.fn.countAll<number | string>().as('held'))
-      .where('d.workspace_id', '=', workspaceId)
-      .where('r.kind', '=', resource.kind)
-      .executeTakeFirstOrThrow();
-    if (Number(held) >= limit) return false;
+    if ((await countWorkspaceResources(trx, workspaceId, resource.kind)) >= limit) return false;
     await trx
       .insertInto('deployment_resources')
       .values({ ...resource, names: resource.names === null ? null : JSON.stringify(resource.names), ready: 0 })
