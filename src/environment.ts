@@ -168,8 +168,8 @@ export const ENVIRONMENT = Type.Object({
   ),
   BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE: Integer(100, 1, undefined, {
     description:
-      'deployments of one workspace that may have a provisioned PostgreSQL database at once (and as many a Redis user); ' +
-      'beyond it a new deployment ends `CREATE_FAILED` naming this limit',
+      'deployments of one workspace that may have a provisioned PostgreSQL database at once (and as many a Redis user); beyond it a new ' +
+      'deployment is refused (409 `database_limit_reached`), or its revision ends `CREATE_FAILED`, naming this limit',
   }),
   BERTH_DEPLOYMENT_DATABASE_HOST: optional(
     Text(undefined, { description: 'the host agent containers reach those two servers by, when not the host in their URLs', defaultText: "the URLs' host" }),

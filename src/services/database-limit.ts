@@ -3,7 +3,7 @@ import { fail } from '../domain/errors.js';
 import type { Executor } from '../store/database.js';
 import { countWorkspaceResources } from '../store/repositories/resources.js';
 
-/** What this server provisions per deployment (BERTH_DEPLOYMENT_*), and how many per workspace at most. */
+/** What this server provisions per deployment (BERTH_DEPLOYMENT_POSTGRES_URL, _REDIS_URL), and how many per workspace at most. */
 export interface ProvisioningPolicy {
   kinds: readonly ProvisionedKind[];
   perWorkspace: number;
