@@ -937,6 +937,7 @@ export interface components {
       | 'provider_exists'
       | 'workspace_name_taken'
       | 'api_key_self_revoke'
+      | 'database_limit_reached'
       | 'body_too_large'
       | 'unsupported_media_type'
       | 'validation_error'
@@ -1727,7 +1728,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_name_taken` */
+      /** @description One of `deployment_name_taken`, `database_limit_reached` */
       409: {
         headers: {
           [name: string]: unknown;
