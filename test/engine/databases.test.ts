@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { legacyPostgresNames } from '../../src/provisioning/postgres.js';
+import { Encryptor, loadEncryptionKey } from '../../src/security/encryption.js';
+import { resourceUriContext } from '../../src/security/resource-uris.js';
 import { type Client, client } from '../support/http.js';
 import { freePort } from '../support/process.js';
 import { connectRedis, redisServerMissing, startRedis, type TestRedis } from '../support/redis.js';
@@ -235,6 +239,54 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.equal(again.status, 'DEPLOYED', again.status_message ?? '');
       for (const d of [...deployed.slice(1), ...failed, ownDatabases]) await deleted(full, d.id);
       await deleted(other, elsewhere.id);
+    });
+
+    test('a deployment whose database an earlier version provisioned keeps it, named as it was, without its comment, and loses it on delete', async () => {
+      const own = [
+        { name: 'POSTGRES_URI_CUSTOM', value: 'postgres://elsewhere.example/db' },
+        { name: 'REDIS_URI_CUSTOM', value: 'redis://elsewhere.example' },
+      ];
+      const created = await create(api, 'from-before', own);
+      assert.equal((await finished(api, created.id, created.latest_revision_id)).status, 'DEPLOYED');
+      // What an earlier version left: a database named after the deployment, with its name and id in a comment.
+      const names = legacyPostgresNames(created.id);
+      const password = randomBytes(24).toString('base64url');
+      await postgresRows(POSTGRES_ADMIN_URL, `CREATE ROLE ${names.role} LOGIN PASSWORD '${password}'`);
+      await postgresRows(POSTGRES_ADMIN_URL, `CREATE DATABASE ${names.database} OWNER ${names.role}`);
+      await postgresRows(POSTGRES_ADMIN_URL, `COMMENT ON DATABASE ${names.database} IS 'Berth deployment from-before (${created.id})'`);
+      const uri = `postgres://${names.role}:${password}@127.0.0.1:5432/${names.database}`;
+      const encryptor = new Encryptor(loadEncryptionKey(undefined, server.dataDir).key);
+      await server.berth.db
+        .insertInto('deployment_resources')
+        .values({
+          deployment_id: created.id,
+          kind: 'postgres',
+          uri_encrypted: encryptor.encrypt(uri, resourceUriContext(created.id, 'postgres')),
+          created_at: new Date().toISOString(),
+          names: null,
+          ready: 1,
+        })
+        .execute();
+
+      // It stops bringing its own: its database stays the one it had; Redis is provisioned anew.
+      const patched = await api('PATCH', `/v2/deployments/${created.id}`, { body: { secrets: [{ name: 'MODE', value: 'shared' }] } });
+      assert.equal(patched.status, 200, patched.text);
+      const outcome = await finished(api, created.id, patched.body.latest_revision_id);
+      assert.equal(outcome.status, 'DEPLOYED', outcome.status_message ?? '');
+      const env = runtime.started.filter((r) => r.deploymentId === created.id).at(-1)?.env ?? {};
+      assert.equal(env.POSTGRES_URI, uri);
+      assert.match(env.REDIS_KEY_PREFIX ?? '', /^berth:[0-9a-f]{24}:$/);
+      const [after] = await postgresRows<{ comment: string | null }>(
+        POSTGRES_ADMIN_URL,
+        "SELECT shobj_description(oid, 'pg_database') AS comment FROM pg_database WHERE datname = $1",
+        [names.database],
+      );
+      assert.equal(after?.comment, null, 'the comment naming the deployment is gone');
+      assert.deepEqual(await postgresRows(uri, 'SELECT current_database() AS db'), [{ db: names.database }]);
+
+      await deleted(api, created.id);
+      assert.deepEqual(await postgresRows(POSTGRES_ADMIN_URL, 'SELECT datname FROM pg_database WHERE datname = $1', [names.database]), []);
+      assert.deepEqual(await postgresRows(POSTGRES_ADMIN_URL, 'SELECT rolname FROM pg_roles WHERE rolname = $1', [names.role]), []);
     });
 
     if (kind === 'sqlite') {
