@@ -199,7 +199,7 @@ describe('PostgreSQL per deployment', async () => {
     const down = new PostgresProvisioner({
       adminUrl: `postgres://postgres:very-secret-admin@127.0.0.1:${port}/postgres`,
       perWorkspace: 100,
-      connectTimeoutMs: 2000,
+      connectTimeoutMs: 10_000,
     });
     await assert.rejects(down.provision(newPostgresCredentials()), (error: unknown) => {
       assert.ok(error instanceof ProvisioningError);
