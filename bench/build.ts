@@ -117,11 +117,7 @@ async function main(): Promise<void> {
         (m) => m.startsWith('Building '),
       );
       const exporting = (m: string) => m.startsWith('Copying ') && m.endsWith("into this host's image store");
-      const builderMs = between(
-        build,
-        (m) => m.startsWith('Building '),
-        exporting,
-      );
+      const builderMs = between(build, (m) => m.startsWith('Building '), exporting);
       const exportMs = between(build, exporting, () => true);
       const runtimeMs = between(
         deploy,
@@ -162,7 +158,10 @@ async function main(): Promise<void> {
   } finally {
     await stopBerth(berth);
     if (deploymentId) {
-      const images = execFileSync('podman', ['images', '--filter', `label=berth.deployment-id=${deploymentId}`, '--format', '{{.ID}}'], { env, encoding: 'utf8' })
+      const images = execFileSync('podman', ['images', '--filter', `label=berth.deployment-id=${deploymentId}`, '--format', '{{.ID}}'], {
+        env,
+        encoding: 'utf8',
+      })
         .split('\n')
         .filter(Boolean);
       if (images.length > 0) execFileSync('podman', ['rmi', '-f', ...new Set(images)], { env, stdio: 'ignore' });

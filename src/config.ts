@@ -56,6 +56,8 @@ export interface Config {
     redisUrl?: string;
     /** BERTH_DEPLOYMENT_DATABASE_HOST: the host containers use to reach those servers, when not the URLs' own. */
     containerHost?: string;
+    /** BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE: deployments of one workspace with a provisioned database (and with a Redis user) at once. */
+    perWorkspace: number;
   };
   build: {
     /** BERTH_BUILDER: which program builds images, or `none` to refuse code-host builds. */
@@ -185,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(vars.BERTH_DEPLOYMENT_POSTGRES_URL ? { postgresUrl: vars.BERTH_DEPLOYMENT_POSTGRES_URL } : {}),
       ...(vars.BERTH_DEPLOYMENT_REDIS_URL ? { redisUrl: vars.BERTH_DEPLOYMENT_REDIS_URL } : {}),
       ...(vars.BERTH_DEPLOYMENT_DATABASE_HOST ? { containerHost: vars.BERTH_DEPLOYMENT_DATABASE_HOST } : {}),
+      perWorkspace: vars.BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE,
     },
     registry,
   };

@@ -79,8 +79,9 @@ export const ENVIRONMENT = Type.Object({
   LOG_LEVEL: Choice(LOG_LEVELS, 'info', { description: LOG_LEVELS.map((level) => `\`${level}\``).join(', ') }),
   BERTH_RATE_LIMIT_PER_MINUTE: Integer(6000, 0, undefined, {
     description:
-      'requests per minute per API key (0 turns it off); also the budget of failed authentications per client address: past it, that ' +
-      "address's requests get 429 without their key being looked up, except with a key that has authenticated on this server in the last hour",
+      'requests per minute per API key (0 turns it off); also the budget of failed authentications per client address: past it, wrong keys ' +
+      'from that address get 429 instead of 401 while valid keys still work; keys of the shape Berth generates (256 random bits) are still ' +
+      'looked up, others only if they authenticated on this server in the last hour',
   }),
   BERTH_TRUSTED_PROXIES: optional(
     Text(undefined, {
@@ -106,7 +107,12 @@ export const ENVIRONMENT = Type.Object({
   BERTH_METRICS_TOKEN: optional(
     Text(
       undefined,
-      { description: 'bearer token `GET /metrics` requires (at least 16 characters); open without it', defaultText: 'none', secret: true },
+      {
+        description:
+          'bearer token `GET /metrics` requires (at least 16 characters); open without it, and then naming no tenant (figures per listener only with it)',
+        defaultText: 'none',
+        secret: true,
+      },
       { minLength: 16 },
     ),
   ),
@@ -200,13 +206,20 @@ export const ENVIRONMENT = Type.Object({
     Text(
       undefined,
       {
-        description: 'Redis admin connection (ACL rights): each deployment gets a user and key prefix of its own, as `REDIS_URI`',
+        description:
+          'Redis admin connection (ACL, SCAN, UNLINK): each deployment gets an ACL user limited to a key prefix of its own, as `REDIS_URI` ' +
+          "and `REDIS_KEY_PREFIX`; the server's `default` user must not be usable without a password",
         defaultText: 'none',
         secret: true,
       },
       { pattern: '^rediss?://', rule: 'must start with redis:// or rediss://' },
     ),
   ),
+  BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE: Integer(100, 1, undefined, {
+    description:
+      'deployments of one workspace that may have a provisioned PostgreSQL database at once (and as many a Redis user); beyond it a new ' +
+      'deployment is refused (409 `database_limit_reached`), or its revision ends `CREATE_FAILED`, naming this limit',
+  }),
   BERTH_DEPLOYMENT_DATABASE_HOST: optional(
     Text(undefined, { description: 'the host agent containers reach those two servers by, when not the host in their URLs', defaultText: "the URLs' host" }),
   ),

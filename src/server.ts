@@ -25,6 +25,7 @@ import { secureDataDir } from './security/data-dir.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { startGitPoller } from './services/git-poller.js';
 import { startUploadSweeper } from './engine/upload-sweeper.js';
+import type { ProvisioningPolicy } from './services/database-limit.js';
 import { createServices, type Services } from './services/index.js';
 import { type Db, migrateToLatest, openDatabase } from './store/database.js';
 import { listenerSightings } from './store/repositories/listeners.js';
@@ -95,7 +96,14 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
     });
     const services = createServices(
       { db, encryptor, bus },
-      { revisionsKept: config.revisionsKept, codehost: codehostOptions(config), uploadStore, uploadLimits: config.uploads, registry },
+      {
+        revisionsKept: config.revisionsKept,
+        codehost: codehostOptions(config),
+        uploadStore,
+        uploadLimits: config.uploads,
+        registry,
+        provisioning: provisioningPolicy(config),
+      },
     );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };
   } catch (error) {
@@ -108,7 +116,7 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   const runtime = overrides.runtime ?? runtimeFor(config.engine);
   const codehost = codehostOptions(config);
   const builder = overrides.builder ?? builderFor(config, core.registry);
-  const provisioners = provisionersFor(config, core.masterKey);
+  const provisioners = provisionersFor(config);
   const engine = new Engine(
     {
       db: core.db,
@@ -239,12 +247,19 @@ function runtimeFor(engine: Config['engine']): RuntimeDriver {
   return engine.runtime === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: engine.runtime, healthTimeoutMs: null, network: engine.network });
 }
 
-function provisionersFor(config: Config, masterKey: Buffer): Provisioners {
-  const { postgresUrl, redisUrl, containerHost } = config.provisioning;
-  const passwordKey = deriveKey(masterKey, 'deployment-database-passwords');
+/** What the API checks at create; undefined when this server provisions nothing (the engine checks anyway). */
+function provisioningPolicy(config: Config): ProvisioningPolicy | undefined {
+  const { postgresUrl, redisUrl, perWorkspace } = config.provisioning;
+  const kinds = [...(postgresUrl ? (['postgres'] as const) : []), ...(redisUrl ? (['redis'] as const) : [])];
+  return kinds.length > 0 ? { kinds, perWorkspace } : undefined;
+}
+
+function provisionersFor(config: Config): Provisioners {
+  const { postgresUrl, redisUrl, containerHost, perWorkspace } = config.provisioning;
+  const where = { perWorkspace, ...(containerHost ? { containerHost } : {}) };
   return {
-    ...(postgresUrl ? { postgres: new PostgresProvisioner({ adminUrl: postgresUrl, passwordKey, ...(containerHost ? { containerHost } : {}) }) } : {}),
-    ...(redisUrl ? { redis: new RedisProvisioner({ adminUrl: redisUrl, passwordKey, ...(containerHost ? { containerHost } : {}) }) } : {}),
+    ...(postgresUrl ? { postgres: new PostgresProvisioner({ adminUrl: postgresUrl, ...where }) } : {}),
+    ...(redisUrl ? { redis: new RedisProvisioner({ adminUrl: redisUrl, ...where }) } : {}),
   };
 }
 

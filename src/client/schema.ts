@@ -938,6 +938,7 @@ export interface components {
       | 'provider_exists'
       | 'workspace_name_taken'
       | 'api_key_self_revoke'
+      | 'database_limit_reached'
       | 'upload_url_gone'
       | 'body_too_large'
       | 'upload_quota_exceeded'
@@ -1732,7 +1733,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_name_taken` */
+      /** @description One of `deployment_name_taken`, `database_limit_reached` */
       409: {
         headers: {
           [name: string]: unknown;

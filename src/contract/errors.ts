@@ -49,6 +49,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   provider_exists: 409,
   workspace_name_taken: 409,
   api_key_self_revoke: 409,
+  database_limit_reached: 409,
   upload_url_gone: 410,
   body_too_large: 413,
   upload_quota_exceeded: 413,

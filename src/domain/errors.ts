@@ -56,6 +56,7 @@ export const ERROR_CODES = [
   'provider_exists',
   'workspace_name_taken',
   'api_key_self_revoke',
+  'database_limit_reached',
   'upload_url_gone',
   'body_too_large',
   'upload_quota_exceeded',

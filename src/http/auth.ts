@@ -46,14 +46,10 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
     const key = presentedKey(request);
     guard?.admit(request, key);
     if (!key) {
-      guard?.recordFailure(request);
-      throw fail('api_key_missing', "Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.");
+      throw guard?.recordFailure(request) ?? fail('api_key_missing', "Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.");
     }
     const principal = await tenancy.authenticate(key);
-    if (!principal) {
-      guard?.recordFailure(request);
-      throw fail('api_key_invalid', 'Invalid API key.');
-    }
+    if (!principal) throw guard?.recordFailure(request) ?? fail('api_key_invalid', 'Invalid API key.');
     guard?.recordSuccess(key);
     request.principal = principal;
 

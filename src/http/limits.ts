@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { rateLimited } from '../domain/errors.js';
+import { type DomainError, rateLimited } from '../domain/errors.js';
+import { hasGeneratedShape } from '../security/api-keys.js';
 import { presentedKey } from './auth.js';
 
 /**
@@ -37,12 +38,19 @@ const KNOWN_KEY_TTL_MS = 60 * 60 * 1000;
 
 /**
  * Guessing keys: a new key per request would get a fresh per-key budget each time, so
- * failed authentications are counted per client address as well. Past the budget an
- * address's requests are refused (429) before their key is looked up, so guessing stays
- * as slow as the budget and costs the database nothing, and the answers cannot tell a
- * guessed key from a wrong one. Keys that authenticated on this server within the last
- * hour are still let through: clients that share an address with a guesser (behind one
- * NAT or proxy) keep working. A key never used here before must wait out the minute.
+ * failed authentications are counted per client address as well. What the budget
+ * protects is keys that could be guessed, and it throttles the failing keys, not the
+ * address: past the budget, a wrong key gets 429 instead of 401, while a valid key still
+ * authenticates, so clients sharing an address with a guesser (behind one NAT or proxy)
+ * keep working, with keys never used from there and after a restart alike.
+ *
+ * Which keys are looked up past the budget: keys of the shape Berth generates (every API
+ * and listener key, and the bootstrap key unless an operator chose it) carry 256 random
+ * bits, so answering whether one is valid helps no guesser, and a lookup is one digest
+ * and one indexed read; keys that authenticated on this server within the last hour. Any
+ * other key (a guessable one, such as a weak configured bootstrap key) is refused before
+ * it is looked up until the minute is over, so guessing those stays as slow as the
+ * budget and costs the database nothing.
  */
 export class AuthFailureGuard {
   readonly #failures = new Map<string, { count: number; resetAt: number }>();
@@ -51,26 +59,33 @@ export class AuthFailureGuard {
 
   constructor(private readonly perMinute: number) {}
 
-  /** Throws 429 when the address is past its budget, unless the key has authenticated here before. */
+  /** Throws 429 when the address is past its budget and the key is one a guesser could find. */
   admit(request: FastifyRequest, key: string | undefined): void {
     const entry = this.#current(request.ip);
     if (!entry || entry.count < this.perMinute) return;
-    if (key !== undefined && this.#knownKeys.has(digestOf(key))) return;
-    const seconds = Math.ceil((entry.resetAt - Date.now()) / 1000);
-    throw rateLimited(`at most ${this.perMinute} failed authentications per minute from one address`, seconds);
+    if (key !== undefined && (hasGeneratedShape(key) || this.#knownKeys.has(digestOf(key)))) return;
+    throw this.#refusal(entry);
   }
 
   recordSuccess(key: string): void {
     this.#knownKeys.set(digestOf(key), true);
   }
 
-  recordFailure(request: FastifyRequest): void {
+  /** Counts a failed authentication; past the budget its answer is this 429 instead of 401. */
+  recordFailure(request: FastifyRequest): DomainError | undefined {
     const entry = this.#current(request.ip) ?? { count: 0, resetAt: Date.now() + WINDOW_MS };
+    const over = entry.count >= this.perMinute;
     entry.count += 1;
     this.#failures.delete(request.ip);
     this.#failures.set(request.ip, entry);
     // Bounded memory: the oldest addresses go first.
     if (this.#failures.size > 10_000) this.#failures.delete(this.#failures.keys().next().value as string);
+    return over ? this.#refusal(entry) : undefined;
+  }
+
+  #refusal(entry: { resetAt: number }): DomainError {
+    const seconds = Math.ceil((entry.resetAt - Date.now()) / 1000);
+    return rateLimited(`at most ${this.perMinute} failed authentications per minute from one address`, seconds);
   }
 
   #current(address: string) {

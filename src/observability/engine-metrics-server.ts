@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { registerDatabaseMetrics, type RevisionCounts } from './database-metrics.js';
 import { METRICS_UNAUTHORIZED, MetricsEndpoint } from './metrics-endpoint.js';
-import { processMetrics } from './metrics.js';
+import { processMetrics, tenantRegistry } from './metrics.js';
 
 export interface EngineMetricsServer {
   /** e.g. `http://127.0.0.1:9464`. */
@@ -23,7 +23,7 @@ export async function serveEngineMetrics(options: {
 }): Promise<EngineMetricsServer> {
   const registry = new Registry();
   registerDatabaseMetrics(registry, options.revisionCounts);
-  const endpoint = new MetricsEndpoint([processMetrics(), registry], options.token);
+  const endpoint = new MetricsEndpoint([processMetrics(), registry], options.token, [tenantRegistry]);
   const send = (response: http.ServerResponse, status: number, body: string, headers: Record<string, string>) => {
     response.writeHead(status, { 'content-length': Buffer.byteLength(body), ...headers });
     response.end(body);

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Histogram, Registry } from 'prom-client';
 import { registerDatabaseMetrics, type RevisionCounts } from './database-metrics.js';
 import { METRICS_UNAUTHORIZED, MetricsEndpoint } from './metrics-endpoint.js';
-import { processMetrics } from './metrics.js';
+import { processMetrics, tenantRegistry } from './metrics.js';
 
 export interface HttpMetricsOptions {
   /** BERTH_METRICS_TOKEN: required as a bearer token on GET /metrics when set. */
@@ -31,7 +31,7 @@ export function installMetrics(app: FastifyInstance, options: HttpMetricsOptions
     registers: [registry],
   });
   if (options.revisionCounts) registerDatabaseMetrics(registry, options.revisionCounts);
-  const endpoint = new MetricsEndpoint([processMetrics(), registry], options.token);
+  const endpoint = new MetricsEndpoint([processMetrics(), registry], options.token, [tenantRegistry]);
 
   // The whole per-request cost: one observation. Label values come from a bounded set
   // (route patterns × methods × statuses). A callback hook, not an async one: no promise

@@ -1,15 +1,18 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Registry } from 'prom-client';
 
-/** Settings of GET /metrics, read with the rest of the configuration. */
-/** One /metrics answer: the registries' figures in Prometheus text format, behind an optional bearer token. */
+/**
+ * One /metrics answer: the registries' figures in Prometheus text format, behind an
+ * optional bearer token. The tenant registries (figures naming listeners, workspaces or
+ * deployments) are served only when a token is set, that is to scrapes that presented it.
+ */
 export class MetricsEndpoint {
   readonly #registries: readonly Registry[];
   readonly #tokenDigest: Buffer | undefined;
 
-  constructor(registries: readonly Registry[], token: string | undefined) {
-    this.#registries = registries;
+  constructor(registries: readonly Registry[], token: string | undefined, tenantRegistries: readonly Registry[] = []) {
     this.#tokenDigest = token === undefined ? undefined : digest(token);
+    this.#registries = this.#tokenDigest ? [...registries, ...tenantRegistries] : registries;
   }
 
   get contentType(): string {

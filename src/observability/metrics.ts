@@ -76,24 +76,66 @@ export type ListenerSightingsReader = () => Promise<readonly ListenerSighting[]>
 
 let readListenerSightings: ListenerSightingsReader | undefined;
 
-/** Gives the listener age gauge its source (the server sets it to the listeners' last_seen_at). */
+/** Gives the listener gauges their source (the server sets it to the listeners' last_seen_at). */
 export function setListenerSightingsReader(reader: ListenerSightingsReader | undefined): void {
   readListenerSightings = reader;
 }
+
+/** Scrapes within this long share one read of the sightings (the gauges below all need it). */
+const SIGHTINGS_TTL_MS = 1000;
+let sightings: { at: number; reader: ListenerSightingsReader; read: Promise<readonly ListenerSighting[] | undefined> } | undefined;
+
+/** Ages in seconds, one per listener; undefined without a reader or when the database cannot answer now. */
+async function listenerAges(): Promise<{ listenerId: string; age: number }[] | undefined> {
+  const reader = readListenerSightings;
+  if (!reader) return undefined;
+  if (!sightings || sightings.reader !== reader || Date.now() - sightings.at >= SIGHTINGS_TTL_MS) {
+    // A database that cannot answer now costs these gauges their samples, not the whole scrape.
+    sightings = { at: Date.now(), reader, read: reader().catch(() => undefined) };
+  }
+  const read = await sightings.read;
+  const now = Date.now();
+  return read?.map((s) => ({ listenerId: s.listenerId, age: Math.max(0, (now - s.lastSeenAt.getTime()) / 1000) }));
+}
+
+// Anonymous scrapes see listeners only in aggregate: their ids belong to tenants.
+new Gauge({
+  name: 'berth_listeners',
+  help: 'Listeners that have reported to this Berth.',
+  registers: [processRegistry],
+  async collect() {
+    const ages = await listenerAges();
+    // remove(), not reset(): a reset gauge without labels reports 0, which would claim there are none.
+    if (ages) this.set(ages.length);
+    else this.remove();
+  },
+});
+
+new Gauge({
+  name: 'berth_listener_last_seen_max_age_seconds',
+  help: 'Seconds since the listener silent the longest last reported (each listener apart with BERTH_METRICS_TOKEN).',
+  registers: [processRegistry],
+  async collect() {
+    const ages = await listenerAges();
+    if (ages && ages.length > 0) this.set(Math.max(...ages.map((a) => a.age)));
+    else this.remove();
+  },
+});
+
+/**
+ * Figures that name tenants (listener ids; workspaces, deployments and their names belong
+ * here too), served only to scrapes that present BERTH_METRICS_TOKEN: without a token
+ * `/metrics` is open to anyone who reaches it, so it names no tenant.
+ */
+export const tenantRegistry = new Registry();
 
 new Gauge({
   name: 'berth_listener_last_seen_age_seconds',
   help: 'Seconds since each listener last reported.',
   labelNames: ['listener_id'] as const,
-  registers: [processRegistry],
+  registers: [tenantRegistry],
   async collect() {
     this.reset();
-    if (!readListenerSightings) return;
-    // A database that cannot answer now costs this gauge its samples, not the whole scrape.
-    const sightings = await readListenerSightings().catch(() => []);
-    const now = Date.now();
-    for (const sighting of sightings) {
-      this.set({ listener_id: sighting.listenerId }, Math.max(0, (now - sighting.lastSeenAt.getTime()) / 1000));
-    }
+    for (const { listenerId, age } of (await listenerAges()) ?? []) this.set({ listener_id: listenerId }, age);
   },
 });

@@ -1,22 +1,29 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 
 /**
- * The password of a deployment's database role or Redis user: an HMAC of the deployment
- * id under a key of Berth's (give it one derived for this purpose, see
- * security/derived-keys.ts). 256 bits, never stored, and the same on every call, so
- * provisioning again (a redeploy, a retry, two workers at once) returns a URI that works
- * without cutting off the container that uses the previous one.
+ * A new password for a deployment's database role or Redis user: 256 random bits. It is
+ * kept only inside the URI handed to the deployment, which Berth stores encrypted
+ * (deployment_resources.uri_encrypted), so provisioning again after a crash reuses it
+ * and a rotated encryption key never changes it.
  */
-export function deploymentPassword(key: Buffer, service: 'postgres' | 'redis', deploymentId: string): string {
-  if (key.length < 32) throw new Error('the password key must be at least 32 bytes');
-  return createHmac('sha256', key).update(`${service}\0${deploymentId}`, 'utf8').digest('base64url');
+export function newPassword(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/**
+ * A name that says nothing about the deployment it belongs to (96 random bits, lower-case
+ * hex): other tenants of the same server can list role, database and user names, so
+ * those names must not carry deployment names or ids.
+ */
+export function opaqueName(prefix: string): string {
+  return `${prefix}${randomBytes(12).toString('hex')}`;
 }
 
 /**
  * A SCRAM-SHA-256 verifier (RFC 5802 / 7677, the form PostgreSQL stores), so CREATE/ALTER
  * ROLE never carries the password itself: statement logs and pg_stat_activity see only
  * the verifier. The password must be ASCII (SASLprep then leaves it unchanged), which
- * deploymentPassword guarantees.
+ * newPassword guarantees.
  */
 export function scramSha256Verifier(password: string, iterations = 4096): string {
   if (!/^[\x21-\x7e]+$/.test(password)) throw new Error('the password must be printable ASCII');

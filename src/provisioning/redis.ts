@@ -1,202 +1,168 @@
-import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
 import { parseServiceUrl, ProvisioningError, serverOf } from './errors.js';
-import { deploymentPassword, redisPasswordHash } from './passwords.js';
+import { removeLegacyRedis } from './redis-legacy.js';
+import { newPassword, opaqueName, redisPasswordHash } from './passwords.js';
 
 /**
- * A space of its own per deployment on the Redis named by BERTH_DEPLOYMENT_REDIS_URL, for
- * the agent server's REDIS_URI: a logical database number plus an ACL user that may only
- * select that database.
+ * A key space of its own per deployment on the Redis named by BERTH_DEPLOYMENT_REDIS_URL:
+ * an ACL user whose keys and pub/sub channels must start with a random prefix, handed to
+ * the agent server as REDIS_URI (with the user and password) and REDIS_KEY_PREFIX.
  *
- * Why a database number and not a key prefix. The agent servers use Redis as the broker
- * of background runs: run locks and abort flags (`lock:run:<id>`, `abort:run:<id>`), queues
- * of streamed output (`fifo-queue:<id>`, `rsm-queue:<id>`, lists and streams read with
- * blocking BRPOP/XREAD) and a `run:cancel` pub/sub channel. The LangGraph.js server
- * (@langchain/langgraph-api, the one Berth can build and run here) uses those names as they
- * are, with no prefix setting; the Python server has REDIS_KEY_PREFIX but it is optional
- * and unknown for channels. An ACL restricted to `~berth:<id>:*` would therefore break the
- * server. What LangChain documents for several self-hosted deployments sharing one Redis
- * is a database number each (`redis://host:port/1`, `/2`), so that is the unit here.
+ * Every deployment shares one logical database (the admin URL's, 0 by default), so there
+ * is no pool to run out of: a Redis holds as many deployments as it has memory for, and
+ * Berth caps how many each workspace may have (BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE).
  *
- * Isolation that gives, and its limits (Redis has no per-database ACL):
- * - the user may SELECT only its own database (`-select +select|<n>`) and cannot run
- *   admin or dangerous commands (CONFIG, FLUSHALL, KEYS, SWAPDB, MIGRATE, …), nor MOVE or
- *   COPY keys to another database, nor touch the server-wide FUNCTION library or script
- *   cache; INFO stays allowed because clients (ioredis) run it on every connect;
- * - database 0, where every connection starts, is reachable by every deployment user, so
- *   Berth never hands it out: keep nothing in database 0 of this Redis;
- * - pub/sub channels are server-wide (`&*`: the servers' channel names are fixed), so a
- *   deployment can see another's `run:cancel` messages (run ids, not data).
- * For isolation against hostile code, give each deployment a Redis server of its own.
+ * What the user may do (ACL rules in `aclRules`): every command that names its keys or
+ * channels, checked against its prefix by Redis itself, inside Lua scripts as well; none
+ * that reaches keys, channels or state of others without naming them: KEYS, SCAN,
+ * RANDOMKEY, DBSIZE, FLUSHDB/FLUSHALL, SORT (BY/GET patterns), MOVE/COPY/SWAPDB/SELECT to
+ * another database, PUBSUB listings, CLIENT LIST/KILL/TRACKING, MONITOR, SCRIPT
+ * FLUSH/KILL, FUNCTION, CONFIG, ACL, DEBUG, MODULE and the rest of @dangerous. INFO stays
+ * allowed (ioredis runs it on connect): it shows server-wide counters, never key,
+ * channel or client names.
  *
- * Allocation: Berth records `deployment id → database` in a hash in a database it keeps
- * for itself (default: the last one, which no deployment user can select), and allocates
- * with one Lua script, so concurrent calls in any number of processes never hand out a
- * number twice. A database that holds keys Berth did not put there is never allocated.
- * Up to `databases - 2` deployments fit (14 with Redis' default of 16).
+ * How the agent servers use the prefix: the LangGraph API server (Python) reads
+ * REDIS_KEY_PREFIX ("allows multiple LangGraph Server instances to share the same Redis
+ * instance", langgraph-api 0.1.9+). A server that leaves some key or channel unprefixed
+ * gets NOPERM for it from Redis (it fails; it never reaches another deployment's data);
+ * such a deployment can bring its own Redis with a REDIS_URI_CUSTOM secret. The
+ * LangGraph.js server published on npm (@langchain/langgraph-api 1.x) keeps its queue in
+ * memory and does not use Redis.
  *
- * The returned URI names the admin URL's host unless `containerHost` says otherwise (see
- * postgres.ts: a bridged container does not reach the machine's loopback).
+ * Isolation rests on the server's `default` user being unusable without a password:
+ * otherwise any client could leave its own user with AUTH default or RESET. Provisioning
+ * refuses such a server and says so.
  */
 
 export interface RedisProvisionerOptions {
-  /** BERTH_DEPLOYMENT_REDIS_URL (`redis://` or `rediss://`), for a user allowed ACL and CONFIG GET. */
+  /** BERTH_DEPLOYMENT_REDIS_URL (`redis://` or `rediss://`), for a user allowed ACL, SCAN and UNLINK. */
   adminUrl: string;
-  /** Key the user passwords are derived from; at least 32 bytes. */
-  passwordKey: Buffer;
   containerHost?: string;
   containerPort?: number;
-  /** The server's `databases` setting, when the admin user may not read it. */
-  databases?: number;
-  /** Where Berth keeps its allocation records; defaults to the last database. */
-  recordsDatabase?: number;
   connectTimeoutMs?: number;
+  /** BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE: deployments of one workspace that may have one at once. */
+  perWorkspace: number;
 }
 
-export interface ProvisionedRedis {
-  /** REDIS_URI for the container; holds the password, so treat it as a secret. */
-  uri: string;
-  database: number;
+export interface RedisNames {
   user: string;
+  /** Every key and channel of the deployment starts with it; ends with `:`. */
+  prefix: string;
 }
 
-const RECORDS_KEY = 'berth:deployment-databases';
+export interface RedisCredentials extends RedisNames {
+  password: string;
+}
+
+/** A user name, a key prefix and a password for a new deployment: random, shared by nothing else. */
+export function newRedisCredentials(): RedisCredentials {
+  return { user: opaqueName('berth-'), prefix: `${opaqueName('berth:')}:`, password: newPassword() };
+}
 
 /**
- * KEYS[1] records hash; ARGV: deployment id, number of databases, the records database.
- * Returns the deployment's database, allocating the lowest free, empty one; -1 when none.
+ * Only names Berth makes: a prefix with glob characters (or none) would widen both the
+ * ACL pattern and the keys deleted with the deployment.
  */
-const ALLOCATE = `
-local existing = redis.call('HGET', KEYS[1], ARGV[1])
-if existing then return tonumber(existing) end
-local databases, records = tonumber(ARGV[2]), tonumber(ARGV[3])
-local taken = {}
-for _, n in ipairs(redis.call('HVALS', KEYS[1])) do taken[tonumber(n)] = true end
-for n = 1, databases - 1 do
-  if n ~= records and not taken[n] then
-    redis.call('SELECT', n)
-    local empty = redis.call('DBSIZE') == 0
-    redis.call('SELECT', records)
-    if empty then
-      redis.call('HSET', KEYS[1], ARGV[1], n)
-      return n
-    end
-  end
-end
-return -1
-`;
+const SAFE_PREFIX = /^berth:[0-9a-f]{24}:$/;
+const SAFE_USER = /^berth-[0-9a-f]{24}$/;
+
+/** Commands whose ACL names differ between Redis versions; rules name only those the server knows. */
+const VERSIONED = ['function', 'fcall', 'fcall_ro', 'client|setinfo', 'client|no-touch'];
 
 type AdminClient = ReturnType<typeof createClient>;
 
-/** The ACL user of a deployment; the same for every call. */
-export function redisUserFor(deploymentId: string): string {
-  const safe = /^[A-Za-z0-9_-]{1,64}$/.test(deploymentId) ? deploymentId : createHash('sha256').update(deploymentId, 'utf8').digest('hex').slice(0, 32);
-  return `berth-${safe}`;
-}
-
 export class RedisProvisioner {
+  readonly perWorkspace: number;
   readonly #adminUrl: URL;
   readonly #server: string;
+  readonly #database: number;
   readonly #options: RedisProvisionerOptions;
 
   constructor(options: RedisProvisionerOptions) {
     this.#adminUrl = parseServiceUrl(options.adminUrl, 'BERTH_DEPLOYMENT_REDIS_URL', ['redis:', 'rediss:']);
     this.#server = serverOf(this.#adminUrl, 6379);
+    this.#database = Number(this.#adminUrl.pathname.slice(1) || 0);
+    if (!Number.isInteger(this.#database) || this.#database < 0) throw new Error('BERTH_DEPLOYMENT_REDIS_URL names no valid database number');
     this.#options = options;
+    this.perWorkspace = options.perWorkspace;
   }
 
-  /** Allocates the deployment's database (or finds it) and sets its user to the expected rules. */
-  async provision(deploymentId: string): Promise<ProvisionedRedis> {
-    const user = redisUserFor(deploymentId);
-    const password = deploymentPassword(this.#options.passwordKey, 'redis', deploymentId);
-    const database = await this.#withAdmin(`set up Redis for deployment ${deploymentId}`, async (admin, { databases, records }) => {
-      const allocated = Number(await admin.eval(ALLOCATE, { keys: [RECORDS_KEY], arguments: [deploymentId, String(databases), String(records)] }));
-      if (allocated < 0) {
-        throw new ProvisioningError(
-          'redis',
-          this.#server,
-          `Could not set up Redis for deployment ${deploymentId}: every database of the Redis at ${this.#server} is taken ` +
-            `(by other deployments or by keys Berth did not write). Raise 'databases' in its configuration or use another Redis.`,
-        );
-      }
+  /** REDIS_URI for the container: the user and password in it; treat it as a secret. */
+  uriFor({ user, password }: RedisCredentials): string {
+    const uri = new URL(this.#adminUrl.toString());
+    uri.username = user;
+    uri.password = password;
+    uri.pathname = this.#database === 0 ? '' : `/${this.#database}`;
+    uri.search = '';
+    if (this.#options.containerHost) uri.hostname = this.#options.containerHost;
+    if (this.#options.containerPort) uri.port = String(this.#options.containerPort);
+    return uri.toString();
+  }
+
+  /** The password inside a URI of uriFor, read back from what Berth stored. */
+  passwordOf(uri: string): string {
+    return decodeURIComponent(new URL(uri).password);
+  }
+
+  /** Creates the deployment's user, or sets it back to exactly the expected rules. */
+  async provision(credentials: RedisCredentials): Promise<void> {
+    checkNames(credentials);
+    await this.#withAdmin("set up the deployment's Redis user", async (admin) => {
+      await this.#refuseOpenDefaultUser(admin);
+      const known = await knownCommands(admin, VERSIONED);
       // `reset` first: one command that fully states the rules, so any number of calls agree.
-      await admin.sendCommand([
-        'ACL',
-        'SETUSER',
-        user,
-        'reset',
-        'on',
-        `#${redisPasswordHash(password)}`,
-        '~*',
-        '&*',
-        '+@all',
-        '-@dangerous',
-        '+info',
-        '-move',
-        '-copy',
-        '-function',
-        '-script|flush',
-        '-select',
-        `+select|${allocated}`,
-      ]);
-      return allocated;
-    });
-    return { uri: this.#containerUri(user, password, database), database, user };
-  }
-
-  /** Removes the user (which disconnects its clients), deletes the database's keys, frees the number. */
-  async deprovision(deploymentId: string): Promise<void> {
-    const user = redisUserFor(deploymentId);
-    await this.#withAdmin(`remove the Redis of deployment ${deploymentId}`, async (admin, { records }) => {
-      await admin.sendCommand(['ACL', 'DELUSER', user]);
-      const database = await admin.hGet(RECORDS_KEY, deploymentId);
-      if (database === null || database === undefined) return;
-      await admin.select(Number(database));
-      await admin.flushDb();
-      await admin.select(records);
-      await admin.hDel(RECORDS_KEY, deploymentId);
+      await admin.sendCommand(['ACL', 'SETUSER', credentials.user, ...aclRules(credentials, this.#database, known)]);
     });
   }
 
-  async #withAdmin<T>(what: string, work: (admin: AdminClient, layout: { databases: number; records: number }) => Promise<T>): Promise<T> {
+  /** Removes the user (which disconnects its clients), then every key under its prefix. */
+  async deprovision(names: RedisNames): Promise<void> {
+    checkNames(names);
+    await this.#withAdmin("remove the deployment's Redis user and keys", async (admin) => {
+      await admin.sendCommand(['ACL', 'DELUSER', names.user]);
+      let cursor = '0';
+      do {
+        const [next, keys] = (await admin.sendCommand(['SCAN', cursor, 'MATCH', `${names.prefix}*`, 'COUNT', '1000'])) as unknown as [string, string[]];
+        if (keys.length > 0) await admin.sendCommand(['UNLINK', ...keys]);
+        cursor = next;
+      } while (cursor !== '0');
+    });
+  }
+
+  /** A deployment of an earlier Berth had a database number of its own; this removes it. */
+  async deprovisionLegacy(deploymentId: string): Promise<void> {
+    await this.#withAdmin("remove the deployment's Redis database", (admin) => removeLegacyRedis(admin, deploymentId));
+  }
+
+  async #refuseOpenDefaultUser(admin: AdminClient): Promise<void> {
+    const reply = (await admin.sendCommand(['ACL', 'GETUSER', 'default'])) as unknown as unknown[] | null;
+    const flagsAt = reply ? reply.indexOf('flags') : -1;
+    const flags = flagsAt >= 0 ? (reply?.[flagsAt + 1] as string[]) : [];
+    if (flags.includes('on') && flags.includes('nopass')) {
+      throw new ProvisioningError(
+        'redis',
+        this.#server,
+        `Could not set up the deployment's Redis user: the Redis at ${this.#server} lets any client in as its 'default' user without a password, ` +
+          `so a deployment could leave its own user (AUTH default, RESET) and reach every key. Turn that user off ('ACL SETUSER default off') ` +
+          `or give it a password, and give Berth an admin user of its own in BERTH_DEPLOYMENT_REDIS_URL.`,
+      );
+    }
+  }
+
+  async #withAdmin<T>(what: string, work: (admin: AdminClient) => Promise<T>): Promise<T> {
     const timeout = this.#options.connectTimeoutMs ?? 10_000;
     // No reconnecting: a provisioning call should fail and say why, not wait for the server.
     const admin = createClient({ url: this.#adminUrl.toString(), socket: { connectTimeout: timeout, reconnectStrategy: false } });
     admin.on('error', () => {});
     try {
       await admin.connect();
-      const databases = this.#options.databases ?? Number((await admin.configGet('databases')).databases);
-      if (!Number.isInteger(databases) || databases < 3) {
-        throw new ProvisioningError(
-          'redis',
-          this.#server,
-          `Could not ${what}: the Redis at ${this.#server} has ${databases} databases; Berth needs at least 3.`,
-        );
-      }
-      const records = this.#options.recordsDatabase ?? databases - 1;
-      if (!Number.isInteger(records) || records < 1 || records >= databases) {
-        // Database 0 is reachable by every deployment user: records there could be rewritten.
-        throw new ProvisioningError('redis', this.#server, `Could not ${what}: the records database must be between 1 and ${databases - 1}.`);
-      }
-      await admin.select(records);
-      return await work(admin, { databases, records });
+      return await work(admin);
     } catch (error) {
       throw this.#explain(error, what);
     } finally {
       // After a failed connect the client is already closed, and destroy() would throw.
       if (admin.isOpen) admin.destroy();
     }
-  }
-
-  #containerUri(user: string, password: string, database: number): string {
-    const uri = new URL(this.#adminUrl.toString());
-    uri.username = user;
-    uri.password = password;
-    uri.pathname = `/${database}`;
-    uri.search = '';
-    if (this.#options.containerHost) uri.hostname = this.#options.containerHost;
-    if (this.#options.containerPort) uri.port = String(this.#options.containerPort);
-    return uri.toString();
   }
 
   #explain(error: unknown, what: string): ProvisioningError {
@@ -218,9 +184,67 @@ export class RedisProvisioner {
       return new ProvisioningError(
         'redis',
         server,
-        `Could not ${what}: Redis at ${server} denied it (${detail}). The user in BERTH_DEPLOYMENT_REDIS_URL needs ACL, CONFIG GET, EVAL, SELECT and FLUSHDB.`,
+        `Could not ${what}: Redis at ${server} denied it (${detail}). The user in BERTH_DEPLOYMENT_REDIS_URL needs ACL, COMMAND, SCAN and UNLINK.`,
       );
     }
     return new ProvisioningError('redis', server, `Could not ${what}: Redis at ${server} answered: ${detail}.`);
   }
+}
+
+/**
+ * The user's whole ACL: its password, its key and channel patterns, and its commands.
+ * `-@dangerous` takes away the admin commands and those that reach every key (KEYS,
+ * FLUSHALL, SORT with BY/GET, MIGRATE, …); the rest are commands outside that category
+ * that still see or change what other users have.
+ */
+function aclRules({ password, prefix }: RedisCredentials, database: number, known: ReadonlySet<string>): string[] {
+  const versioned = (rule: string) => known.has(rule.slice(1));
+  return [
+    'reset',
+    'on',
+    `#${redisPasswordHash(password)}`,
+    'resetkeys',
+    `~${prefix}*`,
+    'resetchannels',
+    `&${prefix}*`,
+    '+@all',
+    '-@dangerous',
+    // Keys of others, listed or counted without naming them.
+    '-scan',
+    '-randomkey',
+    '-dbsize',
+    // Other databases.
+    '-select',
+    '-move',
+    '-copy',
+    '-swapdb',
+    `+select|${database}`,
+    // Channel names of others; other connections.
+    '-pubsub',
+    '-client',
+    '+client|setname',
+    '+client|getname',
+    '+client|id',
+    '+client|info',
+    '+client|reply',
+    ...['+client|setinfo', '+client|no-touch'].filter(versioned),
+    // The server-wide script cache and function library, and other users' running scripts.
+    '-script|flush',
+    '-script|kill',
+    ...['-function', '-fcall', '-fcall_ro'].filter(versioned),
+    '-memory',
+    '+memory|usage',
+    // Clients (ioredis) run INFO on every connect; it holds server-wide counters only.
+    '+info',
+  ];
+}
+
+/** Which of the commands (`name` or `name|subcommand`) this server has. */
+async function knownCommands(admin: AdminClient, names: readonly string[]): Promise<Set<string>> {
+  const reply = (await admin.sendCommand(['COMMAND', 'INFO', ...names])) as unknown as unknown[];
+  return new Set(names.filter((_, i) => reply[i] !== null && reply[i] !== undefined));
+}
+
+function checkNames({ user, prefix }: RedisNames): void {
+  if (!SAFE_USER.test(user) || !SAFE_PREFIX.test(prefix)) throw new Error('refusing a Redis user or key prefix Berth did not make');
 }

@@ -7,6 +7,18 @@ export function generateApiKey(): string {
   return `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
 
+/** The shape of a generated key: the prefix and 43 base64url characters. */
+const GENERATED_SHAPE = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{43}$`);
+
+/**
+ * Whether a key has the shape of one Berth generates, whose 256 random bits no amount of
+ * guessing finds: looking such a key up tells a guesser nothing it could use. (A key an
+ * operator configured could be weaker; the failed-authentication budget protects those.)
+ */
+export function hasGeneratedShape(key: string): boolean {
+  return GENERATED_SHAPE.test(key);
+}
+
 /** Keys are stored only as this digest; the plain key is shown once, at creation. */
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');

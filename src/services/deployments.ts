@@ -10,6 +10,7 @@ import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/deployments.js';
 import type { CreateDeploymentInput, DeploymentView, PatchDeploymentInput } from '../contract/deployments.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { refuseOverDatabaseLimit } from './database-limit.js';
 import { deploymentView } from './deployment-records.js';
 import { assertImageInWorkspace } from './image-ownership.js';
 import type { DeploymentServiceDeps } from './index.js';
@@ -17,7 +18,7 @@ import { findListenerForPlacement, listListenerIds } from './listeners.js';
 import { PageBudget } from './page-size.js';
 import { appendRevision } from './revision-writer.js';
 
-export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads, registry }: DeploymentServiceDeps) {
+export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads, registry, provisioning }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
   const checkRepoUrl = (url: string | null | undefined) => {
     if (url != null) integrations.checkRepositoryUrl(url, ['body', 'source_config', 'repo_url']);
@@ -46,6 +47,7 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       if (revisionConfig.image_uri) await assertImageInWorkspace(db, registryLocation, scope.workspaceId, revisionConfig.image_uri);
       const resourceSpec = completeResourceSpec(source_config?.resource_spec);
       validateSecrets(secrets);
+      await refuseOverDatabaseLimit(db, provisioning, scope.workspaceId, secrets);
       const now = nowIso();
       let created: DeploymentView;
       try {

@@ -16,6 +16,7 @@ import type { UploadStore } from '../build/uploads.js';
 import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
 import { createRevisionService } from './revisions.js';
+import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
 
 export interface ServiceDeps {
@@ -35,6 +36,8 @@ export interface ServiceOptions {
   uploadLimits: UploadLimits;
   /** Berth's image registry, when BERTH_REGISTRY is set. */
   registry: Registry | undefined;
+  /** Databases provisioned per deployment, when this server is configured with their servers. */
+  provisioning?: ProvisioningPolicy;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */

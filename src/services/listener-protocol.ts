@@ -15,7 +15,6 @@ import { IN_PROGRESS_STATUSES, type RevisionStatus } from '../domain/revision-st
 import { announce, announceListener, recordLog } from '../events/recorder.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { moveRevision, type RevisionMove } from '../lifecycle/revisions.js';
-import { resourceUriContext } from '../security/resource-uris.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
 import { type Executor, nowIso } from '../store/database.js';
 import {
@@ -28,6 +27,7 @@ import {
 } from '../store/repositories/deployments.js';
 import { bumpGeneration, findListenerById, generationOf, generationsOf, type ListenerRecord, markSeen } from '../store/repositories/listeners.js';
 import { resourcesOf } from '../store/repositories/resources.js';
+import { provisionedVariables } from '../provisioning/variables.js';
 import { findRevisionById, type RevisionRecord, revisionsForListener, revisionsInStatus } from '../store/repositories/revisions.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { allFieldsRead } from './all-fields-read.js';
@@ -45,8 +45,6 @@ type RevisionReportInput = NonNullable<ReportsInput['revisions']>[number];
 
 /** While state requests wait, their generations are re-read this often even without news (a missed wake-up costs at most this). */
 const RECHECK_MS = 2_000;
-/** Environment variable names of the databases Berth provisioned, as the engine gives them to local containers. */
-const DATABASE_VARIABLE: Record<string, string> = { postgres: 'POSTGRES_URI', redis: 'REDIS_URI' };
 
 /** Where a k8s listener runs the deployment: the namespace it was placed in, else the listener's first. */
 function namespaceOf(deployment: DeploymentRecord, listener: ListenerRecord): string | null {
@@ -112,10 +110,7 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
   /** The revision's secrets, the provisioned databases and the platform's variables: everything its container gets. */
   async function environmentOf(deployment: DeploymentRecord, revision: RevisionRecord): Promise<{ name: string; value: string }[]> {
     const secrets = revision.secret_set_id ? decryptSecretSet(encryptor, await secretEntries(db, [revision.secret_set_id])) : [];
-    const databases = (await resourcesOf(db, deployment.id)).map((row) => ({
-      name: DATABASE_VARIABLE[row.kind] ?? row.kind,
-      value: encryptor.decrypt(row.uri_encrypted, resourceUriContext(deployment.id, row.kind)),
-    }));
+    const databases = provisionedVariables(encryptor, await resourcesOf(db, deployment.id));
     const platform = Object.entries(platformVariables(deployment, revision)).map(([name, value]) => ({ name, value }));
     return [...secrets, ...databases, ...platform];
   }

@@ -144,6 +144,10 @@ export interface Database {
     /** AES-256-GCM of the URI the deployment's containers get, bound to the deployment and kind. */
     uri_encrypted: string;
     created_at: string;
+    /** JSON: the random names (PostgresNames or RedisNames); null for rows of earlier versions, named after the deployment id. */
+    names: string | null;
+    /** 0 while the names are chosen but the server may not have them yet. */
+    ready: number;
   };
   listeners: {
     id: string;

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { type Client, client } from '../support/http.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { createPostgresDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { describeOnEachDatabase, otherTenants } from '../support/suite.js';
 
 const provider = (providerId: string) => ({
@@ -139,17 +139,75 @@ describe('the failed-authentication budget', () => {
 
   const guess = (server: TestServer, headers: Record<string, string> = {}) =>
     client(server.url)('GET', '/v2/listeners', { key: `berth_guess_${randomUUID()}`, headers });
+  /** A wrong key of the shape Berth generates (`berth_` and 43 base64url characters). */
+  const generatedShapeGuess = (server: TestServer) => client(server.url)('GET', '/v2/listeners', { key: `berth_${randomBytes(32).toString('base64url')}` });
+  /** Counts the keys the server looks up, from now on. */
+  const countLookups = (server: TestServer) => {
+    const tenancy = server.berth.services.tenancy;
+    const lookup = tenancy.authenticate;
+    const counted = { lookups: 0 };
+    tenancy.authenticate = (key) => {
+      counted.lookups += 1;
+      return lookup(key);
+    };
+    return counted;
+  };
 
-  test('past the budget guesses are refused unlooked, but a key that has worked here still works', async () => {
+  test('past the budget wrong keys get 429 and guessable ones are not looked up, while valid keys, even never used here, still work', async () => {
     const api: Client = client(direct.url, { key: direct.adminKey });
-    assert.equal((await api('GET', '/v2/listeners')).status, 200);
-    const fresh = await direct.berth.services.tenancy.createOrganization(`fresh-${randomUUID()}`);
+    // A member of another workspace, behind the same address (one NAT), guesses keys.
+    const workspace = await api('POST', '/v1/workspaces', { body: { name: `guessers-${randomUUID()}` } });
+    const hostileKey = (await api('POST', '/v1/api-keys', { body: { name: 'hostile', workspace_id: workspace.body.id } })).body.key as string;
+    const victimKey = (await api('POST', '/v1/api-keys', { body: { name: 'victim', workspace_id: direct.workspaceId } })).body.key as string;
+    const hostile = client(direct.url, { key: hostileKey });
+    assert.equal((await hostile('GET', '/v2/listeners')).status, 200);
+
     const statuses: number[] = [];
     for (let i = 0; i < 7; i += 1) statuses.push((await guess(direct)).status);
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429]);
-    assert.equal((await api('GET', '/v2/listeners')).status, 200, 'a key that authenticated before passes the exhausted budget');
-    // A key never used from anywhere must wait out the minute: its answer would tell a guess apart.
-    assert.equal((await client(direct.url, { key: fresh?.apiKey })('GET', '/v2/listeners')).status, 429);
+    const counted = countLookups(direct);
+    assert.equal((await guess(direct)).status, 429);
+    assert.equal((await client(direct.url)('GET', '/v2/listeners')).status, 429, 'no key at all counts as a failure too');
+    assert.equal(counted.lookups, 0, 'a key that could be guessed is refused before it is looked up');
+    const refused = await generatedShapeGuess(direct);
+    assert.equal(refused.status, 429, 'a wrong key of the generated shape is looked up and answered 429, not 401');
+    assert.equal(refused.body.code, 'rate_limited');
+    assert.ok(Number(refused.headers.get('retry-after')) > 0);
+
+    // Keys that are valid are not throttled: one never used from this address, and the guesser's own.
+    const victim = await client(direct.url, { key: victimKey })('GET', '/v2/listeners');
+    assert.equal(victim.status, 200, victim.text);
+    assert.equal((await api('GET', '/v2/listeners')).status, 200);
+    assert.equal((await hostile('GET', '/v2/listeners')).status, 200);
+    // The guesser's valid key takes nothing off the count: wrong keys stay throttled.
+    assert.equal((await guess(direct)).status, 429);
+    assert.equal((await generatedShapeGuess(direct)).status, 429);
+  });
+
+  test('after a restart, a valid key authenticates from an address over its budget; a guessable one waits', async () => {
+    const database = await createPostgresDatabase();
+    const bootstrapApiKey = `berth_test_${randomUUID()}`;
+    const options = { engine: false, limits: { rateLimitPerMinute: 5 }, postgresUrl: database.url, bootstrapApiKey };
+    let restarted: TestServer | undefined;
+    try {
+      const before = await startTestServer('postgres', options);
+      const key = (
+        await client(before.url, { key: bootstrapApiKey })('POST', '/v1/api-keys', { body: { name: 'used-before', workspace_id: before.workspaceId } })
+      ).body.key as string;
+      assert.equal((await client(before.url, { key })('GET', '/v2/listeners')).status, 200);
+      await before.close();
+
+      restarted = await startTestServer('postgres', options);
+      for (let i = 0; i < 5; i += 1) assert.equal((await guess(restarted)).status, 401);
+      assert.equal((await guess(restarted)).status, 429);
+      assert.equal((await client(restarted.url, { key })('GET', '/v2/listeners')).status, 200, 'the key used before the restart');
+      // The configured bootstrap key (berth_test_<uuid>) could be a weak one: past the budget it is not looked up
+      // until it has authenticated on this server.
+      assert.equal((await client(restarted.url, { key: bootstrapApiKey })('GET', '/v2/listeners')).status, 429);
+    } finally {
+      await restarted?.close();
+      await database.drop();
+    }
   });
 
   test('behind a trusted proxy, clients are told apart by X-Forwarded-For; elsewhere the header is ignored', async () => {

@@ -107,20 +107,95 @@ describe('GET /metrics on the server', () => {
     assert.equal(value(samples, 'berth_engine_slots'), 4);
   });
 
-  test('reports listener ages once a reader is given', async () => {
-    assert.equal(value(await scrape(server.url), 'berth_listener_last_seen_age_seconds'), undefined);
+  test('reports listener ages once a reader is given, each listener apart only to scrapes with the token', async () => {
+    assert.equal(value(await scrape(server.url), 'berth_listener_last_seen_max_age_seconds'), undefined);
     const lastSeenAt = new Date(Date.now() - 90_000);
-    setListenerSightingsReader(async () => [{ listenerId: 'listener-a', lastSeenAt }]);
+    setListenerSightingsReader(async () => [
+      { listenerId: 'listener-a', lastSeenAt },
+      { listenerId: 'listener-b', lastSeenAt: new Date() },
+    ]);
     try {
-      const age = value(await scrape(server.url), 'berth_listener_last_seen_age_seconds', { listener_id: 'listener-a' }) ?? 0;
-      assert.ok(age >= 90 && age < 3600, `age ${age}`);
-      // A reader that fails (the database is away) leaves the gauge empty; the scrape still answers.
-      setListenerSightingsReader(async () => Promise.reject(new Error('database unreachable')));
       const samples = await scrape(server.url);
-      assert.equal(value(samples, 'berth_listener_last_seen_age_seconds', { listener_id: 'listener-a' }), undefined);
-      assert.notEqual(value(samples, 'berth_engine_slots'), undefined);
+      const age = value(samples, 'berth_listener_last_seen_max_age_seconds') ?? 0;
+      assert.ok(age >= 90 && age < 3600, `age ${age}`);
+      assert.equal(value(samples, 'berth_listeners'), 2);
+      assert.equal(value(samples, 'berth_listener_last_seen_age_seconds', { listener_id: 'listener-a' }), undefined, 'no token set: no listener ids');
+      // A reader that fails (the database is away) leaves the gauges empty; the scrape still answers.
+      setListenerSightingsReader(async () => Promise.reject(new Error('database unreachable')));
+      const failed = await scrape(server.url);
+      assert.equal(value(failed, 'berth_listeners'), undefined);
+      assert.equal(value(failed, 'berth_listener_last_seen_max_age_seconds'), undefined);
+      assert.notEqual(value(failed, 'berth_engine_slots'), undefined);
     } finally {
       setListenerSightingsReader(undefined);
+    }
+  });
+});
+
+/**
+ * Issue 20: anonymous GET /metrics listed listener ids. Without BERTH_METRICS_TOKEN the
+ * endpoint is open to whoever reaches it, so it names no tenant (listener, workspace,
+ * organization or deployment ids, nor names); with the token, scrapes that present it
+ * see each listener apart.
+ */
+describe('tenant identifiers in /metrics', () => {
+  /** A member of a new workspace with a listener that has reported, and a deployment placed on it. */
+  async function tenantWithListener(server: TestServer) {
+    const admin = client(server.url, { key: server.adminKey });
+    const workspace = await admin('POST', '/v1/workspaces', { body: { name: `tenant-${randomBytes(4).toString('hex')}` } });
+    const key = await admin('POST', '/v1/api-keys', { body: { name: 'member', workspace_id: workspace.body.id } });
+    const member = client(server.url, { key: key.body.key });
+    const listener = await member('POST', '/v2/listeners', {
+      body: { compute_type: 'podman', compute_id: `host-${randomBytes(4).toString('hex')}`, compute_config: {} },
+    });
+    assert.equal(listener.status, 201, listener.text);
+    const agent = client(server.url, { key: listener.body.listener_key });
+    const beat = await agent('POST', '/v1/listener-protocol/heartbeat', { body: { version: '1' }, headers: { 'x-berth-listener-protocol': '1' } });
+    assert.equal(beat.status, 200, beat.text);
+    const name = `secret-project-${randomBytes(4).toString('hex')}`;
+    const deployment = await member('POST', '/v2/deployments', {
+      body: {
+        name,
+        source: 'external_docker',
+        source_config: { listener_id: listener.body.id },
+        source_revision_config: { image_uri: 'localhost/agent:v1' },
+        secrets: [],
+      },
+    });
+    assert.equal(deployment.status, 201, deployment.text);
+    return {
+      identifiers: [workspace.body.id, listener.body.id, deployment.body.id, name, server.workspaceId, server.organizationId] as string[],
+      listenerId: listener.body.id as string,
+    };
+  }
+
+  test('without the token, an anonymous scrape names no tenant', async () => {
+    const server = await startTestServer('sqlite');
+    try {
+      const { identifiers } = await tenantWithListener(server);
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      for (const identifier of identifiers) assert.ok(!text.includes(identifier), `'${identifier}' is not in the anonymous scrape`);
+      const samples = parseExposition(text);
+      assert.equal(value(samples, 'berth_listeners'), 1, 'listeners are counted');
+      assert.notEqual(value(samples, 'berth_listener_last_seen_max_age_seconds'), undefined);
+      assert.ok(!samples.some((sample) => 'listener_id' in sample.labels));
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('with the token, scrapes that present it see each listener apart; others are refused', async () => {
+    const token = randomBytes(24).toString('hex');
+    const server = await startTestServer('sqlite', { metricsToken: token });
+    try {
+      const { listenerId } = await tenantWithListener(server);
+      assert.equal((await fetch(`${server.url}/metrics`)).status, 401);
+      const samples = await scrape(server.url, { authorization: `Bearer ${token}` });
+      const age = value(samples, 'berth_listener_last_seen_age_seconds', { listener_id: listenerId });
+      assert.ok(age !== undefined && age < 3600, `age ${age}`);
+      assert.equal(value(samples, 'berth_listeners'), 1);
+    } finally {
+      await server.close();
     }
   });
 });

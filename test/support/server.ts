@@ -86,8 +86,10 @@ export interface TestServerOptions {
   revisionsKept?: number;
   /** BERTH_GIT_POLL_SECONDS (default 0: no poller). */
   gitPollSeconds?: number;
-  /** Per-deployment databases (BERTH_DEPLOYMENT_POSTGRES_URL / _REDIS_URL). */
-  provisioning?: Config['provisioning'];
+  /** BERTH_METRICS_TOKEN (default: none, /metrics open). */
+  metricsToken?: string;
+  /** Per-deployment databases (BERTH_DEPLOYMENT_POSTGRES_URL / _REDIS_URL, BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE). */
+  provisioning?: Partial<Config['provisioning']>;
   /** More settings, read as Berth reads its environment (e.g. BERTH_REGISTRY with a PORT fixed in advance). */
   env?: Record<string, string>;
 }
@@ -115,11 +117,14 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
       BERTH_REVISIONS_KEPT: String(options.revisionsKept ?? 100),
       BERTH_GIT_POLL_SECONDS: String(options.gitPollSeconds ?? 0),
       ...(options.encryptionKey ? { BERTH_ENCRYPTION_KEY: options.encryptionKey } : {}),
+      ...(options.metricsToken ? { BERTH_METRICS_TOKEN: options.metricsToken } : {}),
       ...(postgres ? { DATABASE_URL: postgres.url } : {}),
       ...options.env,
     },
-    { limits: { ...DEFAULT_LIMITS, ...options.limits }, provisioning: options.provisioning ?? {} },
+    { limits: { ...DEFAULT_LIMITS, ...options.limits } },
   );
+  // Provisioning only where a test asks for it, with the configured defaults for what it leaves out.
+  config.provisioning = { perWorkspace: config.provisioning.perWorkspace, ...options.provisioning };
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, callback) {

@@ -32,6 +32,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
             'image_not_in_workspace',
             'integration_not_found',
             'deployment_name_taken',
+            'database_limit_reached',
             'codehost_failed',
             'codehost_timeout',
           ),

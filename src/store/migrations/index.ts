@@ -9,6 +9,7 @@ import { deploymentResources } from './007-deployment-resources.js';
 import { listenerProtocol } from './008-listener-protocol.js';
 import { nameSearch } from './009-name-search.js';
 import { uploadArchives } from './010-upload-archives.js';
+import { resourceNames } from './011-resource-names.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '008-listener-protocol': listenerProtocol,
   '009-name-search': nameSearch,
   '010-upload-archives': uploadArchives,
+  '011-resource-names': resourceNames,
 };
 
 export const migrationProvider: MigrationProvider = {
