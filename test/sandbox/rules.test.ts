@@ -43,9 +43,11 @@ test('ordinary project Dockerfile lines pass', () => {
 
 test('the firewall matches the build user alone and refuses loopback, link-local, the host and denied networks', () => {
   const rules = firewallRules(999, { loopbackResolvers: ['127.0.0.53'], denyNetworks: ['10.0.0.0/8', 'fd00::/8'] });
-  assert.match(rules, /meta skuid != 999 accept/);
+  // Only sockets of the build user: packets without a socket (the kernel's own resets) pass.
+  assert.match(rules, /meta skuid 999 jump build_user/);
+  assert.doesNotMatch(rules, /skuid != /);
   assert.match(rules, /ip daddr 127\.0\.0\.53 udp dport 53 accept/);
-  assert.match(rules, /fib daddr type local reject/);
+  assert.match(rules, /fib daddr type local reject with tcp reset/);
   assert.match(rules, /ip daddr \{ 127\.0\.0\.0\/8, 169\.254\.0\.0\/16 \} reject/);
   assert.match(rules, /ip6 daddr \{ ::1\/128, fe80::\/10 \} reject/);
   assert.match(rules, /ip daddr \{ 10\.0\.0\.0\/8 \} reject/);
