@@ -43,6 +43,11 @@ export interface Config {
     enabled: boolean;
     runtime: ContainerRuntimeChoice;
     concurrency: number;
+    /** BERTH_ENGINE_WORKSPACE_SLOTS (undefined: the engine's default, domain/fair-share.ts). */
+    workspaceSlots: number | undefined;
+    /** BERTH_MAX_BUILD_TIMEOUT_SECONDS / BERTH_MAX_DEPLOY_TIMEOUT_SECONDS. */
+    maxBuildTimeoutSeconds: number;
+    maxDeployTimeoutSeconds: number;
     /** BERTH_CONTAINER_NETWORK: `bridge` (a port published on loopback) or `host` (the host's network). */
     network: 'bridge' | 'host';
   };
@@ -160,6 +165,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       enabled: isOn(vars.BERTH_ENGINE),
       runtime: vars.BERTH_CONTAINER_RUNTIME,
       concurrency: vars.BERTH_ENGINE_CONCURRENCY,
+      workspaceSlots: vars.BERTH_ENGINE_WORKSPACE_SLOTS,
+      maxBuildTimeoutSeconds: vars.BERTH_MAX_BUILD_TIMEOUT_SECONDS,
+      maxDeployTimeoutSeconds: vars.BERTH_MAX_DEPLOY_TIMEOUT_SECONDS,
       network: vars.BERTH_CONTAINER_NETWORK,
     },
     build: {

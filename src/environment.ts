@@ -72,6 +72,19 @@ export const ENVIRONMENT = Type.Object({
   ),
   BERTH_ENGINE: Switch('on', { description: '`off` runs the API only; run `berth engine` (`npm run engine`) elsewhere' }),
   BERTH_ENGINE_CONCURRENCY: Integer(4, 1, 64, { description: 'deployments one process works on at once' }),
+  BERTH_ENGINE_WORKSPACE_SLOTS: optional(
+    Integer(undefined, 1, 64, {
+      description:
+        "deployments of one workspace the engine works on at once (builds, deploys, deletes), counted over every engine process; a workspace's further revisions wait QUEUED, saying so, and free slots go to the workspace that waited longest",
+      defaultText: 'BERTH_ENGINE_CONCURRENCY − 1 (at least 1)',
+    }),
+  ),
+  BERTH_MAX_BUILD_TIMEOUT_SECONDS: Integer(3600, 1, 86400, {
+    description: "the longest a build may run, whatever a deployment's `build_timeout_seconds` asks (larger values are clamped, with a line in the build log)",
+  }),
+  BERTH_MAX_DEPLOY_TIMEOUT_SECONDS: Integer(1800, 1, 86400, {
+    description: "the longest a deploy may take, whatever a deployment's `deploy_timeout_seconds` asks (clamped likewise)",
+  }),
   BERTH_CONTAINER_RUNTIME: Choice(RUNTIMES, 'auto', { description: '`podman`, `docker`, `auto` (podman, then docker) or `none`' }),
   BERTH_CONTAINER_NETWORK: Choice(['bridge', 'host'] as const, 'bridge', {
     description: '`bridge` publishes each agent server on a loopback port; `host` runs it on the host network (needed to reach databases on 127.0.0.1)',

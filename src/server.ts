@@ -130,7 +130,13 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
       registry: core.registry,
       logger: logger.child({ component: 'engine' }),
     },
-    { concurrency: config.engine.concurrency, ...overrides.engineSettings },
+    {
+      concurrency: config.engine.concurrency,
+      ...(config.engine.workspaceSlots === undefined ? {} : { workspaceSlots: config.engine.workspaceSlots }),
+      maxBuildTimeoutSeconds: config.engine.maxBuildTimeoutSeconds,
+      maxDeployTimeoutSeconds: config.engine.maxDeployTimeoutSeconds,
+      ...overrides.engineSettings,
+    },
   );
   await engine.start();
   const sweeper = startUploadSweeper(core.db, core.uploadStore, logger.child({ component: 'uploads' }));

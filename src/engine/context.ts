@@ -35,8 +35,14 @@ export interface EngineSettings {
   concurrency: number;
   /** Safety-net sweep for expired leases and wake-ups another process could not send. */
   sweepMs: number;
+  /** Defaults for steps whose deployment sets no timeout of its own. */
   buildTimeoutMs: number;
   deployTimeoutMs: number;
+  /** BERTH_ENGINE_WORKSPACE_SLOTS: deployments of one workspace worked on at once, by all engine processes together. */
+  workspaceSlots: number;
+  /** BERTH_MAX_BUILD_TIMEOUT_SECONDS / BERTH_MAX_DEPLOY_TIMEOUT_SECONDS: the most a deployment's own timeouts get. */
+  maxBuildTimeoutSeconds: number;
+  maxDeployTimeoutSeconds: number;
 }
 
 /** Why work stopped before its end. Only `timeout` fails the revision; the others leave it to be resumed or ended elsewhere. */

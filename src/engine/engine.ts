@@ -4,16 +4,20 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { DEFAULT_DEPLOY_TIMEOUT_SECONDS } from '../domain/deployment-config.js';
 import { StopSignal, type EngineDeps, type EngineSettings } from './context.js';
 import { setEngineSlots } from '../observability/metrics.js';
-import { claimCandidates, leaseHoldersOn, releaseLeasesOf, takeLease } from '../store/repositories/leases.js';
+import { type ClaimCandidate, claimCandidates, leaseHoldersOn, releaseLeasesOf, takeFairLease } from '../store/repositories/leases.js';
+import { defaultWorkspaceSlots } from '../domain/fair-share.js';
+import { markWaitingForShare } from './fair-share.js';
 import { failOverdueHandovers } from './listener-deadlines.js';
 import { workOnDeployment } from './worker.js';
 
-export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId'> = {
+export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId' | 'workspaceSlots'> = {
   leaseMs: 15_000,
   concurrency: 4,
   sweepMs: 2_000,
   buildTimeoutMs: 15 * 60_000,
   deployTimeoutMs: DEFAULT_DEPLOY_TIMEOUT_SECONDS * 1000,
+  maxBuildTimeoutSeconds: 3600,
+  maxDeployTimeoutSeconds: 1800,
 };
 
 /**
@@ -56,7 +60,7 @@ export class Engine {
   /** Deployments found idle, with when they may be claimed again. */
   readonly #parked = new Map<string, number>();
   /** Candidates of the last claim query not tried yet (see CANDIDATES_PER_QUERY). */
-  #candidates: string[] = [];
+  #candidates: ClaimCandidate[] = [];
   #candidatesAt = 0;
   /** Successful claims since start, for tests and metrics. */
   claims = 0;
@@ -65,7 +69,8 @@ export class Engine {
     private readonly deps: EngineDeps,
     settings: Partial<EngineSettings> = {},
   ) {
-    this.settings = { ...DEFAULT_ENGINE_SETTINGS, workerId: newWorkerId(), ...settings };
+    const concurrency = settings.concurrency ?? DEFAULT_ENGINE_SETTINGS.concurrency;
+    this.settings = { ...DEFAULT_ENGINE_SETTINGS, workerId: newWorkerId(), workspaceSlots: defaultWorkspaceSlots(concurrency), ...settings };
   }
 
   async start(): Promise<void> {
@@ -75,11 +80,17 @@ export class Engine {
     this.#unsubscribe = this.deps.bus.subscribe((message) => {
       // News of a parked deployment (a new revision, a listener's report…) may be work.
       if (message.origin !== this.settings.workerId && this.#parked.delete(message.deploymentId)) this.wake();
-      if (message.topic === 'work') this.wake();
+      if (message.topic === 'work') {
+        // New work may belong to a workspace that waited longer than every candidate listed:
+        // the next free slot asks the database again rather than serve the list's order.
+        this.#candidatesAt = 0;
+        this.wake();
+      }
     });
     this.#sweep = setInterval(() => {
       this.wake();
       this.#failOverdueHandovers();
+      this.#markWaitingForShare();
     }, this.settings.sweepMs);
     this.#sweep.unref();
     this.wake();
@@ -99,7 +110,7 @@ export class Engine {
     clearInterval(this.#sweep);
     this.#unsubscribe?.();
     for (const controller of this.#work) controller.abort(new StopSignal('shutdown'));
-    await Promise.allSettled([...this.#running, this.#sweepingHandovers]);
+    await Promise.allSettled([...this.#running, this.#sweepingHandovers, this.#markingWaiting]);
   }
 
   wake(): void {
@@ -127,6 +138,8 @@ export class Engine {
       if (!claimed) {
         // A wake-up that came while we looked may be for work our query missed: look again.
         if (this.#wanted) continue;
+        // Nothing this engine may take: what is left may wait for its workspace's share.
+        this.#markWaitingForShare();
         return;
       }
       this.claims += 1;
@@ -158,14 +171,35 @@ export class Engine {
         // A fresh list tried to its end: nothing to claim now.
         if (queried) return undefined;
         queried = true;
-        this.#candidates = await claimCandidates(this.deps.db, at, this.#stillParked(now.getTime()), CANDIDATES_PER_QUERY);
+        this.#candidates = await claimCandidates(
+          this.deps.db,
+          at,
+          this.#stillParked(now.getTime()),
+          CANDIDATES_PER_QUERY,
+          this.settings.workspaceSlots,
+        );
         this.#candidatesAt = now.getTime();
         continue;
       }
-      const id = this.#candidates.shift() as string;
-      if (this.#parked.has(id)) continue;
-      if (await takeLease(this.deps.db, id, this.settings.workerId, at, expiresAt)) return id;
+      const candidate = this.#candidates.shift() as ClaimCandidate;
+      if (this.#parked.has(candidate.id)) continue;
+      const lease = await takeFairLease(this.deps.db, candidate, this.settings.workerId, at, expiresAt, this.settings.workspaceSlots);
+      if (lease === 'leased') return candidate.id;
+      // Its workspace filled its share since the list was made: none of its others either.
+      if (lease === 'full') this.#candidates = this.#candidates.filter((c) => c.workspaceId !== candidate.workspaceId);
     }
+  }
+
+  #markingWaiting: Promise<void> | undefined;
+
+  /** Revisions left waiting for their workspace's share say so (engine/fair-share.ts). */
+  #markWaitingForShare(): void {
+    if (this.#markingWaiting || this.#stopped) return;
+    this.#markingWaiting = markWaitingForShare(this.deps, this.settings)
+      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not mark revisions waiting for their workspace share'))
+      .finally(() => {
+        this.#markingWaiting = undefined;
+      });
   }
 
   #sweepingHandovers: Promise<void> | undefined;

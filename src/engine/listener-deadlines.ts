@@ -1,3 +1,4 @@
+import { stepTimeout } from '../domain/fair-share.js';
 import type { SourceConfig } from '../domain/deployment-config.js';
 import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
@@ -15,7 +16,7 @@ import type { EngineDeps, EngineSettings } from './context.js';
  */
 export async function failOverdueHandovers(
   deps: Pick<EngineDeps, 'db' | 'bus'>,
-  settings: Pick<EngineSettings, 'deployTimeoutMs' | 'workerId'>,
+  settings: Pick<EngineSettings, 'deployTimeoutMs' | 'maxDeployTimeoutSeconds' | 'workerId'>,
   now = Date.now(),
 ): Promise<number> {
   const handedOver = await handedOverRevisions(deps.db);
@@ -27,7 +28,7 @@ export async function failOverdueHandovers(
   let failed = 0;
   for (const revision of handedOver) {
     const sourceConfig = JSON.parse(revision.deployment_source_config) as Partial<SourceConfig>;
-    const timeoutMs = (sourceConfig.deploy_timeout_seconds ?? 0) * 1000 || settings.deployTimeoutMs;
+    const timeoutMs = stepTimeout(sourceConfig.deploy_timeout_seconds, settings.deployTimeoutMs, settings.maxDeployTimeoutSeconds).ms;
     const handedAt = Date.parse(since.get(revision.id) ?? revision.updated_at);
     if (now - handedAt < timeoutMs) continue;
     const listener = await findListenerById(deps.db, revision.listener_id);

@@ -1,4 +1,5 @@
 import { canonicalSource, isBuiltSource, localLimits, type RevisionConfig, type Source } from '../domain/deployment-config.js';
+import { stepTimeout } from '../domain/fair-share.js';
 import { platformVariables } from '../domain/platform-env.js';
 import { isListenerOwned } from '../domain/queue-policy.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
@@ -76,13 +77,7 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
 
 async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, config: RevisionConfig): Promise<Next> {
   const sourceConfig = deployment.source_config;
-  const spec: StepSpec = {
-    name: 'build',
-    logType: 'build',
-    failedStatus: 'BUILD_FAILED',
-    timeoutMs: (sourceConfig.build_timeout_seconds ?? 0) * 1000 || ctx.settings.buildTimeoutMs,
-    timeoutSetting: 'source_config.build_timeout_seconds',
-  };
+  const spec = await stepSpec(ctx, revision, 'build', sourceConfig.build_timeout_seconds);
   const result = await runStep(ctx, revision, spec, async (step) =>
     ctx.builder.build(
       {
@@ -125,13 +120,7 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
     await moveRevision(ctx, revision, 'DEPLOY_FAILED', `Deploy failed: ${verdict.reason}`);
     return 'again';
   }
-  const spec: StepSpec = {
-    name: 'deploy',
-    logType: 'deploy',
-    failedStatus: 'DEPLOY_FAILED',
-    timeoutMs: (sourceConfig.deploy_timeout_seconds ?? 0) * 1000 || ctx.settings.deployTimeoutMs,
-    timeoutSetting: 'source_config.deploy_timeout_seconds',
-  };
+  const spec = await stepSpec(ctx, revision, 'deploy', sourceConfig.deploy_timeout_seconds);
   const env = Object.fromEntries((await secretsOf(ctx, revision)).map((s) => [s.name, s.value]));
   // Provisioned databases are looked up only when the last read saw some.
   if (ctx.hasDatabases !== false) Object.assign(env, await databaseEnv(ctx, deployment.id));
@@ -163,6 +152,30 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
 }
 
 /**
+ * A build or deploy step with the deployment's timeout, clamped to the operator's maximum;
+ * a clamped timeout is said in the step's log, and a timeout then names the maximum.
+ */
+async function stepSpec(ctx: WorkContext, revision: RevisionRecord, step: 'build' | 'deploy', requestedSeconds: number | null | undefined): Promise<StepSpec> {
+  const build = step === 'build';
+  const field = `source_config.${step}_timeout_seconds`;
+  const setting = build ? 'BERTH_MAX_BUILD_TIMEOUT_SECONDS' : 'BERTH_MAX_DEPLOY_TIMEOUT_SECONDS';
+  const maxSeconds = build ? ctx.settings.maxBuildTimeoutSeconds : ctx.settings.maxDeployTimeoutSeconds;
+  const timeout = stepTimeout(requestedSeconds, build ? ctx.settings.buildTimeoutMs : ctx.settings.deployTimeoutMs, maxSeconds);
+  const clamped = timeout.askedMs !== undefined;
+  if (clamped) {
+    const asked = Math.round((timeout.askedMs ?? 0) / 1000);
+    await writeLog(ctx, revision, step, 'WARNING', `The ${step} may take at most ${maxSeconds} s on this server (${setting}); ${field} asks for ${asked} s.`);
+  }
+  return {
+    name: step,
+    logType: step,
+    failedStatus: build ? 'BUILD_FAILED' : 'DEPLOY_FAILED',
+    timeoutMs: timeout.ms,
+    timeoutSetting: clamped ? `${field} (at most ${setting}, which the operator sets)` : field,
+  };
+}
+
+/**
  * Before a deployment's revisions run, the databases Berth provisions for it exist
  * (AWAITING_DATABASE → READY). False when setting them up failed: the revision then ended
  * CREATE_FAILED with the reason, and the next revision tries again.
@@ -170,13 +183,7 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
 async function databasesReady(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord): Promise<boolean> {
   const missing = await missingDatabases(ctx, deployment.id, await secretsOf(ctx, revision));
   if (missing.length > 0) {
-    const spec: StepSpec = {
-      name: 'database',
-      logType: 'deploy',
-      failedStatus: 'CREATE_FAILED',
-      timeoutMs: (deployment.source_config.deploy_timeout_seconds ?? 0) * 1000 || ctx.settings.deployTimeoutMs,
-      timeoutSetting: 'source_config.deploy_timeout_seconds',
-    };
+    const spec: StepSpec = { ...(await stepSpec(ctx, revision, 'deploy', deployment.source_config.deploy_timeout_seconds)), name: 'database', failedStatus: 'CREATE_FAILED' };
     const result = await runStep(ctx, revision, spec, (step) => provisionDatabases(ctx, deployment, missing, step));
     if (!result.ok) return false;
     ctx.hasDatabases = true;

@@ -176,6 +176,8 @@ export interface Database {
     message: string | null;
     created_at: string;
   };
+  /** When each workspace last got an engine slot (fair claims, store/repositories/leases.ts). */
+  engine_turns: { workspace_id: string; turn_at: string };
   /** One row per engine step execution: who ran what, when, with which outcome. */
   engine_step_runs: {
     id: Generated<number>;

@@ -12,7 +12,7 @@ import { Encryptor } from '../../src/security/encryption.js';
 import { createTenancyService } from '../../src/services/tenancy.js';
 import type { Db } from '../../src/store/database.js';
 import { insertDeployment } from '../../src/store/repositories/deployments.js';
-import { claimCandidates, takeLease } from '../../src/store/repositories/leases.js';
+import { claimCandidates, takeFairLease } from '../../src/store/repositories/leases.js';
 import { insertRevision } from '../../src/store/repositories/revisions.js';
 import { insertSecretSet } from '../../src/store/repositories/secret-sets.js';
 import type { UploadStore } from '../../src/build/uploads.js';
@@ -24,8 +24,11 @@ import { eventually } from '../support/runtimes.js';
 import { deploymentRow } from '../support/rows.js';
 import { type DatabaseKind, postgresUnavailable } from '../support/server.js';
 
-/** Statements the engine may send for one image revision, from its claim to its lease's release. */
-const BUDGET = 12;
+/**
+ * Statements the engine may send for one image revision, from its claim to its lease's
+ * release. The claim is two of them: the workspace's turn (fair slots) and the lease.
+ */
+const BUDGET = 13;
 
 const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|start transaction)\b/i;
 
@@ -85,7 +88,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
 
     /** Runs the engine's claim-and-work once, as an engine slot does, counting what it sends. */
     async function engineOnce(driver: RuntimeDriver = runtime): Promise<string[]> {
-      const settings = { ...DEFAULT_ENGINE_SETTINGS, workerId: newWorkerId() };
+      const settings = { ...DEFAULT_ENGINE_SETTINGS, workerId: newWorkerId(), workspaceSlots: 3 };
       const deps = {
         db,
         bus: new LocalEventBus(),
@@ -101,14 +104,13 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       sent.length = 0;
       counting = true;
       try {
-        // As the engine claims: the candidates query, then the lease's compare-and-set.
+        // As the engine claims: the candidates query, then the lease's compare-and-set within the workspace's share.
         const now = new Date().toISOString();
-        const [candidate] = await claimCandidates(db, now);
-        assert.ok(
-          candidate && (await takeLease(db, candidate, settings.workerId, now, new Date(Date.now() + settings.leaseMs).toISOString())),
-          'the new revision is claimed',
-        );
-        await workOnDeployment({ ...deps, settings, deploymentId: candidate, work: new AbortController() });
+        const [candidate] = await claimCandidates(db, now, [], 8, settings.workspaceSlots);
+        assert.ok(candidate, 'the new revision is a candidate');
+        const expiresAt = new Date(Date.now() + settings.leaseMs).toISOString();
+        assert.equal(await takeFairLease(db, candidate, settings.workerId, now, expiresAt, settings.workspaceSlots), 'leased');
+        await workOnDeployment({ ...deps, settings, deploymentId: candidate.id, work: new AbortController() });
       } finally {
         counting = false;
       }

@@ -1,19 +1,31 @@
 import { IN_PROGRESS_STATUSES } from '../../domain/revision-status.js';
 import { LISTENER_OWNED_STATUSES } from '../../domain/queue-policy.js';
 import { sql } from 'kysely';
-import type { Executor } from '../database.js';
+import type { Db, Executor } from '../database.js';
 import { escapeLike } from '../like.js';
 import { preparedQuery } from '../prepared.js';
 
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
 
+/** A deployment the engine could lease, and the workspace whose share it would use. */
+export interface ClaimCandidate {
+  id: string;
+  workspaceId: string;
+}
+
 /**
- * Unleased deployments with engine work, to be leased with `takeLease`: a revision in
- * progress that the engine can move on (by its oldest such revision), or a pending delete
- * (first). The lease is the unit of exclusion: one worker per deployment at a time, which
- * also keeps one revision per deployment in flight. The compare-and-set on the lease
- * columns makes a double claim impossible on either database; losing the race just means
- * trying the next candidate.
+ * Unleased deployments with engine work, to be leased with `takeFairLease`: a revision in
+ * progress that the engine can move on, or a pending delete (first). The lease is the unit
+ * of exclusion: one worker per deployment at a time, which also keeps one revision per
+ * deployment in flight. The compare-and-set on the lease columns makes a double claim
+ * impossible on either database; losing the race just means trying the next candidate.
+ *
+ * Fair shares: workspaces that hold `share` live leases already are left out, and the rest
+ * come in rounds: every workspace's oldest candidate first, the workspace that least
+ * recently got a slot (`engine_turns`) before the others, then every workspace's second
+ * oldest, and so on up to `share` each. So the next free slot goes to the workspace that
+ * waited longest, not to the oldest revision overall, and one workspace with many
+ * revisions cannot fill the list and keep the others out of it.
  *
  * What the engine "can move on" mirrors `planQueue` (domain/queue-policy.ts): on a
  * listener, a revision handed over or being deployed is the listener's, and a revision
@@ -23,14 +35,14 @@ const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
  * `skip` names deployments this worker found idle and parked (see Engine); they are left
  * out so that they cannot crowd others out of the candidates.
  */
-export async function claimCandidates(db: Executor, now: string, skip: readonly string[] = [], limit = 8): Promise<string[]> {
+export async function claimCandidates(db: Executor, now: string, skip: readonly string[] = [], limit = 8, share = 64): Promise<ClaimCandidate[]> {
   // Two narrow queries rather than one EXISTS over every deployment: both walk an index
   // (revisions by status, deployments by status), so the cost follows the amount of
   // pending work, not the number of deployments.
   let withRevisions = db
     .selectFrom('revisions as r')
     .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
-    .select('d.id')
+    .select(['d.id', 'd.workspace_id', (eb) => eb.fn.min('r.created_at').as('oldest')])
     .where('r.status', 'in', IN_PROGRESS)
     .where((eb) =>
       eb.or([
@@ -50,19 +62,58 @@ export async function claimCandidates(db: Executor, now: string, skip: readonly 
     )
     // A placed deployment being deleted waits for its listener's report, revisions and all.
     .where((eb) => eb.or([eb('d.listener_id', 'is', null), eb('d.status', '!=', 'AWAITING_DELETE')]))
-    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
+    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]))
+    .where('d.workspace_id', 'not in', fullWorkspaces(db, now, share))
+    .groupBy(['d.id', 'd.workspace_id']);
   if (skip.length > 0) withRevisions = withRevisions.where('d.id', 'not in', skip);
-  const pending = await withRevisions.orderBy('r.created_at').limit(limit).execute();
+  const ranked = db
+    .selectFrom(withRevisions.as('c'))
+    .leftJoin('engine_turns as t', 't.workspace_id', 'c.workspace_id')
+    .select([
+      'c.id',
+      'c.workspace_id',
+      'c.oldest',
+      't.turn_at',
+      (eb) => eb.fn.agg<number>('row_number').over((over) => over.partitionBy('c.workspace_id').orderBy('c.oldest')).as('round'),
+    ]);
+  const pending = await db
+    .selectFrom(ranked.as('k'))
+    .select(['k.id', 'k.workspace_id'])
+    .where('k.round', '<=', share)
+    .orderBy('k.round')
+    // Never served sorts first ('' before any timestamp) on both databases.
+    .orderBy((eb) => eb.fn.coalesce('k.turn_at', sql.lit('')))
+    .orderBy('k.oldest')
+    .limit(limit)
+    .execute();
   let deletingQuery = db
     .selectFrom('deployments as d')
-    .select('d.id')
+    .select(['d.id', 'd.workspace_id'])
     .where('d.status', '=', 'AWAITING_DELETE')
     // On a listener, the listener removes what runs and reports it (which releases the deployment).
     .where('d.listener_id', 'is', null)
-    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
+    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]))
+    .where('d.workspace_id', 'not in', fullWorkspaces(db, now, share));
   if (skip.length > 0) deletingQuery = deletingQuery.where('d.id', 'not in', skip);
   const deleting = await deletingQuery.limit(limit).execute();
-  return [...new Set([...deleting, ...pending].map((c) => c.id))];
+  const seen = new Set<string>();
+  const candidates: ClaimCandidate[] = [];
+  for (const row of [...deleting, ...pending]) {
+    if (seen.has(row.id)) continue;
+    seen.add(row.id);
+    candidates.push({ id: row.id, workspaceId: row.workspace_id });
+  }
+  return candidates;
+}
+
+/** Workspaces holding `share` live leases or more: they get no further slot until one ends. */
+function fullWorkspaces(db: Executor, now: string, share: number) {
+  return db
+    .selectFrom('deployments as l')
+    .select('l.workspace_id')
+    .where('l.lease_expires_at', '>=', now)
+    .groupBy('l.workspace_id')
+    .having((eb) => eb.fn.countAll(), '>=', share);
 }
 
 const leaseOne = preparedQuery((db: Executor, id: string, worker: string, now: string, expiresAt: string) =>
@@ -77,6 +128,94 @@ const leaseOne = preparedQuery((db: Executor, id: string, worker: string, now: s
 /** The compare-and-set that leases one deployment; false when another worker holds it. */
 export async function takeLease(db: Executor, id: string, worker: string, now: string, expiresAt: string): Promise<boolean> {
   return (await leaseOne(db, id, worker, now, expiresAt)).length > 0;
+}
+
+/** `leased`: ours now. `taken`: another worker was first. `full`: its workspace holds its share already. */
+export type FairLease = 'leased' | 'taken' | 'full';
+
+const stampTurn = preparedQuery((db: Executor, workspaceId: string, now: string) =>
+  db
+    .insertInto('engine_turns')
+    .values({ workspace_id: workspaceId, turn_at: now })
+    .onConflict((oc) => oc.column('workspace_id').doUpdateSet({ turn_at: now })),
+);
+
+const leaseWithinShare = preparedQuery((db: Executor, id: string, workspaceId: string, worker: string, now: string, expiresAt: string, share: number) =>
+  db
+    .updateTable('deployments')
+    .set({ lease_owner: worker, lease_expires_at: expiresAt })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
+    .where((eb) =>
+      eb(
+        eb.selectFrom('deployments as l').select((c) => c.fn.countAll().as('n')).where('l.workspace_id', '=', workspaceId).where('l.lease_expires_at', '>=', now),
+        '<',
+        share,
+      ),
+    )
+    .returning('id'),
+);
+
+const liveLeasesOf = preparedQuery((db: Executor, workspaceId: string, now: string) =>
+  db
+    .selectFrom('deployments')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('workspace_id', '=', workspaceId)
+    .where('lease_expires_at', '>=', now),
+);
+
+class NotLeased extends Error {
+  constructor(readonly why: Exclude<FairLease, 'leased'>) {
+    super(why);
+  }
+}
+
+/**
+ * Leases a deployment unless its workspace already holds `share` live leases, and stamps
+ * the workspace's turn. The stamp comes first and is a write of the workspace's
+ * `engine_turns` row: on PostgreSQL it locks that row, so claims of one workspace from any
+ * engine process take turns there, and the count that follows (a statement of its own, so
+ * it sees what the claim before committed) cannot be passed by two claims at once. SQLite
+ * runs one write transaction at a time. Refused, the transaction rolls back: a workspace
+ * that got no slot keeps its place in the order.
+ */
+export async function takeFairLease(db: Db, candidate: ClaimCandidate, worker: string, now: string, expiresAt: string, share: number): Promise<FairLease> {
+  try {
+    return await db.transaction().execute(async (trx): Promise<FairLease> => {
+      await stampTurn(trx, candidate.workspaceId, now);
+      if ((await leaseWithinShare(trx, candidate.id, candidate.workspaceId, worker, now, expiresAt, share)).length > 0) return 'leased';
+      const [live] = await liveLeasesOf(trx, candidate.workspaceId, now);
+      throw new NotLeased(Number(live?.n ?? 0) >= share ? 'full' : 'taken');
+    });
+  } catch (error) {
+    if (error instanceof NotLeased) return error.why;
+    throw error;
+  }
+}
+
+/** A revision that waits only because its workspace holds its share of engine slots. */
+export interface WaitingForShare {
+  id: string;
+  deployment_id: string;
+  listener_id: string | null;
+}
+
+/**
+ * Revisions not started (CREATING) of unleased deployments whose workspace holds its share:
+ * the engine shows them QUEUED with the reason (engine/fair-share.ts) rather than let them
+ * wait without a word.
+ */
+export async function waitingForShare(db: Executor, now: string, share: number, limit: number): Promise<WaitingForShare[]> {
+  return db
+    .selectFrom('revisions as r')
+    .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
+    .select(['r.id', 'r.deployment_id', 'd.listener_id'])
+    .where('r.status', '=', 'CREATING')
+    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]))
+    .where('d.workspace_id', 'in', fullWorkspaces(db, now, share))
+    .orderBy('r.created_at')
+    .limit(limit)
+    .execute();
 }
 
 /** Extends a lease we hold; false means it was lost (expired and taken, or deleted). */

@@ -175,7 +175,9 @@ export type RevisionFence =
   /** The engine worker that must hold the deployment's lease. */
   | { kind: 'lease'; worker: string }
   /** The listener the deployment is placed on. */
-  | { kind: 'listener'; listenerId: string };
+  | { kind: 'listener'; listenerId: string }
+  /** No engine worker holds the deployment's lease at `now` (a note on a revision nobody works on). */
+  | { kind: 'unleased'; now: string };
 
 /**
  * Compare-and-set of a revision's status under a fence: a worker whose lease was taken
@@ -210,7 +212,9 @@ export async function compareAndSetRevisionStatus(
       ? await setStatusUnderLease(db, values, ...where, fence.worker)
       : fence.kind === 'listener'
         ? await setStatusOnListener(db, values, ...where, fence.listenerId)
-        : await setStatus(db, values, ...where);
+        : fence.kind === 'unleased'
+          ? await setStatusUnleased(db, values, ...where, fence.now)
+          : await setStatus(db, values, ...where);
   return updated.length > 0;
 }
 
@@ -233,6 +237,14 @@ const setStatusUnderLease = preparedQuery((db, values: RevisionChanges, revision
 const setStatusOnListener = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus, listenerId: string) =>
   updateStatus(db, values, revisionId, deploymentId, from)
     .where(({ exists, selectFrom }) => exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('listener_id', '=', listenerId)))
+    .returning('id'),
+);
+
+const setStatusUnleased = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus, now: string) =>
+  updateStatus(db, values, revisionId, deploymentId, from)
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('lease_expires_at', '>=', now))),
+    )
     .returning('id'),
 );
 
