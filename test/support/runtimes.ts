@@ -50,3 +50,43 @@ export async function eventually<T>(probe: () => Promise<T | undefined | false>,
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/**
+ * The in-process runtime, holding the starts of chosen deployments (by name, so a test can
+ * choose before the deployment exists) at a gate until the test releases them (or their
+ * step is aborted); others start at once. For tests where one workspace's slow work must
+ * not hold up another's.
+ */
+export class HeldRuntime extends InProcessRuntime {
+  readonly #held = new Set<string>();
+  readonly #waiters: (() => void)[] = [];
+  /** Deployments whose start waits at the gate now. */
+  readonly waiting = new Set<string>();
+  /** The most starts that waited at the gate at once. */
+  mostWaiting = 0;
+
+  hold(deploymentName: string): void {
+    this.#held.add(deploymentName.toLowerCase());
+  }
+
+  releaseAll(): void {
+    this.#held.clear();
+    for (const wake of this.#waiters.splice(0)) wake();
+  }
+
+  override async start(request: RunRequest, context: StepContext): Promise<RunningRevision> {
+    if (this.#held.has(request.instanceName)) {
+      this.waiting.add(request.deploymentId);
+      this.mostWaiting = Math.max(this.mostWaiting, this.waiting.size);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          this.#waiters.push(resolve);
+          context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true });
+        });
+      } finally {
+        this.waiting.delete(request.deploymentId);
+      }
+    }
+    return super.start(request, context);
+  }
+}
