@@ -34,7 +34,7 @@ const usage = `npm run bench -- [flags]
   --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
                          implied when DATABASE_URL is a postgres URL (its server is used the same way)
   --only-postgres        skip the embedded default
-  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,listeners,build
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,fairness,listeners,build
   --agents N             simulated listener agents in the listeners scenario (default 1000)
   --api-only             run the servers with BERTH_ENGINE=off (what the API alone costs; the default keeps the engine in)
   --cpu-prof             write a CPU profile of each Berth server to bench/profiles/ and summarise it
@@ -74,9 +74,9 @@ const WARMUP = Number(flags.warmup);
 const DEPLOYMENTS = Number(flags.deployments);
 const ENGINE_REVISIONS = Number(flags['engine-revisions']);
 const AGENTS = Number(flags.agents);
-const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 'create', 'patch', 'engine', 'listeners'] as const;
+const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 'create', 'patch', 'engine', 'fairness', 'listeners'] as const;
 /** Scenarios with a script of their own rather than autocannon against the seeded server. */
-const SCRIPTED: readonly string[] = ['engine', 'listeners'];
+const SCRIPTED: readonly string[] = ['engine', 'fairness', 'listeners'];
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 /** Not per database: builds and deploys the sample agent with podman (bench/build.ts). */
 const BUILD_SCENARIO = 'build';
@@ -505,8 +505,21 @@ interface DatabaseRun {
   drains: Partial<Record<ScenarioName, number>>;
   memory?: { hwmMb: number; rssMb: number };
   engine?: EngineResult;
+  fairness?: FairnessResult;
   listeners?: ListenersResult;
   profile?: string;
+}
+
+/** bench/fairness.ts: another workspace's image revisions while one holds its share with endless builds. */
+interface FairnessResult {
+  concurrency: number;
+  share: number;
+  hostile: number;
+  hostileBuilding: number;
+  rounds: number;
+  pickup: { p50: number; p99: number; max: number } | null;
+  deployed: { p50: number; p99: number; max: number } | null;
+  baseline: { share: number; hostileBuilding: number; pickedUp: boolean; waitedMs: number };
 }
 
 interface ListenersResult {
@@ -609,7 +622,36 @@ async function runDatabase(kind: 'sqlite' | 'postgres', ceilings: Partial<Record
         `pick-up paced p50 ${e.pacedPickup.p50} ms p99 ${e.pacedPickup.p99} ms; burst p50 ${e.burstPickup.p50} ms p99 ${e.burstPickup.p99} ms`,
     );
   }
+  if (SELECTED.has('fairness')) {
+    log(`${kind}: fairness, one workspace holding its share with endless builds`);
+    await waitForQuiet([]);
+    const fairnessDb = postgres ? await createBenchDatabase(POSTGRES_ADMIN_URL as string) : undefined;
+    run.fairness = await runJson<FairnessResult>(['bench/fairness.ts'], { ...env, ...(fairnessDb ? { DATABASE_URL: fairnessDb.url } : {}) });
+    await fairnessDb?.drop();
+    const f = run.fairness;
+    log(`${kind}: fairness pick-up p50 ${f.pickup?.p50} ms p99 ${f.pickup?.p99} ms; baseline picked up: ${f.baseline.pickedUp}`);
+  }
   return run;
+}
+
+/** The fairness scenario's lines, with the target of issue 20. */
+function fairnessReport(f: FairnessResult): string[] {
+  const met = f.pickup !== null && f.pickup.p99 < 2000 && f.rounds > 0;
+  return [
+    `Fair engine slots (bench/fairness.ts): workspace B creates ${f.hostile} code-host deployments whose builds never end (a builder that holds them), ` +
+      `${f.concurrency} engine slots, workspace share ${f.share} (BERTH_ENGINE_WORKSPACE_SLOTS default); B builds ${f.hostileBuilding} at once and its other revisions wait QUEUED. ` +
+      `Then workspace A creates ${f.rounds} image deployments one after another (instant runtime). Pick-up: the revision's first QUEUED event − its created_at.`,
+    '',
+    '| share | B building | A pick-up p50 ms | p99 ms | max ms | A create → DEPLOYED p50 ms | p99 ms |',
+    '|---:|---:|---:|---:|---:|---:|---:|',
+    `| ${f.share} | ${f.hostileBuilding} | ${f.pickup?.p50 ?? '–'} | ${f.pickup?.p99 ?? '–'} | ${f.pickup?.max ?? '–'} | ${f.deployed?.p50 ?? '–'} | ${f.deployed?.p99 ?? '–'} |`,
+    `| ${f.baseline.share} (no share kept back, as before) | ${f.baseline.hostileBuilding} | ${f.baseline.pickedUp ? 'picked up' : `not picked up within ${f.baseline.waitedMs / 1000} s`} | | | | |`,
+    '',
+    'Target (issue 20):',
+    '',
+    `- **${met ? 'met' : 'not met'}**: another workspace's image revision picked up within 2 s while one workspace saturates its share: p99 ${f.pickup?.p99 ?? '–'} ms`,
+    '',
+  ];
 }
 
 /** The bare node:http server of bench/ceiling.ts, and the port it listens on. */
@@ -912,6 +954,7 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
     }
     if (run.profile) facts.push(`CPU profile: ${path.relative(ROOT, run.profile)}`);
     lines.push(...facts.map((f) => `- ${f}`), '');
+    if (run.fairness) lines.push(...fairnessReport(run.fairness));
     if (run.listeners) lines.push(...listenersReport(run.listeners));
     for (const issue of [4, 14] as const) {
       const outcomes = TARGETS.filter((target) => target.issue === issue).map((target) => ({ target, outcome: target.check(run, ceilings) }));
