@@ -91,7 +91,11 @@ async function scenario(share: number | undefined, rounds: number, waitMs: numbe
       BERTH_CONTAINER_RUNTIME: 'none',
       BERTH_BUILDER: 'none',
       BERTH_ENGINE_CONCURRENCY: process.env.BERTH_ENGINE_CONCURRENCY ?? '4',
-      ...(share !== undefined ? { BERTH_ENGINE_WORKSPACE_SLOTS: String(share) } : process.env.BERTH_ENGINE_WORKSPACE_SLOTS ? { BERTH_ENGINE_WORKSPACE_SLOTS: process.env.BERTH_ENGINE_WORKSPACE_SLOTS } : {}),
+      ...(share !== undefined
+        ? { BERTH_ENGINE_WORKSPACE_SLOTS: String(share) }
+        : process.env.BERTH_ENGINE_WORKSPACE_SLOTS
+          ? { BERTH_ENGINE_WORKSPACE_SLOTS: process.env.BERTH_ENGINE_WORKSPACE_SLOTS }
+          : {}),
       ...(process.env.BERTH_ENCRYPTION_KEY ? { BERTH_ENCRYPTION_KEY: process.env.BERTH_ENCRYPTION_KEY } : {}),
       ...(postgres ? { DATABASE_URL: postgres } : {}),
     },
@@ -186,9 +190,7 @@ async function until(probe: () => boolean | Promise<boolean>, timeoutMs: number,
 }
 
 const summary = (samples: number[]) =>
-  samples.length === 0
-    ? null
-    : { p50: Math.round(percentile(samples, 50)), p99: Math.round(percentile(samples, 99)), max: Math.round(Math.max(...samples)) };
+  samples.length === 0 ? null : { p50: Math.round(percentile(samples, 50)), p99: Math.round(percentile(samples, 99)), max: Math.round(Math.max(...samples)) };
 
 async function main(): Promise<void> {
   const fair = await scenario(undefined, ROUNDS, 30_000);

@@ -171,13 +171,7 @@ export class Engine {
         // A fresh list tried to its end: nothing to claim now.
         if (queried) return undefined;
         queried = true;
-        this.#candidates = await claimCandidates(
-          this.deps.db,
-          at,
-          this.#stillParked(now.getTime()),
-          CANDIDATES_PER_QUERY,
-          this.settings.workspaceSlots,
-        );
+        this.#candidates = await claimCandidates(this.deps.db, at, this.#stillParked(now.getTime()), CANDIDATES_PER_QUERY, this.settings.workspaceSlots);
         this.#candidatesAt = now.getTime();
         continue;
       }

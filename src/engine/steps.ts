@@ -183,7 +183,11 @@ async function stepSpec(ctx: WorkContext, revision: RevisionRecord, step: 'build
 async function databasesReady(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord): Promise<boolean> {
   const missing = await missingDatabases(ctx, deployment.id, await secretsOf(ctx, revision));
   if (missing.length > 0) {
-    const spec: StepSpec = { ...(await stepSpec(ctx, revision, 'deploy', deployment.source_config.deploy_timeout_seconds)), name: 'database', failedStatus: 'CREATE_FAILED' };
+    const spec: StepSpec = {
+      ...(await stepSpec(ctx, revision, 'deploy', deployment.source_config.deploy_timeout_seconds)),
+      name: 'database',
+      failedStatus: 'CREATE_FAILED',
+    };
     const result = await runStep(ctx, revision, spec, (step) => provisionDatabases(ctx, deployment, missing, step));
     if (!result.ok) return false;
     ctx.hasDatabases = true;

@@ -136,7 +136,10 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
         assert.match(failed.status_message, /timed out after 1 s/);
         assert.match(failed.status_message, /BERTH_MAX_DEPLOY_TIMEOUT_SECONDS/);
         const logs = await member('GET', `/v2/deployments/${d.id}/revisions/${d.revisionId}/logs?type=deploy`);
-        assert.match(JSON.stringify(logs.body), /at most 1 s on this server \(BERTH_MAX_DEPLOY_TIMEOUT_SECONDS\); source_config.deploy_timeout_seconds asks for 86400 s/);
+        assert.match(
+          JSON.stringify(logs.body),
+          /at most 1 s on this server \(BERTH_MAX_DEPLOY_TIMEOUT_SECONDS\); source_config.deploy_timeout_seconds asks for 86400 s/,
+        );
       } finally {
         runtime.releaseAll();
         await server.close();

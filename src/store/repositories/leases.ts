@@ -74,7 +74,11 @@ export async function claimCandidates(db: Executor, now: string, skip: readonly 
       'c.workspace_id',
       'c.oldest',
       't.turn_at',
-      (eb) => eb.fn.agg<number>('row_number').over((over) => over.partitionBy('c.workspace_id').orderBy('c.oldest')).as('round'),
+      (eb) =>
+        eb.fn
+          .agg<number>('row_number')
+          .over((over) => over.partitionBy('c.workspace_id').orderBy('c.oldest'))
+          .as('round'),
     ]);
   const pending = await db
     .selectFrom(ranked.as('k'))
@@ -116,20 +120,6 @@ function fullWorkspaces(db: Executor, now: string, share: number) {
     .having((eb) => eb.fn.countAll(), '>=', share);
 }
 
-const leaseOne = preparedQuery((db: Executor, id: string, worker: string, now: string, expiresAt: string) =>
-  db
-    .updateTable('deployments')
-    .set({ lease_owner: worker, lease_expires_at: expiresAt })
-    .where('id', '=', id)
-    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
-    .returning('id'),
-);
-
-/** The compare-and-set that leases one deployment; false when another worker holds it. */
-export async function takeLease(db: Executor, id: string, worker: string, now: string, expiresAt: string): Promise<boolean> {
-  return (await leaseOne(db, id, worker, now, expiresAt)).length > 0;
-}
-
 /** `leased`: ours now. `taken`: another worker was first. `full`: its workspace holds its share already. */
 export type FairLease = 'leased' | 'taken' | 'full';
 
@@ -148,7 +138,11 @@ const leaseWithinShare = preparedQuery((db: Executor, id: string, workspaceId: s
     .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
     .where((eb) =>
       eb(
-        eb.selectFrom('deployments as l').select((c) => c.fn.countAll().as('n')).where('l.workspace_id', '=', workspaceId).where('l.lease_expires_at', '>=', now),
+        eb
+          .selectFrom('deployments as l')
+          .select((c) => c.fn.countAll().as('n'))
+          .where('l.workspace_id', '=', workspaceId)
+          .where('l.lease_expires_at', '>=', now),
         '<',
         share,
       ),
