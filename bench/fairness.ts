@@ -27,6 +27,7 @@ import { startBerth } from '../src/server.js';
 import type { Db } from '../src/store/database.js';
 import { gitIntegration } from '../test/support/codehost.js';
 import { testConfig } from '../test/support/config.js';
+import { createPostgresDatabase } from '../test/support/server.js';
 import { FakeBuildDriver } from '../test/support/drivers/fake-build.js';
 import { type Client, client } from '../test/support/http.js';
 import { InstantRuntime } from './instant-runtime.js';
@@ -80,7 +81,9 @@ interface Measured {
 async function scenario(share: number | undefined, rounds: number, waitMs: number): Promise<Measured> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-fairness-'));
   const url = process.env.DATABASE_URL?.trim();
-  const postgres = url && /^postgres(ql)?:\/\//.test(url) ? url : undefined;
+  // Each run on a database of its own (the bootstrap key and B's builds belong to one run).
+  const database = url && /^postgres(ql)?:\/\//.test(url) ? await createPostgresDatabase(url, 'berth_bench_fairness') : undefined;
+  const postgres = database?.url;
   const adminKey = `berth_bench_${randomUUID()}`;
   const config: Config = testConfig(
     {
@@ -154,6 +157,7 @@ async function scenario(share: number | undefined, rounds: number, waitMs: numbe
     await berth.close();
     await runtime.close();
     await integration?.remove();
+    await database?.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -37,6 +37,7 @@ const PARKED_AT_MOST = 500;
  */
 const CANDIDATES_PER_QUERY = 16;
 const CANDIDATES_FOR_MS = 500;
+const NEWS_EXPIRES_LIST_MS = 50;
 
 export function newWorkerId(): string {
   return `${os.hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
@@ -62,6 +63,13 @@ export class Engine {
   /** Candidates of the last claim query not tried yet (see CANDIDATES_PER_QUERY). */
   #candidates: ClaimCandidate[] = [];
   #candidatesAt = 0;
+  /**
+   * Workspaces found holding their share since the candidates were listed: their candidates
+   * stay listed but are passed over until a slot of this engine finishes one of their
+   * deployments (or the list is made again), so that a workspace at its share costs no
+   * query and no refused lease per free slot.
+   */
+  readonly #full = new Set<string>();
   /** Successful claims since start, for tests and metrics. */
   claims = 0;
 
@@ -82,9 +90,11 @@ export class Engine {
       if (message.origin !== this.settings.workerId && this.#parked.delete(message.deploymentId)) this.wake();
       if (message.topic === 'work') {
         // New work may belong to a workspace that waited longer than every candidate listed:
-        // the next free slot asks the database again rather than serve the list's order.
-        this.#candidatesAt = 0;
+        // the list expires soon after, not at once, so a burst of creates costs a claim query
+        // per NEWS_EXPIRES_LIST_MS rather than one per create.
+        this.#candidatesAt = Math.min(this.#candidatesAt, Date.now() - CANDIDATES_FOR_MS + NEWS_EXPIRES_LIST_MS);
         this.wake();
+        this.#wakeWhenListExpires();
       }
     });
     this.#sweep = setInterval(() => {
@@ -94,6 +104,18 @@ export class Engine {
     }, this.settings.sweepMs);
     this.#sweep.unref();
     this.wake();
+  }
+
+  #listExpiry: NodeJS.Timeout | undefined;
+
+  /** A slot that found only full workspaces listed looks again once news has expired the list. */
+  #wakeWhenListExpires(): void {
+    if (this.#listExpiry) return;
+    this.#listExpiry = setTimeout(() => {
+      this.#listExpiry = undefined;
+      this.wake();
+    }, NEWS_EXPIRES_LIST_MS + 1);
+    this.#listExpiry.unref();
   }
 
   readonly #onStop: (() => Promise<void>)[] = [];
@@ -108,6 +130,7 @@ export class Engine {
     await Promise.allSettled(this.#onStop.map((stop) => stop()));
     this.#stopped = true;
     clearInterval(this.#sweep);
+    clearTimeout(this.#listExpiry);
     this.#unsubscribe?.();
     for (const controller of this.#work) controller.abort(new StopSignal('shutdown'));
     await Promise.allSettled([...this.#running, this.#sweepingHandovers, this.#markingWaiting]);
@@ -128,20 +151,21 @@ export class Engine {
   async #slot(): Promise<void> {
     while (!this.#stopped) {
       this.#wanted = false;
-      let claimed;
+      let candidate: ClaimCandidate | undefined;
       try {
-        claimed = await this.#claim(new Date());
+        candidate = await this.#claim(new Date());
       } catch (error) {
         this.deps.logger.error({ err: error }, 'engine could not claim work');
         return;
       }
-      if (!claimed) {
+      if (!candidate) {
         // A wake-up that came while we looked may be for work our query missed: look again.
         if (this.#wanted) continue;
         // Nothing this engine may take: what is left may wait for its workspace's share.
         this.#markWaitingForShare();
         return;
       }
+      const claimed = candidate.id;
       this.claims += 1;
       const work = new AbortController();
       this.#work.add(work);
@@ -154,6 +178,7 @@ export class Engine {
       } finally {
         this.#work.delete(work);
         setEngineSlots(this.#work.size, this.settings.concurrency);
+        this.#full.delete(candidate.workspaceId);
       }
       // On SQLite every query resolves as a microtask: without this, a slot that keeps
       // finding work would never let the event loop serve requests or signals.
@@ -161,26 +186,37 @@ export class Engine {
     }
   }
 
-  /** Leases a deployment with work: the next candidate, or a new query's once they are used up or old. */
-  async #claim(now: Date): Promise<string | undefined> {
+  /**
+   * Leases a deployment with work: the next candidate of a workspace with room in its share,
+   * or a new query's once they are used up or old.
+   */
+  async #claim(now: Date): Promise<ClaimCandidate | undefined> {
     const at = now.toISOString();
     const expiresAt = new Date(now.getTime() + this.settings.leaseMs).toISOString();
     let queried = false;
     for (;;) {
-      if (this.#candidates.length === 0 || now.getTime() - this.#candidatesAt > CANDIDATES_FOR_MS) {
-        // A fresh list tried to its end: nothing to claim now.
-        if (queried) return undefined;
+      if (now.getTime() - this.#candidatesAt > CANDIDATES_FOR_MS) this.#candidates = [];
+      const next = this.#candidates.findIndex((c) => !this.#full.has(c.workspaceId));
+      if (next < 0) {
+        // A fresh list tried to its end, or one that names only workspaces at their share
+        // (news expires it soon): nothing to claim now.
+        if (queried || this.#candidates.length > 0) return undefined;
         queried = true;
         this.#candidates = await claimCandidates(this.deps.db, at, this.#stillParked(now.getTime()), CANDIDATES_PER_QUERY, this.settings.workspaceSlots);
         this.#candidatesAt = now.getTime();
+        // The query leaves out workspaces at their share: what it lists has room, as far as it knew.
+        this.#full.clear();
         continue;
       }
-      const candidate = this.#candidates.shift() as ClaimCandidate;
+      const [candidate] = this.#candidates.splice(next, 1) as [ClaimCandidate];
       if (this.#parked.has(candidate.id)) continue;
       const lease = await takeFairLease(this.deps.db, candidate, this.settings.workerId, at, expiresAt, this.settings.workspaceSlots);
-      if (lease === 'leased') return candidate.id;
-      // Its workspace filled its share since the list was made: none of its others either.
-      if (lease === 'full') this.#candidates = this.#candidates.filter((c) => c.workspaceId !== candidate.workspaceId);
+      if (lease === 'leased') return candidate;
+      // Its workspace filled its share since the list was made (the candidate stays listed).
+      if (lease === 'full') {
+        this.#full.add(candidate.workspaceId);
+        this.#candidates.unshift(candidate);
+      }
     }
   }
 

@@ -23,9 +23,10 @@ export interface ClaimCandidate {
  * Fair shares: workspaces that hold `share` live leases already are left out, and the rest
  * come in rounds: every workspace's oldest candidate first, the workspace that least
  * recently got a slot (`engine_turns`) before the others, then every workspace's second
- * oldest, and so on up to `share` each. So the next free slot goes to the workspace that
- * waited longest, not to the oldest revision overall, and one workspace with many
- * revisions cannot fill the list and keep the others out of it.
+ * oldest, and so on. So the next free slot goes to the workspace that waited longest, not
+ * to the oldest revision overall, and one workspace with many revisions cannot fill the
+ * list ahead of the others. A workspace that fills its share while its candidates are
+ * being tried is refused by `takeFairLease`, and the engine drops the rest of them.
  *
  * What the engine "can move on" mirrors `planQueue` (domain/queue-policy.ts): on a
  * listener, a revision handed over or being deployed is the listener's, and a revision
@@ -42,7 +43,7 @@ export async function claimCandidates(db: Executor, now: string, skip: readonly 
   let withRevisions = db
     .selectFrom('revisions as r')
     .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
-    .select(['d.id', 'd.workspace_id', (eb) => eb.fn.min('r.created_at').as('oldest')])
+    .select(['d.id', 'd.workspace_id', 'r.created_at as oldest'])
     .where('r.status', 'in', IN_PROGRESS)
     .where((eb) =>
       eb.or([
@@ -63,8 +64,7 @@ export async function claimCandidates(db: Executor, now: string, skip: readonly 
     // A placed deployment being deleted waits for its listener's report, revisions and all.
     .where((eb) => eb.or([eb('d.listener_id', 'is', null), eb('d.status', '!=', 'AWAITING_DELETE')]))
     .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]))
-    .where('d.workspace_id', 'not in', fullWorkspaces(db, now, share))
-    .groupBy(['d.id', 'd.workspace_id']);
+    .where('d.workspace_id', 'not in', fullWorkspaces(db, now, share));
   if (skip.length > 0) withRevisions = withRevisions.where('d.id', 'not in', skip);
   const ranked = db
     .selectFrom(withRevisions.as('c'))
@@ -83,7 +83,9 @@ export async function claimCandidates(db: Executor, now: string, skip: readonly 
   const pending = await db
     .selectFrom(ranked.as('k'))
     .select(['k.id', 'k.workspace_id'])
-    .where('k.round', '<=', share)
+    // A deployment with several revisions in progress may take several places; they are
+    // merged below. Without the bound, the outer sort would take every revision in progress.
+    .where('k.round', '<=', limit)
     .orderBy('k.round')
     // Never served sorts first ('' before any timestamp) on both databases.
     .orderBy((eb) => eb.fn.coalesce('k.turn_at', sql.lit('')))
