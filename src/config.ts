@@ -19,6 +19,7 @@ export interface Config {
   /** BERTH_NEW_ENCRYPTION_KEY: only `berth rotate-encryption-key` reads it. */
   newEncryptionKey: string | undefined;
   logLevel: string;
+  logFormat: 'auto' | 'json' | 'pretty';
   limits: RequestLimits;
   /** GET /metrics: a bearer token it requires, and the port `berth engine` serves it on. */
   metrics: { token: string | undefined; enginePort: number | undefined };
@@ -142,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey: vars.BERTH_ENCRYPTION_KEY,
     newEncryptionKey: vars.BERTH_NEW_ENCRYPTION_KEY,
     logLevel: vars.LOG_LEVEL,
+    logFormat: vars.BERTH_LOG_FORMAT,
     limits,
     metrics: { token: vars.BERTH_METRICS_TOKEN, enginePort: vars.BERTH_ENGINE_METRICS_PORT },
     revisionsKept: vars.BERTH_REVISIONS_KEPT,
