@@ -80,6 +80,19 @@ test('every function, class or type a README names is written in the sources', (
   assert.deepEqual(unknown, []);
 });
 
+test('every source file docs/architecture.md names by its path exists', () => {
+  const text = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
+  // Paths with a folder, as the document writes them (from src/ or from the repository's root); `/…` are URLs.
+  const named = [...text.matchAll(/`([^`\s]+)`/g)]
+    .map((match) => match[1] ?? '')
+    .filter((span) => span.includes('/') && !span.startsWith('/') && FILE_NAME.test(span));
+  assert.ok(named.length > 50, `only ${named.length} paths found in docs/architecture.md`);
+  assert.deepEqual(
+    named.filter((name) => ![SRC, ROOT].some((base) => existsSync(path.join(base, name)))),
+    [],
+  );
+});
+
 test('the checks see what they are meant to see', () => {
   const sample = 'Uses `index.ts` and `providerFor()`.\n\n```ts\nconst p = createCodehostProvider(settings);\nawait p.cloneAuth(url);\n```\n';
   const { spans, called } = citations(sample);
