@@ -86,7 +86,7 @@ module.exports = {
       comment:
         'Backups and key rotation run alone with the database: they use the store, security and the settings, never a use case, a route, the engine or the agent (the associated data of a ciphertext lives in security/, beside its encryption, for both writers).',
       from: { path: layer('operations') },
-      to: { path: '^src/(http|services|engine|lifecycle|listener|cli|client)/|^src/server\\.ts$' },
+      to: { path: '^src/(http|services|engine|lifecycle|listener|cli|client)/|^src/(server|main)\\.ts$' },
     },
     {
       name: 'agent-speaks-the-protocol',
