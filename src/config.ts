@@ -4,8 +4,21 @@ import type { Ajv, ErrorObject } from 'ajv';
 import envSchema from 'env-schema';
 import type { UploadLimits } from './domain/upload-quota.js';
 import { BUILDERS, ENVIRONMENT, type Environment, isOn, RUNTIMES } from './environment.js';
-import { parseRegistryLocation, RegistryLocationError } from './registry/push-target.js';
-import type { RegistrySettings } from './registry/setup.js';
+import { parseRegistryLocation, type RegistryLocation, RegistryLocationError } from './domain/registry-location.js';
+
+/** BERTH_REGISTRY and the registry's token authentication (registry/setup.ts opens it). */
+export interface RegistrySettings {
+  location: RegistryLocation;
+  /** Whether Berth's pushes and pulls check the registry's TLS certificate. */
+  tlsVerify: boolean;
+  /** `auth.token.service` of the registry. */
+  service: string;
+  /** `auth.token.issuer` of the registry. */
+  issuer: string;
+  /** A signing key and certificate of the operator's (PEM files); else Berth's own, made once in the data directory. */
+  keyFile?: string;
+  certFile?: string;
+}
 
 /** Runtime configuration, read once from the environment and validated at boot. */
 export interface Config {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fail } from '../domain/errors.js';
 import type { Principal } from '../domain/tenancy.js';
+import { oauthClientSecretContext } from '../security/oauth-client-secrets.js';
 import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/oauth-providers.js';
 import type { NewOAuthProvider, OAuthProviderPatch, OAuthProviderView } from '../contract/oauth-providers.js';
@@ -8,9 +9,6 @@ import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
 
 export const DEFAULT_CODE_CHALLENGE_METHOD = 'S256';
-
-/** Binds a ciphertext to its row, so it cannot be replayed onto another provider. */
-export const secretContext = (id: string) => `oauth_provider:${id}:client_secret`;
 
 const providerNotFound = (providerId: string) => fail('provider_not_found', `OAuth provider '${providerId}' not found.`);
 
@@ -34,7 +32,7 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         provider_id,
         name,
         client_id,
-        client_secret_encrypted: encryptor.encrypt(client_secret, secretContext(id)),
+        client_secret_encrypted: encryptor.encrypt(client_secret, oauthClientSecretContext(id)),
         auth_url,
         token_url,
         uses_pkce: uses_pkce ? 1 : 0,
@@ -71,7 +69,7 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         if (value != null) changes[field as keyof typeof plain] = value;
       }
       if (uses_pkce != null) changes.uses_pkce = uses_pkce ? 1 : 0;
-      if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, secretContext(current.id));
+      if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, oauthClientSecretContext(current.id));
       const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes);
       if (!updated) throw providerNotFound(providerId);
       return toView(updated);
@@ -84,7 +82,7 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
     /** The plain client secret, for the token exchange of the auth flow; never for an HTTP answer. */
     async clientSecret(principal: Principal, providerId: string): Promise<string> {
       const row = await rowOf(principal, providerId);
-      return encryptor.decrypt(row.client_secret_encrypted, secretContext(row.id));
+      return encryptor.decrypt(row.client_secret_encrypted, oauthClientSecretContext(row.id));
     },
   };
 }
