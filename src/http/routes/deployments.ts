@@ -16,6 +16,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
   app.post(
     '/v2/deployments',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'createDeployment',
         summary: 'Create a deployment',

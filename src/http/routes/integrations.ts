@@ -28,7 +28,7 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services; 
     app.post(
       root,
       {
-        config: admin,
+        config: { ...admin, idempotent: true },
         schema: {
           hide,
           ...id('createIntegration'),

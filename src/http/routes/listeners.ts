@@ -15,6 +15,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
   app.post(
     '/v2/listeners',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'createListener',
         summary: 'Create a listener',

@@ -44,6 +44,7 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
   app.post(
     '/v2/deployments/:deployment_id/revisions',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'createRevision',
         summary: 'Create a revision',
@@ -106,6 +107,7 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
   app.post(
     '/v2/deployments/:deployment_id/revisions/:revision_id/redeploy',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'redeployRevision',
         summary: 'Redeploy a revision',
@@ -121,6 +123,7 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
   app.post(
     '/v2/deployments/:deployment_id/revisions/:revision_id/interruption',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'interruptRevision',
         summary: 'Interrupt a revision',
