@@ -17,6 +17,8 @@ export const IdempotencyHeaders = Type.Object({
   ),
 });
 
+export const NotModified = Type.Null({ description: 'Not modified: the `ETag` in `If-None-Match` is still current.' });
+
 /** Conditional reads (`If-None-Match`: 304 when unchanged). */
 export const ConditionalReadHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ maxLength: 1024, description: 'An `ETag` from an earlier answer: 304 Not Modified while it still matches.' })),
