@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
+import { fail } from './errors.js';
 
 /**
  * A resource's `ETag`: a digest of its representation in canonical JSON, so it changes
@@ -26,4 +27,15 @@ export function ifMatchHolds(header: string, current: string): boolean {
 export function ifNoneMatchMatches(header: string, current: string): boolean {
   const weakless = (tag: string) => (tag.startsWith('W/') ? tag.slice(2) : tag);
   return listed(header).some((tag) => tag === '*' || weakless(tag) === current);
+}
+
+/**
+ * 412 `resource_changed` unless `If-Match` (when sent) names the resource as it is now.
+ * Call it where the write cannot be overtaken: under the row lock of the write, or with
+ * the write's own compare-and-set.
+ */
+export function requireIfMatch(ifMatch: string | undefined, currentTag: string, what: string): void {
+  if (ifMatch !== undefined && !ifMatchHolds(ifMatch, currentTag)) {
+    throw fail('resource_changed', `${what} has changed since it was read (If-Match); read it again and reapply the change.`);
+  }
 }

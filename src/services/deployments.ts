@@ -6,7 +6,7 @@ import { resolvePlacement } from '../domain/placement.js';
 import { validateSecrets } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
-import { entityTag, ifMatchHolds } from '../domain/entity-tags.js';
+import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
 import { announce, announceListener } from '../events/recorder.js';
 import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/deployments.js';
@@ -186,9 +186,7 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
  * new revision, which changes `latest_revision_id`, so the tag changes all the same.
  */
 function requireUnchanged(ifMatch: string, view: DeploymentView, id: string): void {
-  if (!ifMatchHolds(ifMatch, deploymentTag(view))) {
-    throw fail('resource_changed', `Deployment ID ${id} has changed since it was read (If-Match); read it again and reapply the change.`);
-  }
+  requireIfMatch(ifMatch, deploymentTag(view), `Deployment ID ${id}`);
 }
 
 export function deploymentTag(view: DeploymentView): string {

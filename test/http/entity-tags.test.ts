@@ -112,6 +112,94 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.notEqual(deploymentTag({ ...sameButValue, latest_revision_id: randomUUID() }), tag);
     });
 
+    /** The other tagged resources: how to make one, its path, a change a PATCH makes (if it has PATCH) and whether it has DELETE. */
+    const resources: { name: string; create: () => Promise<string>; patch?: Record<string, unknown>; remove: boolean }[] = [
+      {
+        name: 'listener',
+        create: async () => {
+          const created = await api('POST', '/v2/listeners', { body: { compute_type: 'k8s', compute_id: `c-${randomUUID()}`, compute_config: {} } });
+          assert.equal(created.status, 201, created.text);
+          return `/v2/listeners/${created.body.id}`;
+        },
+        patch: { version: '2.0.0' },
+        remove: true,
+      },
+      {
+        name: 'OAuth provider',
+        create: async () => {
+          const providerId = `p-${randomUUID().slice(0, 8)}`;
+          const created = await api('POST', '/v2/auth/providers', {
+            body: {
+              provider_id: providerId,
+              name: 'GitHub',
+              client_id: 'client-123',
+              client_secret: `S3CR3T-${randomUUID()}`,
+              auth_url: 'https://github.com/login/oauth/authorize',
+              token_url: 'https://github.com/login/oauth/access_token',
+            },
+          });
+          assert.equal(created.status, 200, created.text);
+          return `/v2/auth/providers/${providerId}`;
+        },
+        patch: { name: 'GitHub Enterprise' },
+        remove: true,
+      },
+      {
+        name: 'integration',
+        create: async () => {
+          const created = await api('POST', '/v1/integrations/codehost', {
+            body: { provider: 'git', name: `git-${randomUUID()}`, git: { repositories: ['https://git.example.com/acme/agent.git'] } },
+          });
+          assert.equal(created.status, 201, created.text);
+          return `/v1/integrations/codehost/${created.body.id}`;
+        },
+        remove: true,
+      },
+      {
+        name: 'revision',
+        create: async () => {
+          const id = await newDeployment();
+          const { body } = await read(id);
+          return `/v2/deployments/${id}/revisions/${body.latest_revision_id}`;
+        },
+        remove: false,
+      },
+    ];
+
+    for (const resource of resources) {
+      test(`${resource.name}: ETag and 304${resource.patch || resource.remove ? ', 412 on a stale If-Match' : ''}`, async () => {
+        const path = await resource.create();
+        const first = await api('GET', path);
+        assert.equal(first.status, 200, first.text);
+        const tag = first.headers.get('etag') as string;
+        assert.match(tag, /^"[\w-]{32}"$/);
+        const unchanged = await api('GET', path, { headers: { 'If-None-Match': tag } });
+        assert.equal(unchanged.status, 304);
+        assert.equal(unchanged.text, '');
+        if (resource.patch) {
+          const written = await api('PATCH', path, { body: resource.patch, headers: { 'If-Match': tag } });
+          assert.equal(written.status, 200, written.text);
+          assert.notEqual(written.headers.get('etag'), tag);
+          const stale = await api('PATCH', path, { body: resource.patch, headers: { 'If-Match': tag } });
+          assert.equal(stale.status, 412, stale.text);
+          assert.equal(stale.body.code, 'resource_changed');
+          const changed = await api('GET', path, { headers: { 'If-None-Match': tag } });
+          assert.equal(changed.status, 200);
+          assert.equal(changed.headers.get('etag'), written.headers.get('etag'));
+        }
+        if (resource.remove) {
+          const stale = await api('DELETE', path, { headers: { 'If-Match': '"stale"' } });
+          assert.equal(stale.status, 412, stale.text);
+          assert.equal(stale.body.code, 'resource_changed');
+          assert.equal((await api('GET', path)).status, 200);
+          const current = (await api('GET', path)).headers.get('etag') as string;
+          const removed = await api('DELETE', path, { headers: { 'If-Match': current } });
+          assert.ok(removed.status === 200 || removed.status === 204, removed.text);
+          assert.equal((await api('GET', path)).status, 404);
+        }
+      });
+    }
+
     test('another workspace learns nothing through conditional requests', async () => {
       const id = await newDeployment();
       const { tag } = await read(id);
@@ -129,6 +217,12 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
         }
       }
       assert.equal((await read(id)).tag, tag);
+      const listenerPath = await resources[0]!.create();
+      const listenerTag = (await api('GET', listenerPath)).headers.get('etag') as string;
+      const hostile = client(server.url, { key: otherWorkspaceKey });
+      assert.equal((await hostile('GET', listenerPath, { headers: { 'If-None-Match': listenerTag } })).status, 404);
+      assert.equal((await hostile('DELETE', listenerPath, { headers: { 'If-Match': listenerTag } })).status, 404);
+      assert.equal((await api('GET', listenerPath)).status, 200);
     });
   });
 }

@@ -13,6 +13,8 @@ import {
   RevisionParams,
   RevisionWaitQuery,
 } from '../../contract/deployments.js';
+import { ConditionalReadHeaders, NotModified } from '../../contract/conditional.js';
+import { tagged } from '../entity-tags.js';
 import { errorResponses } from '../../contract/errors.js';
 import { commaList } from '../query.js';
 
@@ -73,11 +75,13 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         operationId: 'getRevision',
         summary: 'Get a revision',
         description:
-          'With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state.',
+          'With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state. ' +
+          'Answers an `ETag`; with `If-None-Match` naming it, 304 while the revision is unchanged.',
         tags,
         params: RevisionParams,
         querystring: RevisionWaitQuery,
-        response: { 200: Revision, ...errorResponses('deployment_not_found', 'revision_not_found') },
+        headers: ConditionalReadHeaders,
+        response: { 200: Revision, 304: NotModified, ...errorResponses('deployment_not_found', 'revision_not_found') },
       },
     },
     async (request, reply) => {
@@ -100,7 +104,7 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         // a kept-alive one would hold the shutdown until its keep-alive timeout.
         if (services.deploymentEvents.isClosing()) reply.header('connection', 'close');
       }
-      return revisions.get(scope, deployment_id, revision_id);
+      return tagged(request, reply, await revisions.get(scope, deployment_id, revision_id));
     },
   );
 
