@@ -145,7 +145,11 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
   }
 
   /** A create, with an Idempotency-Key, sent again with that key while that is safe and useful (`worthRepeating`). */
-  async function create<T>(operation: string, send: (init: { headers: Record<string, string> }) => Promise<Answer<T>>, options: CreateOptions = {}): Promise<T> {
+  async function create<T>(
+    operation: string,
+    send: (init: { headers: Record<string, string> }) => Promise<Answer<T>>,
+    options: CreateOptions = {},
+  ): Promise<T> {
     const headers = { 'idempotency-key': options.idempotencyKey ?? globalThis.crypto.randomUUID() };
     for (let attempt = 1; ; attempt += 1) {
       try {
@@ -220,12 +224,19 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
         }),
       ),
     create: (deploymentId: string, body: Schemas['RevisionCreate'], options?: CreateOptions) =>
-      create('createRevision', (init) => api.POST('/v2/deployments/{deployment_id}/revisions', { ...path({ deployment_id: deploymentId }), body, ...init }), options),
+      create(
+        'createRevision',
+        (init) => api.POST('/v2/deployments/{deployment_id}/revisions', { ...path({ deployment_id: deploymentId }), body, ...init }),
+        options,
+      ),
     redeploy: (deploymentId: string, revisionId: string, options?: CreateOptions) =>
       create(
         'redeployRevision',
         (init) =>
-          api.POST('/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy', { ...path({ deployment_id: deploymentId, revision_id: revisionId }), ...init }),
+          api.POST('/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy', {
+            ...path({ deployment_id: deploymentId, revision_id: revisionId }),
+            ...init,
+          }),
         options,
       ),
     interrupt: (deploymentId: string, revisionId: string, options?: CreateOptions) =>
@@ -250,7 +261,8 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
     list: (query: Q<'/v2/listeners'> = {}) => call('listListeners', () => api.GET('/v2/listeners', { params: { query } })),
     get: (listenerId: string) => call('getListener', () => api.GET('/v2/listeners/{listener_id}', path({ listener_id: listenerId }))),
     getTagged: (listenerId: string) => tagged('getListener', () => api.GET('/v2/listeners/{listener_id}', path({ listener_id: listenerId }))),
-    create: (body: Schemas['ListenerCreate'], options?: CreateOptions) => create('createListener', (init) => api.POST('/v2/listeners', { body, ...init }), options),
+    create: (body: Schemas['ListenerCreate'], options?: CreateOptions) =>
+      create('createListener', (init) => api.POST('/v2/listeners', { body, ...init }), options),
     update: (listenerId: string, body: Schemas['ListenerUpdate'], options?: WriteOptions) =>
       call('updateListener', () => api.PATCH('/v2/listeners/{listener_id}', { ...path({ listener_id: listenerId }), body, ...conditional(options) })),
     modify: (listenerId: string, change: (current: Schemas['Listener']) => Schemas['ListenerUpdate'] | undefined) =>
@@ -298,7 +310,8 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
 
   const workspaces = {
     list: () => call('listWorkspaces', () => api.GET('/v1/workspaces')),
-    create: (body: Schemas['WorkspaceCreate'], options?: CreateOptions) => create('createWorkspace', (init) => api.POST('/v1/workspaces', { body, ...init }), options),
+    create: (body: Schemas['WorkspaceCreate'], options?: CreateOptions) =>
+      create('createWorkspace', (init) => api.POST('/v1/workspaces', { body, ...init }), options),
   };
 
   const apiKeys = {

@@ -29,7 +29,8 @@ export const ConditionalWriteHeaders = Type.Object({
   'if-match': Type.Optional(
     Type.String({
       maxLength: 1024,
-      description: 'The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`).',
+      description:
+        'The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`).',
     }),
   ),
 });

@@ -26,7 +26,9 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
   /** Why a compare-and-set wrote nothing: the provider changed meanwhile (412), or is gone (404). */
   async function changedOrGone(principal: Principal, providerId: string): Promise<Error> {
     const row = await repo.findOAuthProvider(db, principal.organizationId, providerId);
-    return row ? fail('resource_changed', `OAuth provider ${providerId} has changed since it was read (If-Match); read it again and reapply the change.`) : providerNotFound(providerId);
+    return row
+      ? fail('resource_changed', `OAuth provider ${providerId} has changed since it was read (If-Match); read it again and reapply the change.`)
+      : providerNotFound(providerId);
   }
 
   return {

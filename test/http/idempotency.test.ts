@@ -71,7 +71,10 @@ describeOnEachDatabase('Idempotency-Key', (ctx) => {
     assert.equal(typeof reused.body.detail, 'string');
     assert.equal(await countNamed(other.name), 0);
     // Another operation with the key is another request too.
-    const listener = await api('POST', '/v2/listeners', { body: { compute_type: 'k8s', compute_id: `c-${randomUUID()}`, compute_config: {} }, headers: keyed(key) });
+    const listener = await api('POST', '/v2/listeners', {
+      body: { compute_type: 'k8s', compute_id: `c-${randomUUID()}`, compute_config: {} },
+      headers: keyed(key),
+    });
     assert.equal(listener.status, 422, listener.text);
     assert.equal(listener.body.code, 'idempotency_key_reused');
   });
@@ -193,14 +196,22 @@ describeOnEachDatabase('Idempotency-Key', (ctx) => {
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(again.body, refused.body);
 
-    await server.berth.db.updateTable('idempotency_keys').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('key', '=', key).execute();
+    await server.berth.db
+      .updateTable('idempotency_keys')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('key', '=', key)
+      .execute();
     const fresh = imageBody();
     const afterExpiry = await api('POST', '/v2/deployments', { body: fresh, headers: keyed(key) });
     assert.equal(afterExpiry.status, 201, afterExpiry.text);
     // The sweep removes what expired and nothing else.
     const other = randomUUID();
     assert.equal((await api('POST', '/v2/deployments', { body: imageBody(), headers: keyed(other) })).status, 201);
-    await server.berth.db.updateTable('idempotency_keys').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('key', '=', other).execute();
+    await server.berth.db
+      .updateTable('idempotency_keys')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('key', '=', other)
+      .execute();
     assert.ok((await server.berth.services.idempotency.sweep()) >= 1);
     const left = await server.berth.db.selectFrom('idempotency_keys').select('key').where('key', 'in', [key, other]).execute();
     assert.deepEqual(
@@ -217,7 +228,11 @@ describeOnEachDatabase('Idempotency-Key', (ctx) => {
     assert.equal(first.kind, 'run');
     assert.equal((await idempotency.claim(scope, 'k', 'fingerprint')).kind, 'in_progress');
     assert.equal((await idempotency.claim(scope, 'k', 'another')).kind, 'reused');
-    await server.berth.db.updateTable('idempotency_keys').set({ locked_until: new Date(Date.now() - 1000).toISOString() }).where('scope', '=', scope).execute();
+    await server.berth.db
+      .updateTable('idempotency_keys')
+      .set({ locked_until: new Date(Date.now() - 1000).toISOString() })
+      .where('scope', '=', scope)
+      .execute();
     const claims = await Promise.all([1, 2, 3].map(() => idempotency.claim(scope, 'k', 'fingerprint')));
     assert.deepEqual(claims.map((claim) => claim.kind).sort(), ['in_progress', 'in_progress', 'run']);
   });

@@ -92,7 +92,8 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
       schema: {
         operationId: 'deleteListener',
         summary: 'Delete a listener',
-        description: 'Refused with 409 while any deployment runs on the listener. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.',
+        description:
+          'Refused with 409 while any deployment runs on the listener. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.',
         tags,
         params: ListenerParams,
         headers: ConditionalWriteHeaders,
