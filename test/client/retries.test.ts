@@ -46,6 +46,34 @@ describe('the typed client makes retries safe', () => {
     assert.equal(listed.resources.length, 1);
   });
 
+  test('a create the client gave up on mid-request, sent again with its key, has one effect', async () => {
+    const berth = createBerthClient({ baseUrl: server.url, apiKey: server.adminKey });
+    const key = randomUUID();
+    const name = `abandoned-${randomUUID().slice(0, 8)}`;
+    const abandoned = new AbortController();
+    const first = fetch(`${server.url}/v2/deployments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': server.adminKey, 'idempotency-key': key },
+      body: JSON.stringify(body(name)),
+      signal: abandoned.signal,
+    }).catch((error: Error) => error);
+    // Given up once Berth has taken the key: the request is Berth's to finish.
+    const deadline = Date.now() + 30_000;
+    while (!(await server.berth.db.selectFrom('idempotency_keys').select('id').where('key', '=', key).executeTakeFirst())) {
+      assert.ok(Date.now() < deadline, 'Berth never took the key');
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    abandoned.abort();
+    const outcome = await first;
+    assert.ok(outcome instanceof Error ? outcome.name === 'AbortError' : outcome.status === 201);
+    // The retry replays the first request's answer, waits for it (409 in progress, Retry-After), or is the first to arrive.
+    const created = await berth.deployments.create(body(name), { idempotencyKey: key });
+    assert.equal(created.name, name);
+    const again = await berth.deployments.create(body(name), { idempotencyKey: key });
+    assert.equal(again.id, created.id);
+    assert.equal((await berth.deployments.list({ name })).resources.length, 1);
+  });
+
   test('a key of its own is sent as given; separate creates get separate keys', async () => {
     const seen: (string | null)[] = [];
     const watching: typeof fetch = async (input, init) => {
