@@ -38,6 +38,8 @@ export interface Config {
   metrics: { token: string | undefined; enginePort: number | undefined };
   /** Revisions kept per deployment; older finished ones are removed (never the active or the latest). */
   revisionsKept: number;
+  /** BERTH_IDEMPOTENCY_KEY_HOURS, in ms: how long an Idempotency-Key and its first answer are kept. */
+  idempotencyKeyTtlMs: number;
   /** BERTH_PUBLIC_URL: Berth's address as clients and code hosts reach it; else taken from each request. */
   publicUrl: string | undefined;
   codehost: {
@@ -160,6 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     limits,
     metrics: { token: vars.BERTH_METRICS_TOKEN, enginePort: vars.BERTH_ENGINE_METRICS_PORT },
     revisionsKept: vars.BERTH_REVISIONS_KEPT,
+    idempotencyKeyTtlMs: vars.BERTH_IDEMPOTENCY_KEY_HOURS * 3_600_000,
     publicUrl: vars.BERTH_PUBLIC_URL,
     codehost: {
       allowLocal: isOn(vars.BERTH_GIT_ALLOW_LOCAL),

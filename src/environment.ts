@@ -126,6 +126,9 @@ export const ENVIRONMENT = Type.Object({
   BERTH_REVISIONS_KEPT: Integer(100, 2, undefined, {
     description: 'revisions kept per deployment; older finished ones are removed with their logs (never the active or the latest)',
   }),
+  BERTH_IDEMPOTENCY_KEY_HOURS: Integer(24, 1, 720, {
+    description: 'hours an `Idempotency-Key` and the first answer to it are kept; a retry within them replays that answer',
+  }),
   BERTH_PUBLIC_URL: optional(
     Text(
       undefined,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
 import { fail } from '../domain/errors.js';
 import type { Principal } from '../domain/tenancy.js';
 import { oauthClientSecretContext } from '../security/oauth-client-secrets.js';
@@ -18,6 +19,14 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
     const row = await repo.findOAuthProvider(db, principal.organizationId, providerId);
     if (!row) throw providerNotFound(providerId);
     return row;
+  }
+
+  /** Why a compare-and-set wrote nothing: the provider changed meanwhile (412), or is gone (404). */
+  async function changedOrGone(principal: Principal, providerId: string): Promise<Error> {
+    const row = await repo.findOAuthProvider(db, principal.organizationId, providerId);
+    return row
+      ? fail('resource_changed', `OAuth provider ${providerId} has changed since it was read (If-Match); read it again and reapply the change.`)
+      : providerNotFound(providerId);
   }
 
   return {
@@ -59,8 +68,9 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
       return toView(await rowOf(principal, providerId));
     },
 
-    async update(principal: Principal, providerId: string, patch: OAuthProviderPatch): Promise<OAuthProviderView> {
+    async update(principal: Principal, providerId: string, patch: OAuthProviderPatch, ifMatch?: string): Promise<OAuthProviderView> {
       const current = await rowOf(principal, providerId);
+      requireIfMatch(ifMatch, entityTag(toView(current)), `OAuth provider ${providerId}`);
       const { client_secret, uses_pkce, ...plain } = patch;
       const { name, client_id, auth_url, token_url, code_challenge_method, provider_type, ...unread } = plain;
       allFieldsRead(unread);
@@ -70,13 +80,20 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
       }
       if (uses_pkce != null) changes.uses_pkce = uses_pkce ? 1 : 0;
       if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, oauthClientSecretContext(current.id));
-      const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes);
-      if (!updated) throw providerNotFound(providerId);
+      // With If-Match, the update is a compare-and-set on what was compared: every write moves updated_at on.
+      const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes, ifMatch === undefined ? undefined : current.updated_at);
+      if (!updated) throw await changedOrGone(principal, providerId);
       return toView(updated);
     },
 
-    async delete(principal: Principal, providerId: string): Promise<void> {
-      if (!(await repo.deleteOAuthProvider(db, principal.organizationId, providerId))) throw providerNotFound(providerId);
+    async delete(principal: Principal, providerId: string, ifMatch?: string): Promise<void> {
+      let expected: string | undefined;
+      if (ifMatch !== undefined) {
+        const current = await rowOf(principal, providerId);
+        requireIfMatch(ifMatch, entityTag(toView(current)), `OAuth provider ${providerId}`);
+        expected = current.updated_at;
+      }
+      if (!(await repo.deleteOAuthProvider(db, principal.organizationId, providerId, expected))) throw await changedOrGone(principal, providerId);
     },
 
     /** The plain client secret, for the token exchange of the auth flow; never for an HTTP answer. */
