@@ -48,6 +48,8 @@ export interface Berth {
   db: Db;
   services: Services;
   bus: EventBus;
+  /** Berth's side of its image registry, when BERTH_REGISTRY is set. */
+  registry: Registry | undefined;
   close(): Promise<void>;
 }
 
