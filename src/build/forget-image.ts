@@ -23,12 +23,30 @@ export type LocalRemoval = 'removed' | 'absent' | 'moved';
  */
 export async function removeLocalImage(tool: ImageStoreTool, reference: string, id: string): Promise<LocalRemoval> {
   const current = await localImageId(tool, reference);
-  if (current === null) return 'absent';
-  if (current !== bareId(id)) return 'moved';
+  if (current === null) return (await removeIfNameless(tool, id)) ? 'removed' : 'absent';
+  if (current !== bareId(id)) {
+    await removeIfNameless(tool, id);
+    return 'moved';
+  }
   const removed = await runBuilderCommand(tool, ['rmi', reference]);
   if (removed.code === 0) return 'removed';
   if ((await localImageId(tool, reference)) === null) return 'absent';
   throw new Error(`could not remove ${reference} from the ${tool.kind} image store: ${lastOutputLine(removed)}`);
+}
+
+/**
+ * The built image itself, when its name was moved away and nothing names it any more (podman
+ * and docker, which can say so; buildah's stores are left to its own pruning). An image that
+ * has a name, whoever gave it, stays.
+ */
+async function removeIfNameless(tool: ImageStoreTool, id: string): Promise<boolean> {
+  if (tool.kind === 'buildah') return false;
+  const inspected = await runBuilderCommand(tool, ['image', 'inspect', '--format', '{{json .RepoTags}}', bareId(id)]);
+  if (inspected.code !== 0) return false;
+  const names = JSON.parse(inspected.stdout.trim() || 'null') as unknown;
+  if (Array.isArray(names) && names.length > 0) return false;
+  const removed = await runBuilderCommand(tool, ['rmi', bareId(id)]);
+  return removed.code === 0;
 }
 
 function bareId(id: string): string {

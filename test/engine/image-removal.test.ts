@@ -39,12 +39,13 @@ async function hostImageId(reference: string): Promise<string | null> {
   return result.code === 0 ? result.stdout.trim() : null;
 }
 
-/** The digest a tag of Berth's registry names, or null when the registry has no such tag. */
+/** The digest a tag (or digest) of Berth's registry names, or null when the registry has no such tag. */
 async function registryDigest(registry: Registry, reference: string): Promise<string | null> {
   const parsed = parseImageReference(reference);
-  assert.ok(parsed?.tag);
+  const tagOrDigest = parsed?.digest ?? parsed?.tag;
+  assert.ok(parsed && tagOrDigest);
   const token = await registry.removalToken(parsed.path);
-  const response = await fetch(`http://${parsed.domain}/v2/${parsed.path}/manifests/${parsed.tag}`, {
+  const response = await fetch(`http://${parsed.domain}/v2/${parsed.path}/manifests/${tagOrDigest}`, {
     method: 'HEAD',
     headers: { Authorization: `Bearer ${token}`, Accept: 'application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' },
   });
@@ -228,6 +229,9 @@ describe('built images removed with their revisions', () => {
           const ours = await deployBuilt(api, `ours-${kind}`, integration);
           const theirId = await hostImageId(theirs.image);
           const theirDigest = await registryDigest(reg(), theirs.image);
+          const ourId = await hostImageId(ours.image);
+          const ourDigest = await registryDigest(reg(), ours.image);
+          assert.ok(ourId && ourDigest && ourId !== theirId);
           // Our tag now names their image, in the host's store and in the registry.
           assert.equal((await run('podman', ['tag', theirs.image, ours.image])).code, 0);
           const ourRepository = parseImageReference(ours.image)?.path as string;
@@ -242,6 +246,9 @@ describe('built images removed with their revisions', () => {
           assert.equal(await hostImageId(ours.image), theirId, 'the moved tag is not ours to remove');
           assert.equal(await registryDigest(reg(), theirs.image), theirDigest, 'their manifest stays in the registry');
           assert.equal(await registryDigest(reg(), ours.image), theirDigest);
+          // What we built goes all the same, found by its id and digest rather than by the name.
+          assert.equal(await hostImageId(ourId), null, 'our image, which nothing names any more, is gone');
+          assert.equal(await registryDigest(reg(), `${ours.image.replace(/:[^:/]+$/, '')}@${ourDigest}`), null, 'our manifest is gone');
           const still = await hostile('GET', `/v2/deployments/${theirs.deploymentId}`);
           assert.equal(still.body.status, 'READY');
           assert.equal(still.body.active_revision_id, theirs.revisionId);
