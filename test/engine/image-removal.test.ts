@@ -218,6 +218,31 @@ describe('built images removed with their revisions', () => {
         assert.ok(await registryDigest(reg(), second.image));
       });
 
+      test('a removal that fails leaves the delete done, and is tried again until it succeeds', async () => {
+        const { deploymentId, image } = await deployBuilt(api, `retried-${kind}`, integration);
+        // A container of the image (not Berth's) keeps podman from removing it.
+        const holder = (await run('podman', ['create', '--name', `berth-test-holder-${kind}-${Date.now()}`, image])).stdout.trim();
+        assert.ok(holder, 'podman create');
+        try {
+          assert.equal((await api('DELETE', `/v2/deployments/${deploymentId}`)).status, 204);
+          await eventually(async () => (await api('GET', `/v2/deployments/${deploymentId}`)).status === 404, 'the deployment to be gone');
+          const failed = await eventually(
+            async () => server.berth.db.selectFrom('image_removals').selectAll().where('image_ref', '=', image).where('attempts', '>', 0).executeTakeFirst(),
+            'the removal to fail once',
+            60_000,
+          );
+          assert.match(failed.last_error ?? '', /could not remove/);
+          assert.ok(failed.next_attempt_at > new Date().toISOString(), 'tried again later');
+          assert.ok(await hostImageId(image));
+        } finally {
+          await run('podman', ['rm', '-f', holder]);
+        }
+        await server.berth.db.updateTable('image_removals').set({ next_attempt_at: new Date(0).toISOString(), last_error: null }).where('image_ref', '=', image).execute();
+        server.berth.bus.publish({ topic: 'work', deploymentId });
+        await removalsDone(image);
+        assert.equal(await hostImageId(image), null);
+      });
+
       test("a hostile workspace's image under a moved tag survives another workspace's delete", async () => {
         const workspace = await api('POST', '/v1/workspaces', { body: { name: `hostile-${kind}-${Date.now()}` } });
         const key = await api('POST', '/v1/api-keys', { body: { name: 'hostile', workspace_id: workspace.body.id } });
