@@ -7,7 +7,9 @@ export type ImageStoreTool = Pick<ResolvedBuilder, 'kind' | 'binary' | 'env' | '
 /** The id of the image a name points at in the store, without docker's `sha256:`; null when the name is not there. */
 export async function localImageId(tool: ImageStoreTool, reference: string): Promise<string | null> {
   const args =
-    tool.kind === 'buildah' ? ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', reference] : ['image', 'inspect', '--format', '{{.Id}}', reference];
+    tool.kind === 'buildah'
+      ? ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', reference]
+      : ['image', 'inspect', '--format', '{{.Id}}', reference];
   const result = await runBuilderCommand(tool, args);
   return result.code === 0 ? bareId(result.stdout.trim()) || null : null;
 }

@@ -25,7 +25,9 @@ export async function removeRegistryImage(registry: Registry, reference: string,
   if (deleted.status === 404) return 'absent';
   if (!deleted.ok) {
     const why = (await deleted.text().catch(() => '')).slice(0, 300);
-    throw new Error(`the registry refused to delete ${reference} (${deleted.status}${why ? `: ${why}` : ''}); deletes need storage.delete.enabled in its configuration`);
+    throw new Error(
+      `the registry refused to delete ${reference} (${deleted.status}${why ? `: ${why}` : ''}); deletes need storage.delete.enabled in its configuration`,
+    );
   }
   return 'removed';
 }

@@ -77,7 +77,8 @@ export async function openRegistry(settings: RegistrySettings, dataDir: string, 
         service: settings.service,
         scope: [`repository:${repository}:pull,delete`],
       });
-      if (answer.status !== 200) throw new Error(`the token endpoint refused Berth's own removal credential: ${answer.body.errors[0]?.message ?? answer.status}`);
+      if (answer.status !== 200)
+        throw new Error(`the token endpoint refused Berth's own removal credential: ${answer.body.errors[0]?.message ?? answer.status}`);
       return answer.body.token;
     },
   };

@@ -92,7 +92,9 @@ export async function forgetBuiltImage(sandbox: BuildSandbox, workspaceId: strin
   const layoutDir = path.join(sandbox.settings.dir, 'exports', workspaceId);
   if (id === null || !(await exists(path.join(layoutDir, 'index.json')))) return;
   await withDirectoryLock(layoutDir, {}, async () => {
-    const index = JSON.parse(await readFile(path.join(layoutDir, 'index.json'), 'utf8')) as { manifests?: (Descriptor & { annotations?: Record<string, string> })[] };
+    const index = JSON.parse(await readFile(path.join(layoutDir, 'index.json'), 'utf8')) as {
+      manifests?: (Descriptor & { annotations?: Record<string, string> })[];
+    };
     const manifests = index.manifests ?? [];
     const kept = [];
     for (const entry of manifests) {

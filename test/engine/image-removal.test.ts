@@ -88,14 +88,16 @@ describe('built images removed with their revisions', () => {
       before(async () => {
         const berthPort = await freePort();
         const registryPort = await freePort();
-        let berthRegistry: Registry | undefined;
+        // The builder pushes with the server's registry, which exists once the server does.
+        const late: { registry?: Registry } = {};
         server = await startTestServer(kind, {
           revisionsKept: 2,
           env: { PORT: String(berthPort), BERTH_REGISTRY: `127.0.0.1:${registryPort}`, BERTH_REGISTRY_TLS_VERIFY: 'off' },
-          overrides: { runtime: new HostStoreRuntime(), builder: new CommittingBuildDriver(buildah, BASE, () => berthRegistry) },
+          overrides: { runtime: new HostStoreRuntime(), builder: new CommittingBuildDriver(buildah, BASE, () => late.registry) },
         });
-        berthRegistry = server.berth.registry;
+        const berthRegistry = server.berth.registry;
         assert.ok(berthRegistry);
+        late.registry = berthRegistry;
         registry = await startTokenRegistry({
           port: registryPort,
           realm: `http://127.0.0.1:${berthPort}${TOKEN_PATH}`,
@@ -117,7 +119,11 @@ describe('built images removed with their revisions', () => {
 
       const reg = () => server.berth.registry as Registry;
 
-      async function deployBuilt(as: Client, name: string, fixture: GitIntegrationFixture): Promise<{ deploymentId: string; revisionId: string; image: string }> {
+      async function deployBuilt(
+        as: Client,
+        name: string,
+        fixture: GitIntegrationFixture,
+      ): Promise<{ deploymentId: string; revisionId: string; image: string }> {
         const created = await as('POST', '/v2/deployments', {
           body: {
             name,
@@ -141,7 +147,11 @@ describe('built images removed with their revisions', () => {
           `revision ${revisionId} to be DEPLOYED`,
           60_000,
         );
-        const row = await server.berth.db.selectFrom('revisions').select(['image_ref', 'image_id', 'image_digest']).where('id', '=', revision.id).executeTakeFirstOrThrow();
+        const row = await server.berth.db
+          .selectFrom('revisions')
+          .select(['image_ref', 'image_id', 'image_digest'])
+          .where('id', '=', revision.id)
+          .executeTakeFirstOrThrow();
         assert.ok(row.image_ref && row.image_id && row.image_digest, 'a built revision records its image, its id and its digest');
         made.push(row.image_ref, row.image_id);
         return { revisionId: revision.id, image: row.image_ref };
@@ -203,17 +213,17 @@ describe('built images removed with their revisions', () => {
         }, 'the redeploy to be DEPLOYED');
         const dropped = await server.berth.db.selectFrom('revisions').select('id').where('id', '=', second.revisionId).executeTakeFirst();
         assert.equal(dropped, undefined, 'the second revision was dropped');
-        await server.berth.db.updateTable('image_removals').set({ next_attempt_at: new Date(0).toISOString() }).execute();
+        await server.berth.db
+          .updateTable('image_removals')
+          .set({ next_attempt_at: new Date(0).toISOString() })
+          .execute();
         server.berth.bus.publish({ topic: 'work', deploymentId: first.deploymentId });
         const active = (await api('GET', `/v2/deployments/${first.deploymentId}`)).body.active_revision_id;
         assert.equal(active, redeploy.body.latest_revision_id);
-        await eventually(
-          async () => {
-            const row = await server.berth.db.selectFrom('image_removals').select('next_attempt_at').where('image_ref', '=', second.image).executeTakeFirst();
-            return row !== undefined && row.next_attempt_at > new Date().toISOString();
-          },
-          'the reaper to look at the reused image',
-        );
+        await eventually(async () => {
+          const row = await server.berth.db.selectFrom('image_removals').select('next_attempt_at').where('image_ref', '=', second.image).executeTakeFirst();
+          return row !== undefined && row.next_attempt_at > new Date().toISOString();
+        }, 'the reaper to look at the reused image');
         assert.ok(await hostImageId(second.image), 'the image the active redeploy runs stays');
         assert.ok(await registryDigest(reg(), second.image));
       });
@@ -237,7 +247,11 @@ describe('built images removed with their revisions', () => {
         } finally {
           await run('podman', ['rm', '-f', holder]);
         }
-        await server.berth.db.updateTable('image_removals').set({ next_attempt_at: new Date(0).toISOString(), last_error: null }).where('image_ref', '=', image).execute();
+        await server.berth.db
+          .updateTable('image_removals')
+          .set({ next_attempt_at: new Date(0).toISOString(), last_error: null })
+          .where('image_ref', '=', image)
+          .execute();
         server.berth.bus.publish({ topic: 'work', deploymentId });
         await removalsDone(image);
         assert.equal(await hostImageId(image), null);
