@@ -79,8 +79,8 @@ export async function exportBuiltImage(sandbox: BuildSandbox, workspaceId: strin
  * Nothing is made for a workspace that has no store (none built, or its disk was removed).
  */
 export async function forgetBuiltImage(sandbox: BuildSandbox, workspaceId: string, deploymentId: string, image: string, id: string | null): Promise<void> {
-  const storeDir = path.join(sandbox.settings.dir, 'workspaces', workspaceId, 'storage');
-  if (await exists(storeDir)) {
+  // The workspace's directory is made by its first build; its disk may be unmounted since (a restart), and builderFor mounts it.
+  if (await exists(path.join(sandbox.settings.dir, 'workspaces', workspaceId))) {
     const builder = await sandbox.builderFor(workspaceId);
     if ((await localImageId(builder, image)) !== null) {
       const removed = await runBuilderCommand(builder, ['rmi', image]);
