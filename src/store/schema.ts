@@ -63,7 +63,7 @@ export interface Database {
     status_message: string | null;
     remote_reconciled: number;
     image_ref: string | null;
-    /** The built image's id in the local store it was built into (migration 012). */
+    /** The built image's id in the local store it was built into (migration 013). */
     image_id: string | null;
     /** The built image's manifest digest in Berth's registry, when it was pushed there. */
     image_digest: string | null;
@@ -131,7 +131,7 @@ export interface Database {
     delivery_id: string;
     received_at: string;
   };
-  /** A built image whose revision is gone, to be removed from where Berth put it (migration 012). */
+  /** A built image whose revision is gone, to be removed from where Berth put it (migration 013). */
   image_removals: {
     image_ref: string;
     workspace_id: string;

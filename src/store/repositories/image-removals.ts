@@ -2,7 +2,7 @@ import { type SqlBool, sql } from 'kysely';
 import type { Executor } from '../database.js';
 import { escapeLike } from '../like.js';
 
-/** A built image to remove from wherever Berth put it; see migration 012. */
+/** A built image to remove from wherever Berth put it; see migration 013. */
 export interface ImageRemovalRecord {
   image_ref: string;
   workspace_id: string;
