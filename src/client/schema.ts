@@ -49,20 +49,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a deployment */
+    /**
+     * Get a deployment
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the deployment is unchanged.
+     */
     get: operations['getDeployment'];
     put?: never;
     post?: never;
     /**
      * Delete a deployment
-     * @description The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404.
+     * @description The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404. With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
      */
     delete: operations['deleteDeployment'];
     options?: never;
     head?: never;
     /**
      * Update a deployment
-     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400).
+     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
      */
     patch: operations['updateDeployment'];
     trace?: never;
@@ -100,7 +103,7 @@ export interface paths {
     };
     /**
      * Get a revision
-     * @description With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state.
+     * @description With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state. Answers an `ETag`; with `If-None-Match` naming it, 304 while the revision is unchanged.
      */
     get: operations['getRevision'];
     put?: never;
@@ -302,20 +305,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a listener */
+    /**
+     * Get a listener
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the listener is unchanged.
+     */
     get: operations['getListener'];
     put?: never;
     post?: never;
     /**
      * Delete a listener
-     * @description Refused with 409 while any deployment runs on the listener.
+     * @description Refused with 409 while any deployment runs on the listener. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.
      */
     delete: operations['deleteListener'];
     options?: never;
     head?: never;
     /**
      * Update a listener
-     * @description Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. Removing a namespace that deployments still use is refused with 409.
+     * @description Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. Removing a namespace that deployments still use is refused with 409. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.
      */
     patch: operations['updateListener'];
     trace?: never;
@@ -411,20 +417,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get an OAuth provider */
+    /**
+     * Get an OAuth provider
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the provider is unchanged.
+     */
     get: operations['getOAuthProvider'];
     put?: never;
     post?: never;
     /**
      * Delete an OAuth provider
-     * @description Needs an admin API key.
+     * @description Needs an admin API key. With `If-Match`, 412 (`resource_changed`) when the provider changed since that `ETag`.
      */
     delete: operations['deleteOAuthProvider'];
     options?: never;
     head?: never;
     /**
      * Update an OAuth provider
-     * @description Needs an admin API key.
+     * @description Needs an admin API key. With `If-Match`, 412 (`resource_changed`) when the provider changed since that `ETag`.
      */
     patch: operations['updateOAuthProvider'];
     trace?: never;
@@ -532,13 +541,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a code-host integration */
+    /**
+     * Get a code-host integration
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the integration is unchanged.
+     */
     get: operations['getIntegration'];
     put?: never;
     post?: never;
     /**
      * Delete a code-host integration
-     * @description Refused with 409 while deployments build from it.
+     * @description Refused with 409 while deployments build from it. With `If-Match`, 412 (`resource_changed`) unless it names the integration.
      */
     delete: operations['deleteIntegration'];
     options?: never;
@@ -929,6 +941,7 @@ export interface components {
       | 'workspace_not_found'
       | 'api_key_not_found'
       | 'request_timeout'
+      | 'idempotency_key_in_progress'
       | 'deployment_name_taken'
       | 'deployment_deleting'
       | 'listener_exists'
@@ -940,10 +953,12 @@ export interface components {
       | 'api_key_self_revoke'
       | 'database_limit_reached'
       | 'upload_url_gone'
+      | 'resource_changed'
       | 'body_too_large'
       | 'upload_quota_exceeded'
       | 'unsupported_media_type'
       | 'validation_error'
+      | 'idempotency_key_reused'
       | 'rate_limited'
       | 'headers_too_large'
       | 'internal_error'
@@ -1678,7 +1693,10 @@ export interface operations {
   createDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -1733,7 +1751,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `deployment_name_taken`, `database_limit_reached` */
+      /** @description One of `deployment_name_taken`, `database_limit_reached`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -1742,13 +1760,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -1783,7 +1808,10 @@ export interface operations {
   getDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -1800,66 +1828,8 @@ export interface operations {
           'application/json': components['schemas']['Deployment'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description `deployment_not_found` */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['HTTPValidationError'];
-        };
-      };
-      /** @description `rate_limited` */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-    };
-  };
-  deleteDeployment: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        deployment_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description No content */
-      204: {
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
         headers: {
           [name: string]: unknown;
         };
@@ -1912,10 +1882,90 @@ export interface operations {
       };
     };
   };
+  deleteDeployment: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
+      path: {
+        deployment_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No content */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   updateDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -1974,6 +2024,15 @@ export interface operations {
       };
       /** @description `deployment_deleting` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -2079,7 +2138,10 @@ export interface operations {
   createRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -2136,7 +2198,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2145,13 +2207,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2171,7 +2240,10 @@ export interface operations {
         /** @description Seconds to wait at most (0..300). */
         wait_for_terminal?: number;
       };
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2188,6 +2260,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Revision'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -2239,7 +2318,10 @@ export interface operations {
   redeployRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2293,7 +2375,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2302,13 +2384,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2325,7 +2414,10 @@ export interface operations {
   interruptRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2379,13 +2471,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2892,7 +3000,10 @@ export interface operations {
   createListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -2929,7 +3040,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_exists` */
+      /** @description One of `listener_exists`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2938,13 +3049,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2961,7 +3079,10 @@ export interface operations {
   getListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -2978,6 +3099,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Listener'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -3029,7 +3157,10 @@ export interface operations {
   deleteListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -3081,6 +3212,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
       422: {
         headers: {
@@ -3104,7 +3244,10 @@ export interface operations {
   updateListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -3165,6 +3308,15 @@ export interface operations {
       };
       /** @description `listener_namespace_in_use` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -3555,7 +3707,10 @@ export interface operations {
   getOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3572,6 +3727,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['OAuthProvider'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -3623,7 +3785,10 @@ export interface operations {
   deleteOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3668,6 +3833,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
       422: {
         headers: {
@@ -3691,7 +3865,10 @@ export interface operations {
   updateOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3734,6 +3911,15 @@ export interface operations {
       };
       /** @description `provider_not_found` */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -3820,7 +4006,10 @@ export interface operations {
   createWorkspace: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -3857,7 +4046,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `workspace_name_taken` */
+      /** @description One of `workspace_name_taken`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3866,13 +4055,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -3945,7 +4141,10 @@ export interface operations {
   createApiKey: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -3991,13 +4190,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -4088,7 +4303,10 @@ export interface operations {
   createIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -4134,13 +4352,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -4213,7 +4447,10 @@ export interface operations {
   getIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description Id of the integration. */
         integration_id: string;
@@ -4230,6 +4467,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Integration'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -4281,7 +4525,10 @@ export interface operations {
   deleteIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the integration. */
         integration_id: string;
@@ -4326,6 +4573,15 @@ export interface operations {
       };
       /** @description `integration_in_use` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -4442,7 +4698,10 @@ export interface operations {
   createUploadUrl: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -4495,7 +4754,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -4504,13 +4763,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
