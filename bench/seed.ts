@@ -129,6 +129,8 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
         status: failed ? 'DEPLOY_FAILED' : 'DEPLOYED',
         status_message: failed ? 'GET /ok answered 503 instead of 200.' : null,
         remote_reconciled: 0,
+        image_id: null,
+        image_digest: null,
         image_ref: image,
         runtime_handle: failed ? null : `berth-${name}-${revisionId.slice(0, 8)}`,
         url,

@@ -24,6 +24,7 @@ import { setListenerSightingsReader } from './observability/metrics.js';
 import { secureDataDir } from './security/data-dir.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { startGitPoller } from './services/git-poller.js';
+import { startImageReaper } from './engine/image-reaper.js';
 import { startUploadSweeper } from './engine/upload-sweeper.js';
 import type { ProvisioningPolicy } from './services/database-limit.js';
 import { createServices, type Services } from './services/index.js';
@@ -47,6 +48,8 @@ export interface Berth {
   db: Db;
   services: Services;
   bus: EventBus;
+  /** Berth's side of its image registry, when BERTH_REGISTRY is set. */
+  registry: Registry | undefined;
   close(): Promise<void>;
 }
 
@@ -142,6 +145,8 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   await engine.start();
   const sweeper = startUploadSweeper(core.db, core.uploadStore, logger.child({ component: 'uploads' }));
   engine.onStop(() => sweeper.stop());
+  const reaper = startImageReaper({ db: core.db, bus: core.bus, builder, runtime, registry: core.registry, logger: logger.child({ component: 'images' }) });
+  engine.onStop(() => reaper.stop());
   if (config.codehost.pollSeconds > 0) {
     const poller = startGitPoller(core.services.pushBuilds, config.codehost.pollSeconds, logger.child({ component: 'git-poller' }));
     engine.onStop(() => poller.stop());

@@ -101,6 +101,8 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
   const built = { ...config, repo_commit_sha: result.value.commitSha };
   await moveRevision(ctx, revision, 'AWAITING_DEPLOY', handoverMessage(deployment), {
     image_ref: result.value.image,
+    image_id: result.value.id ?? null,
+    image_digest: result.value.digest ?? null,
     source_revision_config: built,
   });
   return 'again';

@@ -1,9 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { credentialVerifier, deriveCredentialSecret, type CredentialSecret, mintPullCredential, mintPushCredential } from './credentials.js';
+import {
+  credentialVerifier,
+  deriveCredentialSecret,
+  type CredentialSecret,
+  mintPullCredential,
+  mintPushCredential,
+  mintRegistryCredential,
+} from './credentials.js';
 import type { RegistrySettings } from '../config.js';
 import { loadOrCreateSigningKey, type RegistrySigningKey, signingKeyFromPem, writeCertificateBundle } from './signing-key.js';
 import { createTokenEndpoint, type TokenEndpointResponse, type TokenRequest } from './token-endpoint.js';
+
+const REMOVAL_CREDENTIAL_TTL_SECONDS = 300;
 
 /** Berth's side of its registry: the token realm, and credentials it mints for itself and for clients. */
 export interface Registry {
@@ -14,6 +23,8 @@ export interface Registry {
   /** A credential that may push and pull below `repositoryGrant` (`path` or `path/*`). */
   pushCredential(subject: string, repositoryGrant: string, ttlSeconds?: number): Promise<string>;
   pullCredential(subject: string, repositoryGrant: string, ttlSeconds?: number): Promise<string>;
+  /** A registry token (what the registry itself reads) that may read and delete in one repository: Berth removing the images it built. */
+  removalToken(repository: string): Promise<string>;
 }
 
 /**
@@ -40,6 +51,22 @@ export async function openRegistry(settings: RegistrySettings, dataDir: string, 
     },
     async pullCredential(subject, repository, ttlSeconds) {
       return (await mintPullCredential(secret, { subject, repository, ...(ttlSeconds ? { ttlSeconds } : {}) })).credential;
+    },
+    async removalToken(repository) {
+      // Minted and exchanged in process: the same checks as any client's token, without a request to ourselves.
+      const { credential } = await mintRegistryCredential(secret, {
+        subject: 'berth-image-removal',
+        repositories: { [repository]: ['pull', 'delete'] },
+        ttlSeconds: REMOVAL_CREDENTIAL_TTL_SECONDS,
+      });
+      const answer = await endpoint({
+        authorization: `Basic ${Buffer.from(`berth:${credential}`).toString('base64')}`,
+        service: settings.service,
+        scope: [`repository:${repository}:pull,delete`],
+      });
+      if (answer.status !== 200)
+        throw new Error(`the token endpoint refused Berth's own removal credential: ${answer.body.errors[0]?.message ?? answer.status}`);
+      return answer.body.token;
     },
   };
 }

@@ -1,9 +1,10 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { access, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { lastOutputLine, runBuilderCommand } from '../build/commands.js';
+import { localImageId } from '../build/forget-image.js';
 import { BuildError, type ResolvedBuilder } from '../build/types.js';
 import { withDirectoryLock } from '../locks/directory-lock.js';
-import { runHostProgram } from './host.js';
+import { runHostProgram, SYSTEM_PATH } from './host.js';
 import type { BuildSandbox } from './sandbox.js';
 
 /**
@@ -67,6 +68,61 @@ export async function exportBuiltImage(sandbox: BuildSandbox, workspaceId: strin
     await copy(sandbox.skopeo(false, scratch), [layout, `${HOST_STORE}${hostName}`], "copy the built image into the host's store");
     await pruneLayout(sandbox, layoutDir).catch(() => {});
   });
+}
+
+/**
+ * Removes a built image from the sandbox's side: its name from the workspace's store (the
+ * layers its later builds share stay, as the store's cache), and the deployment's reference
+ * from the workspace's export layout while it still names this image (its config digest is
+ * the image id), with the blobs nothing else refers to. Only Berth's builds name images in a
+ * workspace's store and a build cannot write a name there, so the name is the revision's own.
+ * Nothing is made for a workspace that has no store (none built, or its disk was removed).
+ */
+export async function forgetBuiltImage(sandbox: BuildSandbox, workspaceId: string, deploymentId: string, image: string, id: string | null): Promise<void> {
+  // The workspace's directory is made by its first build; its disk may be unmounted since (a restart), and builderFor mounts it.
+  if (await exists(path.join(sandbox.settings.dir, 'workspaces', workspaceId))) {
+    const builder = await sandbox.builderFor(workspaceId);
+    if ((await localImageId(builder, image)) !== null) {
+      const removed = await runBuilderCommand(builder, ['rmi', image]);
+      if (removed.code !== 0 && (await localImageId(builder, image)) !== null) {
+        throw new Error(`could not remove ${image} from the build store of workspace ${workspaceId}: ${lastOutputLine(removed)}`);
+      }
+    }
+  }
+  const layoutDir = path.join(sandbox.settings.dir, 'exports', workspaceId);
+  if (id === null || !(await exists(path.join(layoutDir, 'index.json')))) return;
+  await withDirectoryLock(layoutDir, {}, async () => {
+    const index = JSON.parse(await readFile(path.join(layoutDir, 'index.json'), 'utf8')) as {
+      manifests?: (Descriptor & { annotations?: Record<string, string> })[];
+    };
+    const manifests = index.manifests ?? [];
+    const kept = [];
+    for (const entry of manifests) {
+      const named = entry.annotations?.['org.opencontainers.image.ref.name'] === deploymentId;
+      if (named && (await configDigest(layoutDir, entry.digest)) === `sha256:${id.replace(/^sha256:/, '')}`) continue;
+      kept.push(entry);
+    }
+    if (kept.length === manifests.length) return;
+    // The build user owns the layout: it writes the new index beside the old and renames it over.
+    const next = path.join(layoutDir, 'index.json.next');
+    await runBuilderCommand({ binary: 'tee', env: { PATH: SYSTEM_PATH }, runAs: { uid: sandbox.user.uid, gid: sandbox.user.gid } }, [next], {
+      input: JSON.stringify({ ...index, manifests: kept }),
+    });
+    await runHostProgram('mv', ['-f', '--', next, path.join(layoutDir, 'index.json')], sandbox.user);
+    await pruneLayout(sandbox, layoutDir);
+  });
+}
+
+async function configDigest(layoutDir: string, manifestDigest: string): Promise<string | undefined> {
+  const manifest = JSON.parse(await readFile(blobPath(layoutDir, manifestDigest), 'utf8')) as { config?: Descriptor };
+  return manifest.config?.digest;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Hard links of the base images' layer blobs into an export layout, made by the build user, who owns both. */

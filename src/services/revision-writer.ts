@@ -34,6 +34,6 @@ export async function appendRevision(
   deployment.revision_count = revision.seq;
   deployment.latest_revision_id = revision.id;
   deployment.updated_at = options.now;
-  await pruneRevisions(trx, deployment, options.keep, FINISHED);
+  await pruneRevisions(trx, deployment, options.keep, FINISHED, options.now);
   return revision;
 }

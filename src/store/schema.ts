@@ -63,6 +63,10 @@ export interface Database {
     status_message: string | null;
     remote_reconciled: number;
     image_ref: string | null;
+    /** The built image's id in the local store it was built into (migration 013). */
+    image_id: string | null;
+    /** The built image's manifest digest in Berth's registry, when it was pushed there. */
+    image_digest: string | null;
     runtime_handle: string | null;
     url: string | null;
     created_at: string;
@@ -126,6 +130,18 @@ export interface Database {
     integration_id: string;
     delivery_id: string;
     received_at: string;
+  };
+  /** A built image whose revision is gone, to be removed from where Berth put it (migration 013). */
+  image_removals: {
+    image_ref: string;
+    workspace_id: string;
+    deployment_id: string;
+    image_id: string | null;
+    image_digest: string | null;
+    attempts: number;
+    next_attempt_at: string;
+    last_error: string | null;
+    created_at: string;
   };
   /** A pending uploaded archive (see migration 010): `bytes` reserved while `stored` is 0, its size once 1. */
   upload_archives: {

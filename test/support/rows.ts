@@ -38,6 +38,8 @@ export function revisionRow(deploymentId: string, seq: number, overrides: Partia
     status: 'DEPLOYED',
     status_message: null,
     remote_reconciled: 0,
+    image_id: null,
+    image_digest: null,
     image_ref: null,
     runtime_handle: null,
     url: null,

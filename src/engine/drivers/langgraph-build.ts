@@ -11,15 +11,16 @@ import {
   type ResolvedBuilder,
 } from '../../build/builder.js';
 import { CLI_BASE_IMAGES, generateDockerfile } from '../../build/dockerfile.js';
+import { localImageId, removeLocalImage } from '../../build/forget-image.js';
 import { checkDockerfileLines } from '../../build/dockerfile-policy.js';
 import { checkConfigAgainstCheckout, GraphConfigError, readLangGraphConfigFile } from '../../build/langgraph-config.js';
 import { ArchiveError, locateConfig, unpackSourceArchive } from '../../build/source-archive.js';
 import { CodehostError, MirrorCache } from '../../codehost/index.js';
 import type { BuildSandboxSettings } from '../../config.js';
 import { builtImageName } from '../../registry/image-names.js';
-import { exportBuiltImage, provideBaseImage } from '../../sandbox/images.js';
+import { exportBuiltImage, forgetBuiltImage, provideBaseImage } from '../../sandbox/images.js';
 import { BuildSandbox } from '../../sandbox/sandbox.js';
-import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type StepContext } from './types.js';
+import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type ImageToForget, type StepContext } from './types.js';
 
 export interface ImageRegistry {
   /** `host[:port]` of the registry Berth pushes built images to (BERTH_REGISTRY). */
@@ -115,27 +116,45 @@ export class LangGraphBuildDriver implements BuildDriver {
         log: (line: string) => step.log('INFO', line),
         signal: step.signal,
       };
+      let id: string | null;
       if (sandbox) {
         if (!config.baseImage || this.#configuredBases().some((base) => config.baseImage === base)) {
           await provideBaseImage(sandbox, host, generated.image, (line) => step.log('INFO', line));
         }
         await this.#buildInSandbox(sandbox, place, request, build, step);
+        id = await localImageId(host, image);
       } else {
         await step.log('INFO', `Building ${image} with ${host.kind}`);
-        await buildImage(host, { ...build, cacheDir: await this.#cacheDir() });
+        id = (await buildImage(host, { ...build, cacheDir: await this.#cacheDir() })).id;
       }
+      let digest: string | null = null;
       if (registry) {
         await step.log('INFO', `Pushing ${image}`);
         const credentials = await registry.pushCredentials(repository);
-        await pushImage(host, image, { tlsVerify: registry.tlsVerify, ...(credentials ? { credentials } : {}) }, (line) => step.log('INFO', line), step.signal);
+        const pushed = await pushImage(
+          host,
+          image,
+          { tlsVerify: registry.tlsVerify, ...(credentials ? { credentials } : {}) },
+          (line) => step.log('INFO', line),
+          step.signal,
+        );
+        digest = pushed.digest ?? null;
       }
-      return { image, commitSha: fetched.commitSha };
+      return { image, commitSha: fetched.commitSha, id, digest };
     } catch (error) {
       throw asDriverError(error);
     } finally {
       if (sandbox) await sandbox.removeWorkDir({ path: place.work });
       else await rm(place.work, { recursive: true, force: true });
     }
+  }
+
+  /** Removes a built image from the host's store (while the name still points at it) and from the sandbox's stores. */
+  async forgetImage(image: ImageToForget): Promise<void> {
+    const host = await this.#resolveBuilder();
+    if (image.id !== null) await removeLocalImage(host, image.image, image.id);
+    const sandbox = await this.#resolveSandbox(host);
+    if (sandbox) await forgetBuiltImage(sandbox, image.workspaceId, image.deploymentId, image.image, image.id);
   }
 
   /**

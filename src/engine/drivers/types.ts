@@ -55,6 +55,18 @@ export interface RuntimeDriver {
   retire(handle: string, context: StepContext): Promise<void>;
   /** Removes every instance of the deployment, including ones a crashed process left behind. */
   teardown(deploymentId: string, context: StepContext): Promise<void>;
+  /** Removes a built image from the store the runtime runs images from (pulled there, or built into it); nothing when it is not there. */
+  forgetImage?(image: ImageToForget): Promise<void>;
+}
+
+/** A built image whose revision is gone (engine/image-reaper.ts): removed where it still is what was built. */
+export interface ImageToForget {
+  workspaceId: string;
+  deploymentId: string;
+  /** The name it was built and pushed as. */
+  image: string;
+  /** Its id in the local store it was built into; a name that points at another image is left alone. */
+  id: string | null;
 }
 
 /** Where a revision's source comes from: a commit of a repository, or an uploaded archive. */
@@ -77,6 +89,10 @@ export interface BuiltImage {
   image: string;
   /** The commit built, for a repository source. */
   commitSha: string | null;
+  /** The image's id in the local store (what identifies it when it is removed; a name can move). */
+  id?: string | null;
+  /** Its manifest digest in the registry it was pushed to. */
+  digest?: string | null;
 }
 
 /** Fetches a revision's source and builds it into an image. */
@@ -85,4 +101,6 @@ export interface BuildDriver {
   /** Null when builds can run here; else what to install or change (checked once at start, to say so early). */
   unavailableReason?(): Promise<string | null>;
   build(request: BuildRequest, context: StepContext): Promise<BuiltImage>;
+  /** Removes a built image from the stores the builder put it in (the registry is the engine's); nothing when it is not there. */
+  forgetImage?(image: ImageToForget): Promise<void>;
 }

@@ -12,6 +12,7 @@ import { uploadArchives } from './010-upload-archives.js';
 import { resourceNames } from './011-resource-names.js';
 import { idempotencyKeys } from './012-idempotency-keys.js';
 import { engineTurns } from './013-engine-turns.js';
+import { imageRemovals } from './014-image-removals.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '011-resource-names': resourceNames,
   '012-idempotency-keys': idempotencyKeys,
   '013-engine-turns': engineTurns,
+  '014-image-removals': imageRemovals,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -4,9 +4,10 @@ import { LRUCache } from 'lru-cache';
 import type { SourceConfig } from '../../domain/deployment-config.js';
 import type { DeploymentStatus } from '../../domain/deployment-status.js';
 import { escapeLike } from '../like.js';
-import type { Executor } from '../database.js';
+import type { Db, Executor } from '../database.js';
 import { preparedQuery } from '../prepared.js';
 import type { ColumnChanges, Database } from '../schema.js';
+import { queueImageRemovals } from './image-removals.js';
 import { REVISION_COLUMNS, type RevisionColumns, type RevisionRecord, decodeRevision } from './revisions.js';
 
 /** A deployment as the rest of Berth sees it; lease columns stay with the engine's repository. */
@@ -321,9 +322,14 @@ const setStatusWhileInactive = preparedQuery((db, values: StatusChangeColumns, i
 );
 
 /** Deletes the deployment (its revisions, events and stored inputs cascade) if the engine worker still holds it. */
-export async function deleteDeploymentHeldBy(db: Executor, id: string, worker: string): Promise<boolean> {
-  const result = await db.deleteFrom('deployments').where('id', '=', id).where('lease_owner', '=', worker).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+export async function deleteDeploymentHeldBy(db: Db, id: string, worker: string): Promise<boolean> {
+  // The images it built are queued for removal in the same transaction: a delete that commits
+  // has them queued, and one that does not (the lease moved on) queues nothing.
+  return db.transaction().execute(async (trx) => {
+    await queueImageRemovals(trx, { deploymentId: id, leaseOwner: worker }, new Date().toISOString());
+    const result = await trx.deleteFrom('deployments').where('id', '=', id).where('lease_owner', '=', worker).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  });
 }
 
 export async function listDeployments(

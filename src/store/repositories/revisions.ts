@@ -4,6 +4,7 @@ import type { RevisionStatus } from '../../domain/revision-status.js';
 import type { Executor } from '../database.js';
 import { preparedQuery } from '../prepared.js';
 import type { ColumnChanges, Database } from '../schema.js';
+import { queueImageRemovals } from './image-removals.js';
 import { resourceSpecId } from './resource-specs.js';
 
 /** A revision as the rest of Berth sees it: JSON decoded, its resource spec resolved. */
@@ -114,6 +115,8 @@ export async function insertRevision(db: Executor, revision: NewRevision): Promi
     status_message: null,
     remote_reconciled: 0,
     image_ref: revision.image_ref,
+    image_id: null,
+    image_digest: null,
     runtime_handle: null,
     url: null,
     created_at: revision.created_at,
@@ -168,7 +171,9 @@ export async function revisionsInStatus(db: Executor, deploymentId: string, stat
 }
 
 /** What a status change may also write on the revision. */
-export type TransitionSet = Partial<Pick<RevisionRecord, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config'>>;
+export type TransitionSet = Partial<
+  Pick<RevisionRecord, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config'> & Pick<Database['revisions'], 'image_id' | 'image_digest'>
+>;
 
 export type RevisionFence =
   | { kind: 'api' }
@@ -261,14 +266,15 @@ export async function runtimeHandleOf(db: Executor, revisionId: string): Promise
 /**
  * Keeps a deployment's revisions bounded: removes the oldest finished ones beyond the
  * newest `keep`, never the active or the latest one, with their events and step records,
- * and the resource specs and secret sets no revision refers to any more. Answers how many
- * revisions it removed.
+ * and the resource specs and secret sets no revision refers to any more, and queues the
+ * images they built for removal. Answers how many revisions it removed.
  */
 export async function pruneRevisions(
   db: Executor,
   deployment: { id: string; active_revision_id: string | null; latest_revision_id: string | null; revision_count: number },
   keep: number,
   finished: readonly RevisionStatus[],
+  now: string,
 ): Promise<number> {
   const below = deployment.revision_count - keep;
   if (below < 1) return 0;
@@ -277,6 +283,7 @@ export async function pruneRevisions(
   if (spared.length > 0) doomed = doomed.where('id', 'not in', spared);
   const ids = (await doomed.execute()).map((row) => row.id);
   if (ids.length === 0) return 0;
+  await queueImageRemovals(db, { deploymentId: deployment.id, revisionIds: ids }, now);
   await db.deleteFrom('deployment_events').where('revision_id', 'in', ids).execute();
   await db.deleteFrom('engine_step_runs').where('revision_id', 'in', ids).execute();
   await db.deleteFrom('revisions').where('id', 'in', ids).execute();

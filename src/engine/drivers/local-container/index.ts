@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
-import { DriverError, type RunningRevision, type RunRequest, type RuntimeDriver, type StepContext } from '../types.js';
+import { removeLocalImage } from '../../../build/forget-image.js';
+import { DriverError, type ImageToForget, type RunningRevision, type RunRequest, type RuntimeDriver, type StepContext } from '../types.js';
 import type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
 import {
   CONTAINER_PORT,
@@ -147,6 +148,12 @@ export class LocalContainerRuntime implements RuntimeDriver {
     }
     await context.log('INFO', `Removing ${names.length} container(s) of deployment ${deploymentId}: ${names.join(', ')}`);
     await removeContainers(runtime, names);
+  }
+
+  async forgetImage(image: ImageToForget): Promise<void> {
+    if (image.id === null) return;
+    const runtime = await this.requireRuntime();
+    await removeLocalImage({ kind: runtime.kind, binary: runtime.binary, env: runtime.env }, image.image, image.id);
   }
 
   /** Every container carrying `label=value` (running or stopped): what runs here, after a restart too. */
