@@ -16,6 +16,7 @@ import { type ApiResponse, client } from '../test/support/http.js';
 import { spawnBerth, stopBerth } from '../test/support/process.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { assertErrorForm, errorFormProblem, sleep } from './support.js';
+import { deadline } from '../test/support/deadline.js';
 
 const RATE = 5;
 const BODY_LIMIT = 4096;
@@ -41,8 +42,9 @@ function assertLimited(res: ApiResponse, what: string): void {
 }
 
 /** Writes raw bytes on a socket and returns everything the server answers until it closes. */
-function rawExchange(url: string, write: (socket: net.Socket) => Promise<void> | void, timeoutMs = 15_000): Promise<{ answer: string; elapsedMs: number }> {
+function rawExchange(url: string, write: (socket: net.Socket) => Promise<void> | void, baseTimeoutMs = 15_000): Promise<{ answer: string; elapsedMs: number }> {
   const { port } = new URL(url);
+  const timeoutMs = deadline(baseTimeoutMs);
   const started = Date.now();
   return new Promise((resolve, reject) => {
     let data = '';
@@ -56,10 +58,11 @@ function rawExchange(url: string, write: (socket: net.Socket) => Promise<void> |
     socket.on('error', (error) =>
       (error as NodeJS.ErrnoException).code === 'ECONNRESET' || (error as NodeJS.ErrnoException).code === 'EPIPE' ? undefined : reject(error),
     );
-    setTimeout(() => {
+    const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`the server kept the connection open for ${timeoutMs} ms; got: ${data.slice(0, 200)}`));
     }, timeoutMs);
+    socket.on('close', () => clearTimeout(timer));
   });
 }
 
@@ -303,7 +306,7 @@ describe('abuse limits, beyond test/http/limits.test.ts', () => {
 });
 
 describe('limits read from the environment by a real process', () => {
-  test('BERTH_RATE_LIMIT_PER_MINUTE, BERTH_BODY_LIMIT_BYTES and BERTH_REQUEST_TIMEOUT_MS are honoured', { timeout: 60_000 }, async () => {
+  test('BERTH_RATE_LIMIT_PER_MINUTE, BERTH_BODY_LIMIT_BYTES and BERTH_REQUEST_TIMEOUT_MS are honoured', { timeout: deadline(60_000) }, async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-abuse-'));
     const key = `berth_test_${randomUUID()}`;
     const berth = await spawnBerth({

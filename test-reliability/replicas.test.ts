@@ -17,6 +17,7 @@ import { type Client, client } from '../test/support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../test/support/process.js';
 import { createPostgresDatabase, postgresUnavailable } from '../test/support/server.js';
 import { openPostgres, sleep } from './support.js';
+import { deadline } from '../test/support/deadline.js';
 
 const REPLICAS = 3;
 const DEPLOYMENTS = 10;
@@ -32,7 +33,7 @@ describe('three replicas on one PostgreSQL', () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   });
 
-  test(`${PATCHES} concurrent PATCHes over ${DEPLOYMENTS} deployments through ${REPLICAS} replicas`, { timeout: 300_000 }, async (t) => {
+  test(`${PATCHES} concurrent PATCHes over ${DEPLOYMENTS} deployments through ${REPLICAS} replicas`, { timeout: deadline(300_000) }, async (t) => {
     const skip = await postgresUnavailable();
     if (skip) return t.skip(skip);
     const database = await createPostgresDatabase();

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Client, client } from '../support/http.js';
 import { eventually } from '../support/runtimes.js';
 import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+import { deadline } from '../support/deadline.js';
 
 /**
  * A deployment placed on a listener that gets more revisions must not make the engine
@@ -60,7 +61,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       const poller = (async () => {
         while (polling) {
           try {
-            const res = await fetch(`${server.url}/ok`, { signal: AbortSignal.timeout(5000) });
+            const res = await fetch(`${server.url}/ok`, { signal: AbortSignal.timeout(deadline(5000)) });
             if (res.status === 200) answered += 1;
             else failures.push(`status ${res.status}`);
           } catch (error) {

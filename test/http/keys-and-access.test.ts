@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 import { type Client, client } from '../support/http.js';
 import { createPostgresDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { describeOnEachDatabase, otherTenants } from '../support/suite.js';
+import { deadline } from '../support/deadline.js';
 
 const provider = (providerId: string) => ({
   provider_id: providerId,
@@ -76,7 +77,7 @@ describeOnEachDatabase('authorization and keys', (ctx) => {
     assert.equal((await api('GET', '/v2/deployments', { tenant: other.otherOrganizationWorkspaceId })).status, 403);
   });
 
-  test('a revoked key loses its open event stream and its long poll', { timeout: 60_000 }, async () => {
+  test('a revoked key loses its open event stream and its long poll', { timeout: deadline(60_000) }, async () => {
     const { api, server } = ctx();
     const workspace = await api('POST', '/v1/workspaces', { body: { name: `revocation-${randomUUID()}` } });
     const tenant = workspace.body.id as string;

@@ -10,6 +10,7 @@ import { OperationError } from '../../src/operations/errors.js';
 import { runCommand } from '../support/commands.js';
 import { client } from '../support/http.js';
 import { spawnBerth, stopBerth } from '../support/process.js';
+import { deadline } from '../support/deadline.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -18,7 +19,7 @@ const backupCli = (env: Record<string, string>, file: string) =>
     cwd: ROOT,
     env: { ...process.env, ...env },
     check: false,
-    signal: AbortSignal.timeout(120_000),
+    signal: AbortSignal.timeout(deadline(120_000)),
   });
 
 /** What a torn copy would break: SQLite's own checks, and every deployment with the revision it names. */
