@@ -53,8 +53,13 @@ describe('three replicas on one PostgreSQL', () => {
     const dirs = Array.from({ length: REPLICAS }, () => fs.mkdtempSync(path.join(os.tmpdir(), 'berth-replica-')));
     cleanups.push(async () => dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
     // Started together: migrations and the bootstrap race each other on the empty database.
-    const replicas = await Promise.all(dirs.map((dir) => spawnBerth({ ...env, BERTH_DATA_DIR: dir })));
-    running.push(...replicas);
+    const spawned = await Promise.allSettled(dirs.map((dir) => spawnBerth({ ...env, BERTH_DATA_DIR: dir })));
+    // Those that started are stopped by the test's hook even when another one did not.
+    for (const outcome of spawned) if (outcome.status === 'fulfilled') running.push(outcome.value);
+    const replicas = spawned.map((outcome) => {
+      if (outcome.status === 'rejected') throw outcome.reason;
+      return outcome.value;
+    });
     const apis = replicas.map((r) => client(r.url, { key }));
     const api = (i: number) => apis[i % REPLICAS] as Client;
 

@@ -189,14 +189,16 @@ describe('the failed-authentication budget', () => {
     const database = await createPostgresDatabase();
     const bootstrapApiKey = `berth_test_${randomUUID()}`;
     const options = { engine: false, limits: { rateLimitPerMinute: 5 }, postgresUrl: database.url, bootstrapApiKey };
+    let first: TestServer | undefined;
     let restarted: TestServer | undefined;
     try {
-      const before = await startTestServer('postgres', options);
+      first = await startTestServer('postgres', options);
       const key = (
-        await client(before.url, { key: bootstrapApiKey })('POST', '/v1/api-keys', { body: { name: 'used-before', workspace_id: before.workspaceId } })
+        await client(first.url, { key: bootstrapApiKey })('POST', '/v1/api-keys', { body: { name: 'used-before', workspace_id: first.workspaceId } })
       ).body.key as string;
-      assert.equal((await client(before.url, { key })('GET', '/v2/listeners')).status, 200);
-      await before.close();
+      assert.equal((await client(first.url, { key })('GET', '/v2/listeners')).status, 200);
+      await first.close();
+      first = undefined;
 
       restarted = await startTestServer('postgres', options);
       for (let i = 0; i < 5; i += 1) assert.equal((await guess(restarted)).status, 401);
@@ -206,6 +208,7 @@ describe('the failed-authentication budget', () => {
       // until it has authenticated on this server.
       assert.equal((await client(restarted.url, { key: bootstrapApiKey })('GET', '/v2/listeners')).status, 429);
     } finally {
+      await first?.close();
       await restarted?.close();
       await database.drop();
     }
