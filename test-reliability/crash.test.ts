@@ -23,7 +23,7 @@ import { deadline } from '../test/support/deadline.js';
 const KILLS = Number(process.env.RELIABILITY_KILLS ?? 10);
 const CLIENT_LOOPS = 4;
 /** After the last restart, every revision must be terminal within this time. */
-const TERMINAL_BOUND_MS = 60_000;
+const TERMINAL_BOUND_MS = deadline(60_000);
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES].join(',');
 
 interface Secret {

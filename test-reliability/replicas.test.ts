@@ -23,7 +23,7 @@ const REPLICAS = 3;
 const DEPLOYMENTS = 10;
 const PATCHES = Number(process.env.RELIABILITY_PATCHES ?? 1000);
 const IN_FLIGHT = 50;
-const TERMINAL_BOUND_MS = 120_000;
+const TERMINAL_BOUND_MS = deadline(120_000);
 
 describe('three replicas on one PostgreSQL', () => {
   const running: BerthProcess[] = [];
