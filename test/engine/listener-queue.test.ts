@@ -31,7 +31,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     });
     after(async () => server.close());
 
-    test('new revisions replace the handed-over one, /ok answers throughout, and other deployments progress', async () => {
+    test('new revisions replace the handed-over one, /ok answers throughout, and other deployments progress', async (t) => {
       const listener = await placed('POST', '/v2/listeners', {
         body: { compute_type: 'k8s', compute_id: 'cluster-a', compute_config: { k8s_namespaces: ['agents'] } },
       });
@@ -58,6 +58,10 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       const failures: string[] = [];
       let answered = 0;
       let polling = true;
+      // Ends with the test even when an assertion below fails (the loop would keep the file alive).
+      t.after(() => {
+        polling = false;
+      });
       const poller = (async () => {
         while (polling) {
           try {
