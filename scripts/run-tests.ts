@@ -207,7 +207,10 @@ async function runTier(files: TestFile[], concurrency: number, eventsDir: string
   const lane = async () => {
     for (let entry = queue.shift(); entry; entry = queue.shift()) {
       process.stdout.write(`▶ ${entry.file} (limit ${formatDuration(entry.limitMs)})\n`);
-      outcomes.push(await runFile(entry, stream, eventsDir));
+      const outcome = await runFile(entry, stream, eventsDir);
+      const passed = outcome.code === 0 && outcome.problems.length === 0;
+      process.stdout.write(`${passed ? '■' : '✖'} ${entry.file} ${passed ? 'passed' : 'failed'} in ${formatDuration(outcome.durationMs)}\n`);
+      outcomes.push(outcome);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, lane));
