@@ -18,11 +18,12 @@ import { type Client, client } from '../test/support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../test/support/process.js';
 import { createPostgresDatabase, postgresUnavailable } from '../test/support/server.js';
 import { databasesToTest, type Db, openPostgres, openSqliteReadonly, runSeed, seededRandom, sleep } from './support.js';
+import { deadline } from '../test/support/deadline.js';
 
 const KILLS = Number(process.env.RELIABILITY_KILLS ?? 10);
 const CLIENT_LOOPS = 4;
 /** After the last restart, every revision must be terminal within this time. */
-const TERMINAL_BOUND_MS = 60_000;
+const TERMINAL_BOUND_MS = deadline(60_000);
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES].join(',');
 
 interface Secret {
@@ -62,7 +63,7 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
   });
 
   for (const kind of databasesToTest()) {
-    test(`[${kind}] ${KILLS} kills: every acknowledged write survives whole, every revision ends`, { timeout: 300_000 }, async (t) => {
+    test(`[${kind}] ${KILLS} kills: every acknowledged write survives whole, every revision ends`, { timeout: deadline(300_000) }, async (t) => {
       if (kind === 'postgres') {
         const skip = await postgresUnavailable();
         if (skip) return t.skip(skip);

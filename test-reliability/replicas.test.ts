@@ -17,12 +17,13 @@ import { type Client, client } from '../test/support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../test/support/process.js';
 import { createPostgresDatabase, postgresUnavailable } from '../test/support/server.js';
 import { openPostgres, sleep } from './support.js';
+import { deadline } from '../test/support/deadline.js';
 
 const REPLICAS = 3;
 const DEPLOYMENTS = 10;
 const PATCHES = Number(process.env.RELIABILITY_PATCHES ?? 1000);
 const IN_FLIGHT = 50;
-const TERMINAL_BOUND_MS = 120_000;
+const TERMINAL_BOUND_MS = deadline(120_000);
 
 describe('three replicas on one PostgreSQL', () => {
   const running: BerthProcess[] = [];
@@ -32,7 +33,7 @@ describe('three replicas on one PostgreSQL', () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   });
 
-  test(`${PATCHES} concurrent PATCHes over ${DEPLOYMENTS} deployments through ${REPLICAS} replicas`, { timeout: 300_000 }, async (t) => {
+  test(`${PATCHES} concurrent PATCHes over ${DEPLOYMENTS} deployments through ${REPLICAS} replicas`, { timeout: deadline(300_000) }, async (t) => {
     const skip = await postgresUnavailable();
     if (skip) return t.skip(skip);
     const database = await createPostgresDatabase();
@@ -52,8 +53,13 @@ describe('three replicas on one PostgreSQL', () => {
     const dirs = Array.from({ length: REPLICAS }, () => fs.mkdtempSync(path.join(os.tmpdir(), 'berth-replica-')));
     cleanups.push(async () => dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
     // Started together: migrations and the bootstrap race each other on the empty database.
-    const replicas = await Promise.all(dirs.map((dir) => spawnBerth({ ...env, BERTH_DATA_DIR: dir })));
-    running.push(...replicas);
+    const spawned = await Promise.allSettled(dirs.map((dir) => spawnBerth({ ...env, BERTH_DATA_DIR: dir })));
+    // Those that started are stopped by the test's hook even when another one did not.
+    for (const outcome of spawned) if (outcome.status === 'fulfilled') running.push(outcome.value);
+    const replicas = spawned.map((outcome) => {
+      if (outcome.status === 'rejected') throw outcome.reason;
+      return outcome.value;
+    });
     const apis = replicas.map((r) => client(r.url, { key }));
     const api = (i: number) => apis[i % REPLICAS] as Client;
 

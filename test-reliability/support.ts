@@ -11,6 +11,7 @@ import pg from 'pg';
 import type { Database } from '../src/store/schema.js';
 import { ERROR_CODES } from '../src/domain/errors.js';
 import type { ApiResponse } from '../test/support/http.js';
+import { deadline } from '../test/support/deadline.js';
 
 export type Db = Kysely<Database>;
 
@@ -233,8 +234,9 @@ export interface RawResponse {
 export function sendRaw(
   baseUrl: string,
   request: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer },
-  timeoutMs = 15_000,
+  baseTimeoutMs = 15_000,
 ): Promise<RawResponse> {
+  const timeoutMs = deadline(baseTimeoutMs);
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = { ...request.headers };

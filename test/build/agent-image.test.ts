@@ -11,11 +11,12 @@ import { readLangGraphConfigFile } from '../../src/build/langgraph-config.js';
 import { freePort } from '../support/process.js';
 import { ROOT, containersEnv, removeContainers, removeImages, run, runOk, waitForOk } from './helpers.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
+import { deadline } from '../support/deadline.js';
 
 const BASE_IMAGE = 'localhost/berth/langgraphjs-api:20';
 const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
 /** Under load (two cores shared with other builds) a cold start can take a while. */
-const OK_TIMEOUT_MS = 120_000;
+const OK_TIMEOUT_MS = deadline(120_000);
 
 /**
  * A Dockerfile of the shape the LangGraph CLI writes for a JavaScript project
@@ -61,7 +62,7 @@ describe('LangGraph.js agent image on the local base image', () => {
       builder = found as ResolvedBuilder;
       work = await mkdtemp(path.join(os.tmpdir(), 'berth-test-agent-'));
     },
-    { timeout: 16 * 60_000 },
+    { timeout: deadline(16 * 60_000) },
   );
 
   after(async () => {
@@ -106,7 +107,7 @@ describe('LangGraph.js agent image on the local base image', () => {
 
   test(
     'the sample agent builds, serves /ok and answers through the SDK; after a source change it is rebuilt and answers anew',
-    { timeout: 20 * 60_000 },
+    { timeout: deadline(20 * 60_000) },
     async (t: TestContext) => {
       const context = path.join(work, 'echo-agent');
       await cp(FIXTURE, context, { recursive: true });
@@ -150,7 +151,7 @@ describe('LangGraph.js agent image on the local base image', () => {
 
   test(
     "Berth's cached layout (the Dockerfile generator's): a source-only change reuses the install layer",
-    { timeout: 20 * 60_000 },
+    { timeout: deadline(20 * 60_000) },
     async (t: TestContext) => {
       const context = path.join(work, 'echo-cached');
       await cp(FIXTURE, context, { recursive: true });
@@ -184,7 +185,7 @@ describe('LangGraph.js agent image on the local base image', () => {
     },
   );
 
-  test('a graph path that does not exist fails the build at the prebuild step, naming the graph', { timeout: 10 * 60_000 }, async () => {
+  test('a graph path that does not exist fails the build at the prebuild step, naming the graph', { timeout: deadline(10 * 60_000) }, async () => {
     const context = path.join(work, 'wrong-path');
     await cp(FIXTURE, context, { recursive: true });
     const tag = `localhost/berth-test/echo-agent:${randomUUID().slice(0, 8)}`;
@@ -210,7 +211,7 @@ describe('LangGraph.js agent image on the local base image', () => {
     assert.match(result.stderr, /agent server: LANGSERVE_GRAPHS is not set; it names the graphs to serve/);
   });
 
-  test('npm ci on a lock file without optional platform packages fails with an error naming the override', { timeout: 10 * 60_000 }, async () => {
+  test('npm ci on a lock file without optional platform packages fails with an error naming the override', { timeout: deadline(10 * 60_000) }, async () => {
     const context = path.join(work, 'platform-packages');
     await cp(FIXTURE, context, { recursive: true });
     // What a lock file written against this machine's registry looks like: package.json asks

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import bcrypt from 'bcryptjs';
 import { freePort } from '../support/process.js';
+import { deadline } from '../support/deadline.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -22,9 +23,10 @@ export interface Ran {
   stderr: string;
 }
 
+/** `timeoutMs` is a base for an idle machine, scaled by BERTH_TEST_DEADLINE_FACTOR. */
 export function run(command: string, args: string[], timeoutMs = 600_000): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(command, args, { env: containersEnv(), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
+    execFile(command, args, { env: containersEnv(), timeout: deadline(timeoutMs), maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
       const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : -1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -82,14 +84,15 @@ export async function removeImages(...images: string[]): Promise<void> {
   for (const image of images) await run('podman', ['rmi', '--force', image]);
 }
 
+/** `timeoutMs` is already scaled by the caller (see deadline()). */
 export async function waitForOk(url: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const until = Date.now() + timeoutMs;
   for (;;) {
     const ok = await fetch(`${url}/ok`, { signal: AbortSignal.timeout(2_000) })
       .then((response) => response.status === 200)
       .catch(() => false);
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`${url}/ok did not answer 200 within ${timeoutMs / 1000} s`);
+    if (Date.now() > until) throw new Error(`${url}/ok did not answer 200 within ${timeoutMs / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -128,13 +131,13 @@ export async function startRegistry(user?: { username: string; password: string 
     }
     await rm(dir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 15_000;
+  const until = Date.now() + deadline(15_000);
   for (;;) {
     const status = await fetch(`http://${address}/v2/`)
       .then((response) => response.status)
       .catch(() => 0);
     if (status === 200 || status === 401) return { address, stop };
-    if (child.exitCode !== null || Date.now() > deadline) {
+    if (child.exitCode !== null || Date.now() > until) {
       await stop();
       throw new Error(`docker-registry did not start:\n${output}`);
     }

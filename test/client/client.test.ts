@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { BerthApiError, createBerthClient, type DeploymentEvent } from '../../src/client/index.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { deadlineSeconds } from '../support/deadline.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -116,9 +117,9 @@ describe('the typed client, against a real server', () => {
 
   test('waitForRevision answers the terminal revision; a bad image ends DEPLOY_FAILED with its message', async () => {
     const good = await create('wait-good');
-    assert.equal((await berth.waitForRevision(good.id, good.latest_revision_id!, { timeoutSeconds: 30 })).status, 'DEPLOYED');
+    assert.equal((await berth.waitForRevision(good.id, good.latest_revision_id!, { timeoutSeconds: deadlineSeconds(30) })).status, 'DEPLOYED');
     const bad = await create('wait-bad', 'registry.example/unhealthy:1');
-    const failed = await berth.waitForRevision(bad.id, bad.latest_revision_id!, { timeoutSeconds: 30 });
+    const failed = await berth.waitForRevision(bad.id, bad.latest_revision_id!, { timeoutSeconds: deadlineSeconds(30) });
     assert.equal(failed.status, 'DEPLOY_FAILED');
     assert.ok(failed.status_message);
   });
@@ -126,7 +127,7 @@ describe('the typed client, against a real server', () => {
   test('followEvents reconnects with Last-Event-ID when the connection drops, losing and repeating nothing', async () => {
     const deployment = await create('follow-reconnect');
     const revisionId = deployment.latest_revision_id!;
-    await berth.waitForRevision(deployment.id, revisionId, { timeoutSeconds: 30 });
+    await berth.waitForRevision(deployment.id, revisionId, { timeoutSeconds: deadlineSeconds(30) });
     // Every event of the stream, read straight through.
     const all: DeploymentEvent[] = [];
     const straight = new AbortController();

@@ -8,6 +8,7 @@ import { openGitSession } from '../../src/codehost/git-auth.js';
 import { runGit } from '../../src/codehost/git-process.js';
 import { parseRepositoryUrl } from '../../src/codehost/url.js';
 import { createRepository, type FixtureRepository, type TempDir, tempDir } from '../support/git-repos.js';
+import { deadline } from '../support/deadline.js';
 
 /**
  * URLs that got past parseRepositoryUrl (stored before a rule, say) reach git only with
@@ -27,7 +28,7 @@ describe('transports git may use', () => {
   });
 
   const lsRemote = (url: string, env: NodeJS.ProcessEnv) =>
-    runGit({ args: ['ls-remote', '--heads', url], env, scrub: (text) => text, activity: 'listing', signal: AbortSignal.timeout(30_000) });
+    runGit({ args: ['ls-remote', '--heads', url], env, scrub: (text) => text, activity: 'listing', signal: AbortSignal.timeout(deadline(30_000)) });
 
   it('refuses the ext and fd remote helpers, and local repositories unless they are allowed', async () => {
     const marker = path.join(dir.path, 'pwned');

@@ -12,6 +12,8 @@ import { deriveCredentialSecret, mintPullCredential } from '../../src/registry/i
 import { type BerthProcess, stopBerth } from '../support/process.js';
 import { startBerthWithRegistry, type TokenRegistry } from '../support/registry.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
+import { deadline } from '../support/deadline.js';
+import { eventually } from '../support/runtimes.js';
 
 const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
 const KEY = `berth_test_${randomUUID()}_${randomUUID()}`;
@@ -67,7 +69,7 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
       assert.equal(listed.default_branch, 'main');
       repoUrl = listed.url;
     },
-    { timeout: 20 * 60_000 },
+    { timeout: deadline(20 * 60_000) },
   );
 
   after(async () => {
@@ -99,7 +101,7 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     return values.output;
   }
 
-  test('deploys, answers the SDK, and a new commit deployed by PATCH answers anew', { timeout: 20 * 60_000 }, async () => {
+  test('deploys, answers the SDK, and a new commit deployed by PATCH answers anew', { timeout: deadline(20 * 60_000) }, async () => {
     const created = await api('POST', '/v2/deployments', {
       body: {
         name: deploymentName,
@@ -170,14 +172,14 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     assert.ok(!local.stdout.includes('not-in-any-image'));
 
     assert.equal((await api('DELETE', `/v2/deployments/${id}`)).status, 204);
-    for (let i = 0; i < 600 && (await api('GET', `/v2/deployments/${id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 100));
+    await eventually(async () => (await api('GET', `/v2/deployments/${id}`)).status === 404, 'the deployment to be deleted', 60_000);
     const left = (await run('podman', ['ps', '-a', '--format', '{{.Names}}'])).stdout.split('\n').filter((n) => n.includes(deploymentName));
     assert.deepEqual(left, [], 'no container outlives the deployment');
   });
 
   test(
     'a build that cannot start says why: unknown ref, missing or escaping configuration (a path out of the checkout is refused at create)',
-    { timeout: 10 * 60_000 },
+    { timeout: deadline(10 * 60_000) },
     async () => {
       const cases: { revision: Record<string, unknown>; files?: Record<string, string>; message: RegExp }[] = [
         { revision: { repo_ref: 'no-such-branch' }, message: /no-such-branch/ },

@@ -12,6 +12,7 @@ import { type TempDir, tempDir } from '../support/git-repos.js';
 import { type BerthProcess, stopBerth } from '../support/process.js';
 import { startBerthWithRegistry, type TokenRegistry } from '../support/registry.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
+import { deadline } from '../support/deadline.js';
 
 const execFileAsync = promisify(execFile);
 const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
@@ -76,7 +77,7 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
         BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
       }));
     },
-    { timeout: 20 * 60_000 },
+    { timeout: deadline(20 * 60_000) },
   );
 
   after(async () => {
@@ -127,7 +128,7 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
     let status = '';
     let offset: string | null = null;
     const streamed: string[] = [];
-    for (const deadline = Date.now() + 900_000; Date.now() < deadline;) {
+    for (const until = Date.now() + deadline(900_000); Date.now() < until;) {
       status = (await cli('GET', `/v2/deployments/${id}/revisions/${newest.id}`)).status ?? 'UNKNOWN';
       if (['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'CREATE_FAILED', 'SKIPPED'].includes(status)) break;
       if (status === 'AWAITING_BUILD' || status === 'BUILDING') {
@@ -168,7 +169,7 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
     return ((await sdk.runs.wait(thread.thread_id, assistant.assistant_id, { input: { input } })) as { output?: unknown }).output;
   }
 
-  test('remote build: upload, PATCH, poll, and a second deploy of a changed graph to the same deployment', { timeout: 20 * 60_000 }, async () => {
+  test('remote build: upload, PATCH, poll, and a second deploy of a changed graph to the same deployment', { timeout: deadline(20 * 60_000) }, async () => {
     const project = path.join(work, 'my-app');
     await cp(FIXTURE, project, { recursive: true });
     const id = await remoteBuild(project);
@@ -236,50 +237,54 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
     assert.match((await pushToken.json()).detail, /only available for 'internal_docker' source deployments/);
   });
 
-  test("image push: a push token that may push only to the deployment's path, then the pushed digest is deployed", { timeout: 10 * 60_000 }, async () => {
-    const created = await cli('POST', '/v2/deployments', {
-      name: `pushed-${randomUUID().slice(0, 6)}`,
-      source: 'internal_docker',
-      source_config: { deployment_type: 'prod' },
-      source_revision_config: {},
-      secrets: [],
-    });
-    const { token, registry_url: registryUrl } = await cli('POST', `/v2/deployments/${created.id}/push-token`);
-    assert.ok(token && registryUrl);
-    const host = registryUrl.split('/')[0];
-    const remote = `${registryUrl}/my-agent:v1`;
-    images.push(remote);
-    const login = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(
-        'podman',
-        ['login', '--tls-verify=false', '-u', 'oauth2accesstoken', '--password-stdin', host],
-        { env: containersEnv() },
-        (error, _stdout, stderr) => resolve({ code: error ? 1 : 0, stderr }),
-      );
-      child.stdin?.end(`${token}\n`);
-    });
-    assert.equal(login.code, 0, login.stderr);
-    try {
-      assert.equal((await run('podman', ['tag', 'localhost/berth-test-agent:v1', remote])).code, 0);
-      const digestFile = path.join(work, 'digest');
-      const push = await run('podman', ['push', '--tls-verify=false', '--digestfile', digestFile, remote]);
-      assert.equal(push.code, 0, push.stderr);
-      const elsewhere = await run('podman', ['push', '--tls-verify=false', remote, `${host}/another-deployment/my-agent:v1`]);
-      assert.notEqual(elsewhere.code, 0, "the token cannot push outside the deployment's path");
-      const digest = (await readFile(digestFile, 'utf8')).trim();
-      // Gone from this machine: Berth must pull it from the registry with its own credentials.
-      await run('podman', ['rmi', '-f', remote]);
-      const updated = await cli('PATCH', `/v2/deployments/${created.id}`, {
-        revision_source: 'internal_docker',
-        source_revision_config: { image_uri: `${registryUrl}/my-agent@${digest}` },
+  test(
+    "image push: a push token that may push only to the deployment's path, then the pushed digest is deployed",
+    { timeout: deadline(10 * 60_000) },
+    async () => {
+      const created = await cli('POST', '/v2/deployments', {
+        name: `pushed-${randomUUID().slice(0, 6)}`,
+        source: 'internal_docker',
+        source_config: { deployment_type: 'prod' },
+        source_revision_config: {},
         secrets: [],
       });
-      const revision = await cli('GET', `/v2/deployments/${created.id}/revisions/${updated.latest_revision_id}?wait_for_terminal=300`);
-      assert.equal(revision.status, 'DEPLOYED', revision.status_message);
-      const deployment = await cli('GET', `/v2/deployments/${created.id}`);
-      assert.equal((await fetch(`${deployment.source_config.custom_url}/ok`)).status, 200);
-    } finally {
-      await run('podman', ['logout', host]);
-    }
-  });
+      const { token, registry_url: registryUrl } = await cli('POST', `/v2/deployments/${created.id}/push-token`);
+      assert.ok(token && registryUrl);
+      const host = registryUrl.split('/')[0];
+      const remote = `${registryUrl}/my-agent:v1`;
+      images.push(remote);
+      const login = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = execFile(
+          'podman',
+          ['login', '--tls-verify=false', '-u', 'oauth2accesstoken', '--password-stdin', host],
+          { env: containersEnv() },
+          (error, _stdout, stderr) => resolve({ code: error ? 1 : 0, stderr }),
+        );
+        child.stdin?.end(`${token}\n`);
+      });
+      assert.equal(login.code, 0, login.stderr);
+      try {
+        assert.equal((await run('podman', ['tag', 'localhost/berth-test-agent:v1', remote])).code, 0);
+        const digestFile = path.join(work, 'digest');
+        const push = await run('podman', ['push', '--tls-verify=false', '--digestfile', digestFile, remote]);
+        assert.equal(push.code, 0, push.stderr);
+        const elsewhere = await run('podman', ['push', '--tls-verify=false', remote, `${host}/another-deployment/my-agent:v1`]);
+        assert.notEqual(elsewhere.code, 0, "the token cannot push outside the deployment's path");
+        const digest = (await readFile(digestFile, 'utf8')).trim();
+        // Gone from this machine: Berth must pull it from the registry with its own credentials.
+        await run('podman', ['rmi', '-f', remote]);
+        const updated = await cli('PATCH', `/v2/deployments/${created.id}`, {
+          revision_source: 'internal_docker',
+          source_revision_config: { image_uri: `${registryUrl}/my-agent@${digest}` },
+          secrets: [],
+        });
+        const revision = await cli('GET', `/v2/deployments/${created.id}/revisions/${updated.latest_revision_id}?wait_for_terminal=300`);
+        assert.equal(revision.status, 'DEPLOYED', revision.status_message);
+        const deployment = await cli('GET', `/v2/deployments/${created.id}`);
+        assert.equal((await fetch(`${deployment.source_config.custom_url}/ok`)).status, 200);
+      } finally {
+        await run('podman', ['logout', host]);
+      }
+    },
+  );
 });

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Client, client } from '../support/http.js';
 import { eventually } from '../support/runtimes.js';
 import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+import { deadline } from '../support/deadline.js';
 
 /**
  * A deployment placed on a listener that gets more revisions must not make the engine
@@ -30,7 +31,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     });
     after(async () => server.close());
 
-    test('new revisions replace the handed-over one, /ok answers throughout, and other deployments progress', async () => {
+    test('new revisions replace the handed-over one, /ok answers throughout, and other deployments progress', async (t) => {
       const listener = await placed('POST', '/v2/listeners', {
         body: { compute_type: 'k8s', compute_id: 'cluster-a', compute_config: { k8s_namespaces: ['agents'] } },
       });
@@ -57,10 +58,14 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       const failures: string[] = [];
       let answered = 0;
       let polling = true;
+      // Ends with the test even when an assertion below fails (the loop would keep the file alive).
+      t.after(() => {
+        polling = false;
+      });
       const poller = (async () => {
         while (polling) {
           try {
-            const res = await fetch(`${server.url}/ok`, { signal: AbortSignal.timeout(5000) });
+            const res = await fetch(`${server.url}/ok`, { signal: AbortSignal.timeout(deadline(5000)) });
             if (res.status === 200) answered += 1;
             else failures.push(`status ${res.status}`);
           } catch (error) {

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { LocalContainerRuntime, type ResolvedRuntime } from '../../src/engine/drivers/local-container/index.js';
 import { DriverError, type LogLevel, type StepContext } from '../../src/engine/drivers/types.js';
+import { deadline } from '../support/deadline.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -246,7 +247,8 @@ exec '${runtime.binary}' "$@"
   });
 
   test('an image whose server exits fails with the exit code, its output in the log, and no container left', async () => {
-    const driver = new LocalContainerRuntime({ env: runtime.env, healthTimeoutMs: 20_000 });
+    const healthTimeoutMs = deadline(20_000);
+    const driver = new LocalContainerRuntime({ env: runtime.env, healthTimeoutMs });
     const deploymentId = newDeployment();
     const ctx = stepContext();
     const started = Date.now();
@@ -259,7 +261,7 @@ exec '${runtime.binary}' "$@"
         return true;
       },
     );
-    assert.ok(Date.now() - started < 10_000, 'an exited container must be noticed without waiting for the health timeout');
+    assert.ok(Date.now() - started < healthTimeoutMs / 2, 'an exited container must be noticed without waiting for the health timeout');
     assert.ok(ctx.lines.some((line) => line.level === 'ERROR' && line.message.includes('fatal: test agent built with --broken')));
     assert.ok(ctx.lines.some((line) => line.level === 'INFO' && line.message.includes(`env names:`) && line.message.includes(SECRET_NAME)));
     assert.ok(!ctx.text().includes(SECRET_VALUE));
@@ -314,7 +316,7 @@ exec '${runtime.binary}' "$@"
     assert.ok(abortedAt > 0);
     const took = Date.now() - abortedAt;
     process.stdout.write(`# abort to rejection (including removal) took ${took} ms\n`);
-    assert.ok(took < 3_000, `took ${took} ms after the abort`);
+    assert.ok(took < deadline(3_000), `took ${took} ms after the abort`);
     assert.deepEqual(await containersOf(deploymentId), []);
   });
 

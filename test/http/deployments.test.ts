@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import { type GitIntegrationFixture, gitIntegration } from '../support/codehost.js';
 import { type Client, client } from '../support/http.js';
 import { describeOnEachDatabase, otherTenants, type SuiteContext } from '../support/suite.js';
+import { deadline } from '../support/deadline.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -90,8 +91,9 @@ async function stopEngine(ctx: SuiteContext): Promise<void> {
  * After a DELETE the deployment may pass through AWAITING_DELETE (real-clients.md 3.5);
  * GET must answer 404 within the time limit, and nothing but AWAITING_DELETE before that.
  */
-async function waitUntilGone(api: Client, id: string, limitMs = 20000): Promise<void> {
-  const deadline = Date.now() + limitMs;
+async function waitUntilGone(api: Client, id: string, baseMs = 20_000): Promise<void> {
+  const limitMs = deadline(baseMs);
+  const until = Date.now() + limitMs;
   for (;;) {
     const res = await api('GET', `/v2/deployments/${id}`);
     if (res.status === 404) {
@@ -100,7 +102,7 @@ async function waitUntilGone(api: Client, id: string, limitMs = 20000): Promise<
     }
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'AWAITING_DELETE', 'a deleted deployment shows AWAITING_DELETE until it is gone');
-    assert.ok(Date.now() < deadline, `deployment ${id} still answers 200 ${limitMs} ms after DELETE`);
+    assert.ok(Date.now() < until, `deployment ${id} still answers 200 ${limitMs} ms after DELETE`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -7,6 +7,7 @@ import { type GitHttpServer, startGitHttpServer } from '../support/git-http-serv
 import { type GitHubStandIn, startGitHubStandIn } from '../support/github-stand-in.js';
 import { type Client, client } from '../support/http.js';
 import { describeOnEachDatabase, otherTenants } from '../support/suite.js';
+import { eventually } from '../support/runtimes.js';
 
 const PASSWORD = `pw-${randomUUID()}`;
 
@@ -205,7 +206,7 @@ describeOnEachDatabase('code-host integrations', (ctx) => {
     assert.equal(refused.status, 409, refused.text);
     assert.match(refused.body.detail, /1 deployment builds from it/);
     assert.equal((await api('DELETE', `/v2/deployments/${deployment.body.id}`)).status, 204);
-    for (let i = 0; i < 200 && (await api('GET', `/v2/deployments/${deployment.body.id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 50));
+    await eventually(async () => (await api('GET', `/v2/deployments/${deployment.body.id}`)).status === 404, 'the deployment to be deleted');
     const deleted = await api('DELETE', `/v1/integrations/codehost/${integration.id}`);
     assert.equal(deleted.status, 204, deleted.text);
     assert.equal((await api('GET', `/v1/integrations/codehost/${integration.id}/repos`)).status, 404);

@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 import { type Client, client } from '../support/http.js';
 import { createPostgresDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { describeOnEachDatabase, otherTenants } from '../support/suite.js';
+import { deadline } from '../support/deadline.js';
 
 const provider = (providerId: string) => ({
   provider_id: providerId,
@@ -76,7 +77,7 @@ describeOnEachDatabase('authorization and keys', (ctx) => {
     assert.equal((await api('GET', '/v2/deployments', { tenant: other.otherOrganizationWorkspaceId })).status, 403);
   });
 
-  test('a revoked key loses its open event stream and its long poll', { timeout: 60_000 }, async () => {
+  test('a revoked key loses its open event stream and its long poll', { timeout: deadline(60_000) }, async () => {
     const { api, server } = ctx();
     const workspace = await api('POST', '/v1/workspaces', { body: { name: `revocation-${randomUUID()}` } });
     const tenant = workspace.body.id as string;
@@ -188,14 +189,16 @@ describe('the failed-authentication budget', () => {
     const database = await createPostgresDatabase();
     const bootstrapApiKey = `berth_test_${randomUUID()}`;
     const options = { engine: false, limits: { rateLimitPerMinute: 5 }, postgresUrl: database.url, bootstrapApiKey };
+    let first: TestServer | undefined;
     let restarted: TestServer | undefined;
     try {
-      const before = await startTestServer('postgres', options);
+      first = await startTestServer('postgres', options);
       const key = (
-        await client(before.url, { key: bootstrapApiKey })('POST', '/v1/api-keys', { body: { name: 'used-before', workspace_id: before.workspaceId } })
+        await client(first.url, { key: bootstrapApiKey })('POST', '/v1/api-keys', { body: { name: 'used-before', workspace_id: first.workspaceId } })
       ).body.key as string;
-      assert.equal((await client(before.url, { key })('GET', '/v2/listeners')).status, 200);
-      await before.close();
+      assert.equal((await client(first.url, { key })('GET', '/v2/listeners')).status, 200);
+      await first.close();
+      first = undefined;
 
       restarted = await startTestServer('postgres', options);
       for (let i = 0; i < 5; i += 1) assert.equal((await guess(restarted)).status, 401);
@@ -205,6 +208,7 @@ describe('the failed-authentication budget', () => {
       // until it has authenticated on this server.
       assert.equal((await client(restarted.url, { key: bootstrapApiKey })('GET', '/v2/listeners')).status, 429);
     } finally {
+      await first?.close();
       await restarted?.close();
       await database.drop();
     }

@@ -3,6 +3,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { client } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { deadline } from '../support/deadline.js';
 
 describe('abuse limits', () => {
   let server: TestServer;
@@ -52,7 +53,7 @@ describe('abuse limits', () => {
       });
       socket.on('close', () => resolve(data));
       socket.on('error', reject);
-      setTimeout(() => reject(new Error('the server kept the connection open')), 10_000);
+      setTimeout(() => reject(new Error('the server kept the connection open')), deadline(10_000)).unref();
     });
     assert.match(answer, /^HTTP\/1\.1 408/);
     const workspaces = await client(server.url, { key })('GET', '/v1/workspaces');

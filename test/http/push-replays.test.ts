@@ -10,6 +10,7 @@ import { type Client, client } from '../support/http.js';
 import { eventually } from '../support/runtimes.js';
 import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
 import { otherTenants } from '../support/suite.js';
+import { deadline } from '../support/deadline.js';
 
 /**
  * Builds nothing but answers the commit the branch is really at, as a real build does, so
@@ -238,7 +239,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
         const integration = await gitIntegrationOf(api, polled.bare);
         const id = await deploy(api, integration.id, integration.repoUrl);
         await deployed(api, id, 1);
-        const poll = () => server.berth.services.pushBuilds.pollGitIntegrations(pino({ level: 'silent' }), AbortSignal.timeout(30_000));
+        const poll = () => server.berth.services.pushBuilds.pollGitIntegrations(pino({ level: 'silent' }), AbortSignal.timeout(deadline(30_000)));
         await poll(); // the first look only remembers the branch heads
 
         // The branch moves and, before the poller looks, a new revision (new secrets) builds the new commit.

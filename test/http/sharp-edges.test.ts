@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type Client, client } from '../support/http.js';
 import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+import { deadline } from '../support/deadline.js';
 
 const MARKER = 'sharp-secret-marker';
 
@@ -101,7 +102,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       );
     });
 
-    test('HEAD of an event stream answers its headers and no body', { timeout: 10_000 }, async () => {
+    test('HEAD of an event stream answers its headers and no body', { timeout: deadline(10_000) }, async () => {
       const created = await api('POST', '/v2/deployments', { body: imageDeployment() });
       const res = await fetch(`${server.url}/v2/deployments/${created.body.id}/events`, { method: 'HEAD', headers: { 'x-api-key': server.adminKey } });
       assert.equal(res.status, 200);

@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { test } from 'node:test';
-import { spawnBerth } from '../support/process.js';
+import { spawnBerth, stopBerth } from '../support/process.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-test('SIGTERM stops the server cleanly while a client holds a connection that never sent a request, and one between requests', async () => {
+test('SIGTERM stops the server cleanly while a client holds a connection that never sent a request, and one between requests', async (t) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-shutdown-'));
   try {
     const berth = await spawnBerth({ BERTH_DATA_DIR: dataDir, BERTH_CONTAINER_RUNTIME: 'none' });
+    // Killed if an assertion fails before the SIGTERM under test (a no-op once it has exited).
+    t.after(() => stopBerth(berth, 'SIGKILL'));
     const { port } = new URL(berth.url);
     const silent = net.connect(Number(port), '127.0.0.1');
     await new Promise((resolve) => silent.once('connect', resolve));

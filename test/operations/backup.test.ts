@@ -10,6 +10,8 @@ import { OperationError } from '../../src/operations/errors.js';
 import { runCommand } from '../support/commands.js';
 import { client } from '../support/http.js';
 import { spawnBerth, stopBerth } from '../support/process.js';
+import { eventually } from '../support/runtimes.js';
+import { deadline } from '../support/deadline.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -18,7 +20,7 @@ const backupCli = (env: Record<string, string>, file: string) =>
     cwd: ROOT,
     env: { ...process.env, ...env },
     check: false,
-    signal: AbortSignal.timeout(120_000),
+    signal: AbortSignal.timeout(deadline(120_000)),
   });
 
 /** What a torn copy would break: SQLite's own checks, and every deployment with the revision it names. */
@@ -68,7 +70,9 @@ test('berth backup copies a consistent database while the server writes to it, a
       }
     };
     writers = [1, 2, 3].map(writer);
-    while (acknowledged.length < 30) await new Promise((resolve) => setTimeout(resolve, 50));
+    // A writer that fails ends the wait with its error instead of leaving it to spin.
+    const failed = Promise.all(writers);
+    await eventually(async () => (await Promise.race([failed, 'pending'])) === 'pending' && acknowledged.length >= 30, '30 acknowledged creates');
 
     const backups: { file: string; before: string[] }[] = [];
     for (let round = 0; round < 3; round += 1) {

@@ -9,6 +9,7 @@ import yaml from 'js-yaml';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { parseEncryptionKey } from '../../src/security/encryption.js';
 import { validateAgainstSchema } from '../support/kube-schemas.js';
+import { deadline } from '../support/deadline.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -16,7 +17,7 @@ const run = promisify(execFile);
 /** Renders a kustomization with Debian's kubectl (offline), bounded in time. */
 async function kustomize(directory: string): Promise<KubernetesObject[]> {
   const { stdout } = await run('kubectl', ['kustomize', path.join(ROOT, directory)], {
-    signal: AbortSignal.timeout(60_000),
+    signal: AbortSignal.timeout(deadline(60_000)),
     killSignal: 'SIGKILL',
     maxBuffer: 8 * 1024 * 1024,
   });

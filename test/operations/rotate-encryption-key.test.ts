@@ -20,6 +20,7 @@ import { client } from '../support/http.js';
 import { spawnBerth, stopBerth } from '../support/process.js';
 import { eventually } from '../support/runtimes.js';
 import { createPostgresDatabase, type DatabaseKind, postgresUnavailable } from '../support/server.js';
+import { deadline } from '../support/deadline.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const TERMINAL = new Set(['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED']);
@@ -29,7 +30,7 @@ const rotateCli = (env: Record<string, string>) =>
     cwd: ROOT,
     env: { ...process.env, ...env },
     check: false,
-    signal: AbortSignal.timeout(120_000),
+    signal: AbortSignal.timeout(deadline(120_000)),
   });
 
 const hexKey = () => randomBytes(32).toString('hex');

@@ -15,6 +15,7 @@ import { signRegistryToken } from '../../src/registry/registry-token.js';
 import { loadOrCreateSigningKey, type RegistrySigningKey, signingKeyFromPem, writeCertificateBundle } from '../../src/registry/signing-key.js';
 import { createTokenEndpoint, DEFAULT_REGISTRY_SERVICE, DEFAULT_TOKEN_ISSUER } from '../../src/registry/token-endpoint.js';
 import { serveTokenEndpoint, startTokenRegistry, type TokenRegistry, type TokenServer } from '../support/registry.js';
+import { deadline } from '../support/deadline.js';
 
 /*
  * Debian's docker-registry (distribution 2.8) with `auth: token:` pointing at Berth's token
@@ -26,7 +27,7 @@ const execFileAsync = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVICE = DEFAULT_REGISTRY_SERVICE;
 const ISSUER = DEFAULT_TOKEN_ISSUER;
-const TOOL_TIMEOUT_MS = 120_000;
+const TOOL_TIMEOUT_MS = deadline(120_000);
 // What podman and skopeo print when the registry refuses the token's scope, and when the token
 // endpoint refuses the credential at login.
 const DENIED = /requested access to the resource is denied/;

@@ -23,6 +23,7 @@ import { freePort } from '../support/process.js';
 import { startTokenRegistry, TOKEN_PATH, type TokenRegistry } from '../support/registry.js';
 import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
 import { otherTenants } from '../support/suite.js';
+import { deadline } from '../support/deadline.js';
 
 const TEST_IMAGE = 'localhost/berth-test-agent:v1';
 const DENIED = /denied|unauthorized|authentication required/i;
@@ -214,32 +215,36 @@ function scopeSuite(kind: DatabaseKind): void {
       return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')).repositories;
     }
 
-    test("A pushes below its deployment's path and deploys it, pulled with a credential for that repository alone", { timeout: 300_000 }, async () => {
-      deploymentA = (await create(a, { source_revision_config: {} })).body.id;
-      deploymentB = (await create(b, { source_revision_config: {} })).body.id;
-      const tokenA = await pushToken(a, deploymentA);
-      urlA = tokenA.registry_url;
-      urlB = (await pushToken(b, deploymentB)).registry_url;
-      assert.equal(urlA, `${registry.host}/${workspaceA}/${deploymentA}`);
-      assert.equal(urlB, `${registry.host}/${workspaceB}/${deploymentB}`);
+    test(
+      "A pushes below its deployment's path and deploys it, pulled with a credential for that repository alone",
+      { timeout: deadline(300_000) },
+      async () => {
+        deploymentA = (await create(a, { source_revision_config: {} })).body.id;
+        deploymentB = (await create(b, { source_revision_config: {} })).body.id;
+        const tokenA = await pushToken(a, deploymentA);
+        urlA = tokenA.registry_url;
+        urlB = (await pushToken(b, deploymentB)).registry_url;
+        assert.equal(urlA, `${registry.host}/${workspaceA}/${deploymentA}`);
+        assert.equal(urlB, `${registry.host}/${workspaceB}/${deploymentB}`);
 
-      const authA = await login(tokenA.token);
-      const pushed = await push(authA, `${urlA}/agent:v1`);
-      assert.equal(pushed.code, 0, pushed.stderr);
-      imageA = `${urlA}/agent@${pushed.digest}`;
-      // A's token cannot write into B's path, nor into A's own repository where Berth's builder pushes.
-      for (const elsewhere of [`${urlB}/agent:v1`, `${urlA}:v1`, `${registry.host}/${workspaceA}/${randomUUID()}/agent:v1`]) {
-        const refused = await push(authA, elsewhere);
-        assert.notEqual(refused.code, 0, `A's push token pushed to ${elsewhere}`);
-        assert.match(refused.stderr, DENIED);
-      }
+        const authA = await login(tokenA.token);
+        const pushed = await push(authA, `${urlA}/agent:v1`);
+        assert.equal(pushed.code, 0, pushed.stderr);
+        imageA = `${urlA}/agent@${pushed.digest}`;
+        // A's token cannot write into B's path, nor into A's own repository where Berth's builder pushes.
+        for (const elsewhere of [`${urlB}/agent:v1`, `${urlA}:v1`, `${registry.host}/${workspaceA}/${randomUUID()}/agent:v1`]) {
+          const refused = await push(authA, elsewhere);
+          assert.notEqual(refused.code, 0, `A's push token pushed to ${elsewhere}`);
+          assert.match(refused.stderr, DENIED);
+        }
 
-      const patched = await patchImage(a, deploymentA, imageA);
-      assert.equal(patched.status, 200, JSON.stringify(patched.body));
-      const revision = await finalRevision(a, deploymentA, patched.body.latest_revision_id);
-      assert.equal(revision.status, 'DEPLOYED', revision.status_message ?? '');
-      assert.deepEqual(pullGrants(revision.id), { [`${workspaceA}/${deploymentA}/agent`]: ['pull'] });
-    });
+        const patched = await patchImage(a, deploymentA, imageA);
+        assert.equal(patched.status, 200, JSON.stringify(patched.body));
+        const revision = await finalRevision(a, deploymentA, patched.body.latest_revision_id);
+        assert.equal(revision.status, 'DEPLOYED', revision.status_message ?? '');
+        assert.deepEqual(pullGrants(revision.id), { [`${workspaceA}/${deploymentA}/agent`]: ['pull'] });
+      },
+    );
 
     test("B's push token cannot push into A's path", async () => {
       const authB = await login((await pushToken(b, deploymentB)).token);
@@ -277,7 +282,7 @@ function scopeSuite(kind: DatabaseKind): void {
 
     test(
       'images of any other registry are unaffected, and a row stored before the rule ends DEPLOY_FAILED without a credential',
-      { timeout: 300_000 },
+      { timeout: deadline(300_000) },
       async () => {
         assert.ok(imageA, 'needs the first test');
         const own = await patchImage(b, deploymentB, TEST_IMAGE);
@@ -308,7 +313,7 @@ function scopeSuite(kind: DatabaseKind): void {
       },
     );
 
-    test("A's images named by the layouts of before the rule still deploy for A, and only for A", { timeout: 300_000 }, async () => {
+    test("A's images named by the layouts of before the rule still deploy for A, and only for A", { timeout: deadline(300_000) }, async () => {
       assert.ok(imageA, 'needs the first test');
       // A push token as Berth issued them before: `<deployment id>/*`.
       const { credential } = await mintPushCredential(deriveCredentialSecret(parseEncryptionKey(masterKeyHex)), {

@@ -3,9 +3,19 @@ import { describe, test } from 'node:test';
 import { LocalEventBus } from '../../src/events/bus.js';
 import { KeyWatches } from '../../src/services/key-watches.js';
 import { ListenerWaits } from '../../src/services/listener-waits.js';
+import { deadline } from '../support/deadline.js';
 
-const settled = async (promise: Promise<unknown>, ms: number) =>
-  Promise.race([promise.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
+/** A wait that should end is given this long (a wait that should not end, a short window). */
+const SETTLES_WITHIN_MS = deadline(5_000);
+
+const settled = async (promise: Promise<unknown>, ms: number) => {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+};
 
 describe('listener waits', () => {
   test("an announcement wakes the listener's waiting requests only, and a waiter announced between reads does not wait", async () => {
@@ -19,14 +29,14 @@ describe('listener waits', () => {
     const waitingA2 = a2.next(10_000, 1);
     const waitingB = b.next(10_000, 1);
     bus.publish({ topic: 'listener', deploymentId: '', listenerId: 'a' });
-    assert.equal(await settled(Promise.all([waitingA1, waitingA2]), 1000), true);
+    assert.equal(await settled(Promise.all([waitingA1, waitingA2]), SETTLES_WITHIN_MS), true);
     assert.equal(await settled(waitingB, 50), false);
     // Announced while not waiting: the next wait returns at once, the one after waits again.
     bus.publish({ topic: 'listener', deploymentId: '', listenerId: 'a' });
-    assert.equal(await settled(a1.next(10_000, 1), 50), true);
+    assert.equal(await settled(a1.next(10_000, 1), SETTLES_WITHIN_MS), true);
     assert.equal(await settled(a1.next(10_000, 1), 50), false);
     for (const watch of [a1, a2, b]) watch.close();
-    assert.equal(await settled(waitingB, 100), true, 'close ends a wait');
+    assert.equal(await settled(waitingB, SETTLES_WITHIN_MS), true, 'close ends a wait');
     assert.equal(waits.size, 0);
   });
 
@@ -51,11 +61,11 @@ describe('listener waits', () => {
     const waitingBehind = behind.next(10_000, 4);
     const waitingCurrent = current.next(10_000, 3);
     const waitingGone = gone.next(10_000, 7);
-    assert.equal(await settled(Promise.all([waitingBehind, waitingGone]), 1000), true, 'a grown generation and a deleted listener wake');
+    assert.equal(await settled(Promise.all([waitingBehind, waitingGone]), SETTLES_WITHIN_MS), true, 'a grown generation and a deleted listener wake');
     assert.equal(await settled(waitingCurrent, 100), false, 'an unchanged generation does not');
     assert.deepEqual(reads[0], ['a', 'b', 'c']);
     generations.set('b', 4);
-    assert.equal(await settled(waitingCurrent, 1000), true);
+    assert.equal(await settled(waitingCurrent, SETTLES_WITHIN_MS), true);
     for (const watch of [behind, current, gone]) watch.close();
     const readsWhenIdle = reads.length;
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -71,7 +81,7 @@ describe('listener waits', () => {
     assert.ok(performance.now() - started >= 25);
     const waiting = watch.next(10_000, 1);
     controller.abort();
-    assert.equal(await settled(waiting, 1000), true);
+    assert.equal(await settled(waiting, SETTLES_WITHIN_MS), true);
     watch.close();
   });
 });

@@ -2,6 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
+import { deadline } from './deadline.js';
 
 const LOCK_TARGET = path.join(os.tmpdir(), 'berth-test-locks', 'container-builds');
 
@@ -14,10 +15,16 @@ const LOCK_TARGET = path.join(os.tmpdir(), 'berth-test-locks', 'container-builds
 export async function takeMachineTurn(): Promise<() => Promise<void>> {
   await mkdir(path.dirname(LOCK_TARGET), { recursive: true });
   await writeFile(LOCK_TARGET, '', { flag: 'a' });
-  return lockfile.lock(LOCK_TARGET, { stale: 30_000, update: 5_000, retries: { retries: 2000, minTimeout: 500, maxTimeout: 2000 } });
+  // Retries outlast the hook's timeout, which is what ends a wait for a turn that never comes.
+  const retries = Math.ceil(deadline(TURN_TIMEOUT_MS) / 1000);
+  return lockfile.lock(LOCK_TARGET, { stale: 30_000, update: 5_000, retries: { retries, minTimeout: 500, maxTimeout: 2000 } });
 }
 
-/** How long a suite may wait for its turn: several heavy suites may be ahead of it. */
+/**
+ * How long a suite may wait for its turn (a base, scaled by BERTH_TEST_DEADLINE_FACTOR):
+ * several heavy suites may be ahead of it. scripts/run-tests.ts adds it to the limit of
+ * every file that takes a turn.
+ */
 export const TURN_TIMEOUT_MS = 30 * 60_000;
 
 /** Takes the turn before the suite's other hooks run and gives it back after all of them. */
@@ -27,7 +34,7 @@ export function holdMachineTurnForSuite(hooks: { before: typeof import('node:tes
     async () => {
       release = await takeMachineTurn();
     },
-    { timeout: TURN_TIMEOUT_MS },
+    { timeout: deadline(TURN_TIMEOUT_MS) },
   );
   hooks.after(async () => {
     await release?.();

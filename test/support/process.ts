@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { deadline } from './deadline.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -40,16 +41,17 @@ export async function spawnBerth(env: Record<string, string>, options: { compile
   child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  const limitMs = deadline(60_000);
+  const until = Date.now() + limitMs;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`berth exited during start:\n${output.join('')}`);
     const ok = await fetch(`${url}/ok`)
       .then((r) => r.status === 200)
       .catch(() => false);
     if (ok) return { url, child, output, exited };
-    if (Date.now() > deadline) {
+    if (Date.now() > until) {
       child.kill('SIGKILL');
-      throw new Error(`berth did not answer /ok within 30 s:\n${output.join('')}`);
+      throw new Error(`berth did not answer /ok within ${limitMs / 1000} s:\n${output.join('')}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

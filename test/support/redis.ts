@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createClient } from 'redis';
 import { freePort } from './process.js';
+import { deadline } from './deadline.js';
 
 export type RedisClient = ReturnType<typeof createClient>;
 
@@ -53,13 +54,13 @@ export async function startRedis(options: { databases?: number; openDefaultUser?
   };
   const adminUrl = `redis://admin:${password}@127.0.0.1:${port}`;
   try {
-    const deadline = Date.now() + 10_000;
+    const until = Date.now() + deadline(10_000);
     for (;;) {
       try {
         (await connectRedis(adminUrl)).destroy();
         break;
       } catch (error) {
-        if (Date.now() > deadline || server.exitCode !== null) throw error;
+        if (Date.now() > until || server.exitCode !== null) throw error;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     }

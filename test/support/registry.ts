@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { TokenEndpointResponse, TokenRequest } from '../../src/registry/token-endpoint.js';
 import { DEFAULT_REGISTRY_SERVICE, DEFAULT_TOKEN_ISSUER, loadOrCreateSigningKey, writeCertificateBundle } from '../../src/registry/index.js';
 import { type BerthProcess, freePort, spawnBerth } from './process.js';
+import { deadline } from './deadline.js';
 
 /** The route Berth serves its token realm on; the test token server uses the same path. */
 export const TOKEN_PATH = '/v2/registry/token';
@@ -38,8 +39,8 @@ export interface TokenRegistry {
   stop(): Promise<void>;
 }
 
-const START_TIMEOUT_MS = 20_000;
-const STOP_GRACE_MS = 5_000;
+const START_TIMEOUT_MS = deadline(20_000);
+const STOP_GRACE_MS = deadline(5_000);
 const START_ATTEMPTS = 3;
 
 /**

@@ -1,3 +1,4 @@
+import { deadline } from './deadline.js';
 import { InProcessRuntime } from './drivers/in-process.js';
 import type { RunRequest, RunningRevision, StepContext } from '../../src/engine/drivers/types.js';
 
@@ -41,12 +42,17 @@ export class GatedRuntime extends InProcessRuntime {
   }
 }
 
-export async function eventually<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Polls `probe` until it answers a truthy value. `timeoutMs` is a base for an idle machine,
+ * scaled by BERTH_TEST_DEADLINE_FACTOR: it only bounds a wait that will not end.
+ */
+export async function eventually<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+  const limitMs = deadline(timeoutMs);
+  const until = Date.now() + limitMs;
   for (;;) {
     const value = await probe();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what} (${limitMs / 1000} s)`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }

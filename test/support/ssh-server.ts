@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './process.js';
+import { deadline } from './deadline.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -105,7 +106,7 @@ export async function startSshServer(dir: string): Promise<SshServer> {
   }
   const output: string[] = [];
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`sshd did not start: ${output.join('')}`)), 10_000);
+    const timer = setTimeout(() => reject(new Error(`sshd did not start: ${output.join('')}`)), deadline(10_000));
     child.stderr?.on('data', (chunk: Buffer) => {
       output.push(chunk.toString());
       if (output.join('').includes('Server listening')) {

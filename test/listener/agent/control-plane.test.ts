@@ -33,6 +33,8 @@ describe('berth listener against a real control plane (two processes, real podma
   const agentDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-listener-'));
   const adminKey = `berth_${randomBytes(24).toString('hex')}`;
   const secretValue = `listener-secret-${randomBytes(8).toString('hex')}`;
+  // Per-listener ages are served only with the metrics token (issue 20).
+  const metricsToken = randomBytes(16).toString('hex');
   let port = 0;
   let berth: BerthProcess;
   let listener = { id: '', listener_key: '' };
@@ -40,7 +42,10 @@ describe('berth listener against a real control plane (two processes, real podma
   const api = () => client(berth.url, { key: adminKey });
 
   const startBerth = async () =>
-    spawnBerth({ BERTH_DATA_DIR: dataDir, BERTH_BOOTSTRAP_API_KEY: adminKey, BERTH_CONTAINER_RUNTIME: 'none', ...containersEnv }, { port });
+    spawnBerth(
+      { BERTH_DATA_DIR: dataDir, BERTH_BOOTSTRAP_API_KEY: adminKey, BERTH_METRICS_TOKEN: metricsToken, BERTH_CONTAINER_RUNTIME: 'none', ...containersEnv },
+      { port },
+    );
 
   function startAgent() {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'listener', '--runtime', 'podman'], {
@@ -119,7 +124,7 @@ describe('berth listener against a real control plane (two processes, real podma
     const seen = (await api()('GET', `/v2/listeners/${listener.id}`)).body;
     assert.equal(seen.status, 'ONLINE');
     assert.match(seen.version, /^berth-listener\//);
-    const metrics = await (await fetch(`${berth.url}/metrics`)).text();
+    const metrics = await (await fetch(`${berth.url}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
     const age = new RegExp(`^berth_listener_last_seen_age_seconds\\{listener_id="${listener.id}"\\} ([0-9.e+-]+)$`, 'm').exec(metrics);
     assert.ok(age, 'the metrics show how long ago the listener was last seen');
     assert.ok(Number(age[1]) >= 0 && Number(age[1]) < 30, `age ${age[1]}`);

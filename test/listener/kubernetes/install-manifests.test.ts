@@ -10,6 +10,7 @@ import { LABEL } from '../../../src/listener/kubernetes/names.js';
 import { validateAgainstSchema } from '../../support/kube-schemas.js';
 import { KubeStandIn } from '../../support/kube-stand-in.js';
 import { DEPLOYMENT_ID, desired, NAMESPACE, REVISION_ID } from './fixtures.js';
+import { deadline } from '../../support/deadline.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const run = promisify(execFile);
@@ -17,7 +18,7 @@ const run = promisify(execFile);
 /** Renders a kustomization with Debian's kubectl (offline), bounded in time. */
 async function kustomize(directory: string): Promise<KubernetesObject[]> {
   const { stdout } = await run('kubectl', ['kustomize', path.join(ROOT, directory)], {
-    signal: AbortSignal.timeout(60_000),
+    signal: AbortSignal.timeout(deadline(60_000)),
     killSignal: 'SIGKILL',
     maxBuffer: 8 * 1024 * 1024,
   });
@@ -27,7 +28,7 @@ async function kustomize(directory: string): Promise<KubernetesObject[]> {
 
 async function kubectlMissing(): Promise<string | null> {
   try {
-    await run('kubectl', ['version', '--client'], { signal: AbortSignal.timeout(30_000), killSignal: 'SIGKILL' });
+    await run('kubectl', ['version', '--client'], { signal: AbortSignal.timeout(deadline(30_000)), killSignal: 'SIGKILL' });
     return null;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'kubectl is not installed (apt-get install kubectl)' : null;

@@ -1,0 +1,268 @@
+// Runs the test files under the given roots (default test/, without test/listener) with
+// node's test runner, one process per file, in two tiers:
+//   fast    every file that does not take the machine turn, two at a time;
+//   images  the files that take the machine turn (they build images and time real
+//           processes), one at a time after the fast tier.
+// The one timeout policy: a file may run for what it declares (the sum of its tests'
+// `timeout: deadline(…)`) plus a base for what it does not declare, plus the wait for the
+// machine turn when it takes one, all scaled by BERTH_TEST_DEADLINE_FACTOR. Past its limit
+// its process group is stopped and the file fails, naming the tests still running.
+// Ends with the time of every file, slowest first, and node's counts summed over all files.
+//
+//   node --import tsx scripts/run-tests.ts [--tier=fast|images] [--list] [root or file …]
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { deadline, deadlineFactor } from '../test/support/deadline.js';
+import { TURN_TIMEOUT_MS } from '../test/support/machine-lock.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const REPORTER = path.join(ROOT, 'scripts/test-events-reporter.mjs');
+/** What a file may take beyond the timeouts its tests declare (its hooks, its undeclared tests). */
+const UNDECLARED_BASE_MS = 5 * 60_000;
+/** How long a stopped file gets to end before its process group is killed. */
+const STOP_GRACE_MS = 10_000;
+/** How long the processes a file started get to end after it. */
+const LEAK_GRACE_MS = 3_000;
+const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
+type Count = (typeof COUNTS)[number];
+
+interface TestFile {
+  file: string;
+  tier: 'fast' | 'images';
+  limitMs: number;
+}
+
+interface Outcome extends TestFile {
+  code: number | null;
+  durationMs: number;
+  counts: Record<Count, number>;
+  /** Why the file failed beyond its tests' own failures. */
+  problems: string[];
+}
+
+function parseArguments(argv: string[]): { roots: string[]; tiers: TestFile['tier'][]; list: boolean } {
+  const roots: string[] = [];
+  let tiers: TestFile['tier'][] = ['fast', 'images'];
+  let list = false;
+  for (const arg of argv) {
+    const tier = /^--tier=(fast|images)$/.exec(arg);
+    if (tier) tiers = [tier[1] as TestFile['tier']];
+    else if (arg === '--list') list = true;
+    else if (arg.startsWith('--')) throw new Error(`unknown option ${arg} (known: --tier=fast|images, --list)`);
+    else roots.push(arg);
+  }
+  return { roots, tiers, list };
+}
+
+function discover(roots: string[]): string[] {
+  // `npm test` runs the listener's suite as its own step (`npm run test:listener`, as CI
+  // names it), so the run over all of test/ leaves it out unless it is asked for.
+  const separate = roots.length > 0 ? new Set<string>() : new Set([path.join('test', 'listener')]);
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (separate.has(full)) continue;
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.test.ts')) files.push(full);
+    }
+  };
+  for (const root of roots.length > 0 ? roots : ['test']) {
+    if (fs.statSync(root).isDirectory()) walk(root);
+    else files.push(root);
+  }
+  return files.sort();
+}
+
+/** A product of numeric literals, as timeouts are written (`20 * 60_000`). */
+function milliseconds(expression: string, where: string): number {
+  const factors = expression.split('*').map((part) => Number(part.trim().replaceAll('_', '')));
+  if (factors.some((factor) => !Number.isFinite(factor))) {
+    throw new Error(`${where}: write a test's timeout as deadline(<number> * <number>), not deadline(${expression})`);
+  }
+  return factors.reduce((product, factor) => product * factor, 1);
+}
+
+function classify(file: string): TestFile {
+  const source = fs.readFileSync(file, 'utf8');
+  // A bare number would not scale with the factor and the limit below could not see it.
+  const bare = /\btimeout:\s*\d/.exec(source);
+  if (bare) throw new Error(`${file}: a timeout written as a bare number (${bare[0]}…): use deadline() from test/support/deadline.ts`);
+  let declaredMs = 0;
+  for (const match of source.matchAll(/\btimeout:\s*deadline\(([^)]*)\)/g)) declaredMs += milliseconds(match[1] as string, file);
+  const takesTurn = /support\/machine-lock\.js'/.test(source);
+  return {
+    file,
+    tier: takesTurn ? 'images' : 'fast',
+    limitMs: deadline(UNDECLARED_BASE_MS + declaredMs + (takesTurn ? TURN_TIMEOUT_MS : 0)),
+  };
+}
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the group is still there after a grace (tsx's esbuild helper ends just after node). */
+async function outlives(pid: number): Promise<boolean> {
+  for (const until = Date.now() + LEAK_GRACE_MS; Date.now() < until;) {
+    if (!groupAlive(pid)) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return groupAlive(pid);
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // The group is gone already.
+  }
+}
+
+/** Process groups of the files running now: an interrupted run stops them too. */
+const running = new Set<number>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const pid of running) signalGroup(pid, 'SIGKILL');
+    process.kill(process.pid, signal);
+  });
+}
+
+async function runFile(entry: TestFile, stream: boolean, eventsDir: string): Promise<Outcome> {
+  const eventsFile = path.join(eventsDir, `${entry.file.replaceAll(path.sep, '_')}.jsonl`);
+  const started = Date.now();
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      `--test-reporter=${REPORTER}`,
+      `--test-reporter-destination=${eventsFile}`,
+      entry.file,
+    ],
+    // Its own process group, so whatever the file starts can be stopped with it.
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+  );
+  running.add(child.pid as number);
+  const output: Buffer[] = [];
+  const collect = (chunk: Buffer) => (stream ? process.stdout.write(chunk) : output.push(chunk));
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  const problems: string[] = [];
+  let timedOut = false;
+  const limit = setTimeout(() => {
+    timedOut = true;
+    signalGroup(child.pid as number, 'SIGTERM');
+    setTimeout(() => signalGroup(child.pid as number, 'SIGKILL'), STOP_GRACE_MS).unref();
+  }, entry.limitMs);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
+  clearTimeout(limit);
+  running.delete(child.pid as number);
+  const durationMs = Date.now() - started;
+  if (await outlives(child.pid as number)) {
+    problems.push('left processes running after it ended (stopped now)');
+    signalGroup(child.pid as number, 'SIGKILL');
+  }
+  const events = fs.existsSync(eventsFile)
+    ? fs
+        .readFileSync(eventsFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { event: string; name?: string; nesting?: number; message?: string })
+    : [];
+  const counts = Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<Count, number>;
+  for (const { event, message } of events) {
+    const [name, value] = (event === 'diagnostic' ? (message ?? '') : '').split(' ');
+    if ((COUNTS as readonly string[]).includes(name as string)) counts[name as Count] = Number(value);
+  }
+  if (timedOut) {
+    const unfinished: string[] = [];
+    for (const { event, name, nesting } of events) {
+      if (event === 'start') unfinished.push(`${'  '.repeat(nesting ?? 0)}${name}`);
+      else if (event === 'end') unfinished.splice(unfinished.lastIndexOf(`${'  '.repeat(nesting ?? 0)}${name}`), 1);
+    }
+    problems.push(`stopped at its limit of ${formatDuration(entry.limitMs)}; still running:\n${unfinished.join('\n') || '(no test had started)'}`);
+  } else if (code !== 0 && counts.fail === 0 && counts.cancelled === 0) {
+    problems.push(`exited with code ${code} (signal ${child.signalCode ?? 'none'}) with no failing test`);
+  }
+  if (!stream) process.stdout.write(Buffer.concat(output));
+  for (const problem of problems) process.stdout.write(`✖ ${entry.file}: ${problem}\n`);
+  return { ...entry, code, durationMs, counts, problems };
+}
+
+async function runTier(files: TestFile[], concurrency: number, eventsDir: string): Promise<Outcome[]> {
+  const queue = [...files];
+  const outcomes: Outcome[] = [];
+  // Output of files run side by side is printed whole as each ends; a lone file streams.
+  const stream = concurrency === 1;
+  const lane = async () => {
+    for (let entry = queue.shift(); entry; entry = queue.shift()) {
+      process.stdout.write(`▶ ${entry.file} (limit ${formatDuration(entry.limitMs)})\n`);
+      const outcome = await runFile(entry, stream, eventsDir);
+      const passed = outcome.code === 0 && outcome.problems.length === 0;
+      process.stdout.write(`${passed ? '■' : '✖'} ${entry.file} ${passed ? 'passed' : 'failed'} in ${formatDuration(outcome.durationMs)}\n`);
+      outcomes.push(outcome);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, lane));
+  return outcomes;
+}
+
+function formatDuration(ms: number): string {
+  return ms >= 120_000 ? `${(ms / 60_000).toFixed(1)} min` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+async function main(): Promise<number> {
+  const { roots, tiers, list } = parseArguments(process.argv.slice(2));
+  const factor = deadlineFactor();
+  const files = discover(roots)
+    .map(classify)
+    .filter((entry) => tiers.includes(entry.tier));
+  if (list) {
+    for (const entry of files) process.stdout.write(`${entry.tier}\t${formatDuration(entry.limitMs)}\t${entry.file}\n`);
+    return 0;
+  }
+  const eventsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-test-events-'));
+  const started = Date.now();
+  const outcomes: Outcome[] = [];
+  try {
+    for (const tier of ['fast', 'images'] as const) {
+      const inTier = files.filter((entry) => entry.tier === tier);
+      if (inTier.length === 0) continue;
+      const concurrency = tier === 'fast' ? Number(process.env.BERTH_TEST_CONCURRENCY ?? 2) : 1;
+      process.stdout.write(`== ${tier} tier: ${inTier.length} files, ${concurrency} at a time, deadline factor ${factor}\n`);
+      outcomes.push(...(await runTier(inTier, concurrency, eventsDir)));
+    }
+  } finally {
+    fs.rmSync(eventsDir, { recursive: true, force: true });
+  }
+
+  const failed = outcomes.filter((outcome) => outcome.code !== 0 || outcome.problems.length > 0);
+  const width = Math.max(...outcomes.map((outcome) => outcome.file.length), 0);
+  process.stdout.write('\n# time per file, slowest first (tier, limit)\n');
+  for (const outcome of [...outcomes].sort((a, b) => b.durationMs - a.durationMs)) {
+    const mark = failed.includes(outcome) ? '✖' : ' ';
+    process.stdout.write(
+      `# ${mark} ${formatDuration(outcome.durationMs).padStart(9)}  ${outcome.file.padEnd(width)}  ${outcome.tier}, ${formatDuration(outcome.limitMs)}\n`,
+    );
+  }
+  // The same closing lines node's own runner prints (CI reads `# pass` and `# fail`), summed;
+  // a file that failed without a failing test (stopped, crashed, leaked) counts as a failure.
+  const totals = Object.fromEntries(COUNTS.map((name) => [name, outcomes.reduce((sum, outcome) => sum + outcome.counts[name], 0)])) as Record<Count, number>;
+  totals.fail += failed.filter((outcome) => outcome.problems.length > 0).length;
+  for (const name of COUNTS) process.stdout.write(`# ${name} ${totals[name]}\n`);
+  process.stdout.write(`# duration_ms ${Date.now() - started}\n`);
+  if (failed.length > 0) process.stdout.write(`# failed files: ${failed.map((outcome) => outcome.file).join(', ')}\n`);
+  return failed.length > 0 ? 1 : 0;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,13 @@
+// A node:test reporter for scripts/run-tests.ts: one JSON line per event the runner needs
+// (tests starting and ending, the closing counts), beside the human-readable spec output.
+// Lines are written as they happen, so a file killed at its limit still shows what ran.
+export default async function* eventsReporter(source) {
+  for await (const event of source) {
+    const { type, data } = event;
+    // dequeue and complete come in the order tests run (start, pass and fail in the order
+    // they are reported, which holds back a test that never ends).
+    if (type === 'test:dequeue') yield `${JSON.stringify({ event: 'start', name: data.name, nesting: data.nesting })}\n`;
+    else if (type === 'test:complete') yield `${JSON.stringify({ event: 'end', name: data.name, nesting: data.nesting })}\n`;
+    else if (type === 'test:diagnostic' && data.nesting === 0) yield `${JSON.stringify({ event: 'diagnostic', message: data.message })}\n`;
+  }
+}
