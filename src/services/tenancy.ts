@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { fail, listenerNotFound } from '../domain/errors.js';
+import { deploymentNotFound, fail, invalidField, listenerNotFound } from '../domain/errors.js';
 import { type ApiKeyRole, DEFAULT_ORGANIZATION, DEFAULT_WORKSPACE, type Principal, type WorkspaceScope, workspaceName } from '../domain/tenancy.js';
 import { digestsEqual, generateApiKey, hashApiKey, keyHint } from '../security/api-keys.js';
 import { type Db, type Executor, isUniqueViolation, nowIso } from '../store/database.js';
@@ -82,8 +82,9 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         keyId: row.id,
         organizationId: row.organization_id,
         boundWorkspaceId: row.workspace_id,
-        role: row.role as ApiKeyRole,
+        role: row.role,
         listenerId: row.listener_id,
+        deploymentIds: row.deployment_ids,
       };
       if (ttlMs > 0 && revocations === revocationsBefore) {
         keyCache.set(digest, { principal, expiresAt: now() + ttlMs });
@@ -135,7 +136,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
     },
 
     async createApiKey(principal: Principal, input: NewApiKey): Promise<CreatedApiKeyView> {
-      const { name = 'api-key', workspace_id = null, role = 'member', listener_id = null, ...unread } = input;
+      const { name = 'api-key', workspace_id = null, role = 'member', listener_id = null, deployment_ids, ...unread } = input;
       allFieldsRead(unread);
       if (listener_id !== null) {
         const listener = await repo.findListenerOfOrganization(db, principal.organizationId, listener_id.toLowerCase());
@@ -151,6 +152,12 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       if (workspace_id !== null && !(await repo.findWorkspace(db, principal.organizationId, workspace_id))) {
         throw fail('workspace_not_found', `Workspace ID ${workspace_id} not found.`);
       }
+      const deploymentIds = deployerDeployments(role, workspace_id, deployment_ids);
+      if (workspace_id !== null && deploymentIds.length > 0) {
+        const found = await repo.deploymentsInWorkspace(db, workspace_id, deploymentIds);
+        const missing = deploymentIds.find((id) => !found.has(id));
+        if (missing) throw deploymentNotFound(missing);
+      }
       const key = generateApiKey();
       const row = {
         id: randomUUID(),
@@ -162,6 +169,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         key_hint: keyHint(key),
         created_at: nowIso(),
         listener_id: null,
+        deployment_ids: deploymentIds,
       };
       await repo.insertApiKey(db, row);
       return { ...toKeyView(row), key };
@@ -210,6 +218,7 @@ async function createOrganization(
       key_hint: keyHint(apiKey),
       created_at: now,
       listener_id: null,
+      deployment_ids: [],
     });
     return { organizationId, workspaceId, apiKey };
   });
@@ -219,13 +228,30 @@ function toKeyView(row: repo.ApiKeyRow): ApiKeyView {
   return {
     id: row.id,
     name: row.name,
-    role: row.role as ApiKeyRole,
+    role: row.role,
     organization_id: row.organization_id,
     workspace_id: row.workspace_id,
     key_hint: row.key_hint,
     created_at: row.created_at,
     listener_id: row.listener_id,
+    deployment_ids: row.deployment_ids,
   };
+}
+
+/**
+ * The deployments a new key is made for: a `deployer` key needs a workspace and a list of
+ * its deployments (checked by the caller); every other role takes none.
+ */
+function deployerDeployments(role: ApiKeyRole, workspaceId: string | null, deploymentIds: string[] | undefined): string[] {
+  if (role !== 'deployer') {
+    if (deploymentIds === undefined) return [];
+    throw invalidField({ type: 'value_error', loc: ['body', 'deployment_ids'], msg: 'Value error, deployment_ids is only for deployer keys', input: deploymentIds });
+  }
+  if (workspaceId === null) {
+    throw invalidField({ type: 'missing', loc: ['body', 'workspace_id'], msg: 'Field required: a deployer key is bound to the workspace of its deployments' });
+  }
+  if (deploymentIds === undefined) throw invalidField({ type: 'missing', loc: ['body', 'deployment_ids'], msg: 'Field required' });
+  return [...new Set(deploymentIds.map((id) => id.toLowerCase()))];
 }
 
 /**
@@ -248,6 +274,7 @@ export async function insertListenerKey(
     key_hint: keyHint(key),
     created_at: nowIso(),
     listener_id: target.listenerId,
+    deployment_ids: [],
   };
   await repo.insertApiKey(db, row);
   return { ...toKeyView(row), key };

@@ -2,6 +2,7 @@ import type { Generated } from 'kysely';
 import type { SourceSpelling } from '../domain/deployment-config.js';
 import type { DeploymentStatus } from '../domain/deployment-status.js';
 import type { RevisionStatus } from '../domain/revision-status.js';
+import type { ApiKeyRole } from '../domain/tenancy.js';
 
 /**
  * Table shapes shared by SQLite and PostgreSQL. Both databases get the same portable
@@ -19,12 +20,14 @@ export interface Database {
     organization_id: string;
     workspace_id: string | null;
     name: string;
-    role: 'admin' | 'member' | 'listener';
+    role: ApiKeyRole;
     key_hash: string;
     key_hint: string;
     created_at: string;
     /** Set for `listener` keys: the one listener the key speaks for. */
     listener_id: string | null;
+    /** For `deployer` keys: JSON array of the deployment ids the key may act on; null for other roles. */
+    deployment_ids: string | null;
   };
   deployments: {
     id: string;
