@@ -64,6 +64,7 @@ const KEY_COLUMNS: Column[] = [
   ['NAME', (k) => k.name],
   ['ROLE', (k) => k.role],
   ['WORKSPACE', (k) => k.workspace_id],
+  ['DEPLOYMENTS', (k) => (k.deployment_ids ?? []).join(',')],
   ['HINT', (k) => k.key_hint],
 ];
 
@@ -329,14 +330,20 @@ export function registerResourceCommands(program: Command, context: CliContext):
   );
   connected(keys.command('create').description('Create an API key and print it once, alone on stdout.'))
     .requiredOption('--name <name>', 'key name')
-    .addOption(new Option('--role <role>', 'role').choices(['member', 'admin']).default('member'))
-    .option('--workspace <id>', 'bind the key to this workspace')
+    .addOption(
+      new Option('--role <role>', 'role: read_only reads only; deployer only ships the deployments given with --deployment')
+        .choices(['member', 'admin', 'read_only', 'deployer'])
+        .default('member'),
+    )
+    .option('--workspace <id>', 'bind the key to this workspace (required for a deployer key)')
+    .option('--deployment <id>', 'for a deployer key: a deployment it may act on (repeatable)', (id: string, ids: string[] = []) => [...ids, id])
     .action(
       action(context, async (options) => {
         const created = await client(options).apiKeys.create({
           name: options.name,
           role: options.role,
           ...(options.workspace ? { workspace_id: options.workspace } : {}),
+          ...(options.deployment ? { deployment_ids: options.deployment } : {}),
         });
         io.err(`created API key ${created.id} (${created.key_hint}); it is shown only now:\n`);
         io.out(`${created.key}\n`);

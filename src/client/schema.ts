@@ -655,7 +655,11 @@ export interface components {
       /** Format: uuid */
       id: string;
       name: string;
-      role: 'admin' | 'member' | 'listener';
+      /**
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @enum {string}
+       */
+      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'listener';
       /** Format: uuid */
       organization_id: string;
       /** Format: uuid */
@@ -665,6 +669,8 @@ export interface components {
        * @description For `listener` keys: the listener the key speaks for.
        */
       listener_id?: string | null;
+      /** @description For `deployer` keys: the deployments the key may act on; empty for other roles. */
+      deployment_ids: string[];
       /** @description First and last characters of the key, to tell keys apart. */
       key_hint: string;
       /** Format: date-time */
@@ -678,8 +684,14 @@ export interface components {
        * @description Bind the key to this workspace.
        */
       workspace_id?: string | null;
-      /** @default member */
-      role: 'admin' | 'member';
+      /**
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @default member
+       * @enum {string}
+       */
+      role: 'admin' | 'member' | 'read_only' | 'deployer';
+      /** @description Required for a `deployer` key (which must be bound to a workspace) and only for it: deployments of that workspace. */
+      deployment_ids?: string[];
       /**
        * Format: uuid
        * @description Make a `listener` key for this listener (a new key beside its others; revoke the old one to rotate). It reaches only the listener protocol (docs/listener-protocol.md); `role` is ignored.
@@ -699,7 +711,11 @@ export interface components {
       /** Format: uuid */
       id: string;
       name: string;
-      role: 'admin' | 'member' | 'listener';
+      /**
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @enum {string}
+       */
+      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'listener';
       /** Format: uuid */
       organization_id: string;
       /** Format: uuid */
@@ -709,6 +725,8 @@ export interface components {
        * @description For `listener` keys: the listener the key speaks for.
        */
       listener_id?: string | null;
+      /** @description For `deployer` keys: the deployments the key may act on; empty for other roles. */
+      deployment_ids: string[];
       /** @description First and last characters of the key, to tell keys apart. */
       key_hint: string;
       /** Format: date-time */
@@ -914,6 +932,7 @@ export interface components {
       | 'api_key_invalid'
       | 'webhook_signature_invalid'
       | 'admin_key_required'
+      | 'role_forbids'
       | 'workspace_required'
       | 'workspace_forbidden'
       | 'upload_token_invalid'
@@ -1646,7 +1665,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1715,7 +1734,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `image_not_in_workspace`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `image_not_in_workspace`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1809,7 +1828,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1874,7 +1893,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1954,7 +1973,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `image_not_in_workspace`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `image_not_in_workspace`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2038,7 +2057,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2118,7 +2137,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2198,7 +2217,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2275,7 +2294,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2361,7 +2380,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2446,7 +2465,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2518,7 +2537,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2590,7 +2609,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2661,7 +2680,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2729,7 +2748,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2790,7 +2809,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2860,7 +2879,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2920,7 +2939,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2988,7 +3007,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3054,7 +3073,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3145,7 +3164,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3454,7 +3473,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3514,7 +3533,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3582,7 +3601,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3650,7 +3669,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3723,7 +3742,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3788,7 +3807,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3848,7 +3867,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3913,7 +3932,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3973,7 +3992,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3982,7 +4001,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_not_found`, `listener_not_found` */
+      /** @description One of `workspace_not_found`, `listener_not_found`, `deployment_not_found` */
       404: {
         headers: {
           [name: string]: unknown;
@@ -4038,7 +4057,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4125,7 +4144,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4181,7 +4200,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4240,7 +4259,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4306,7 +4325,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4383,7 +4402,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4477,7 +4496,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4562,7 +4581,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;

@@ -52,7 +52,10 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
       const permission = permissionOf(method, route.url);
       if (!permission) throw new Error(`${method} ${route.url} is missing from the permission table (src/domain/permissions.ts)`);
       if (route.schema)
-        route.schema = { ...route.schema, response: withErrorCodes(route.schema.response as never, authErrors(route.config?.access ?? 'workspace', permission)) };
+        route.schema = {
+          ...route.schema,
+          response: withErrorCodes(route.schema.response as never, authErrors(route.config?.access ?? 'workspace', permission)),
+        };
     }
   });
   app.addHook('onRequest', async (request) => {

@@ -245,7 +245,12 @@ function toKeyView(row: repo.ApiKeyRow): ApiKeyView {
 function deployerDeployments(role: ApiKeyRole, workspaceId: string | null, deploymentIds: string[] | undefined): string[] {
   if (role !== 'deployer') {
     if (deploymentIds === undefined) return [];
-    throw invalidField({ type: 'value_error', loc: ['body', 'deployment_ids'], msg: 'Value error, deployment_ids is only for deployer keys', input: deploymentIds });
+    throw invalidField({
+      type: 'value_error',
+      loc: ['body', 'deployment_ids'],
+      msg: 'Value error, deployment_ids is only for deployer keys',
+      input: deploymentIds,
+    });
   }
   if (workspaceId === null) {
     throw invalidField({ type: 'missing', loc: ['body', 'workspace_id'], msg: 'Field required: a deployer key is bound to the workspace of its deployments' });

@@ -240,6 +240,46 @@ describe('the berth CLI, against a real server', () => {
     assert.equal((await berth(['deployments', 'list'], { BERTH_URL: server.url, BERTH_API_KEY: key })).code, 3);
   });
 
+  test('api-keys create makes read-only and deployer keys; a deployer key reaches only its deployments', async () => {
+    const headers = { 'X-Api-Key': server.adminKey, 'Content-Type': 'application/json' };
+    const body = JSON.stringify({
+      name: 'cli-deployer-target',
+      source: 'external_docker',
+      source_config: {},
+      source_revision_config: { image_uri: 'registry.example/agent:1' },
+      secrets: [],
+    });
+    const response = await fetch(`${server.url}/v2/deployments`, { method: 'POST', headers, body });
+    const deployment = (await response.json()) as { id: string };
+    assert.equal(response.status, 201, JSON.stringify(deployment));
+    const created = await berth([
+      'api-keys',
+      'create',
+      '--name',
+      'ship',
+      '--role',
+      'deployer',
+      '--workspace',
+      server.workspaceId,
+      '--deployment',
+      deployment.id,
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    const key = created.stdout.trim();
+    const listed = await berth(['api-keys', 'list']);
+    assert.match(listed.stdout, new RegExp(`ship\\s+deployer\\s+${server.workspaceId}\\s+${deployment.id}`));
+    const own = await fetch(`${server.url}/v2/deployments/${deployment.id}`, { headers: { 'X-Api-Key': key } });
+    assert.equal(own.status, 200);
+    const refused = await berth(['deployments', 'list'], { BERTH_URL: server.url, BERTH_API_KEY: key });
+    assert.equal(refused.code, 3);
+    assert.match(refused.stderr, /deployer API key may not/);
+    const readOnly = await berth(['api-keys', 'create', '--name', 'look', '--role', 'read_only', '--workspace', server.workspaceId]);
+    assert.equal(readOnly.code, 0, readOnly.stderr);
+    assert.equal((await berth(['deployments', 'list'], { BERTH_URL: server.url, BERTH_API_KEY: readOnly.stdout.trim() })).code, 0);
+    const bad = await berth(['api-keys', 'create', '--name', 'x', '--role', 'deployer']);
+    assert.equal(bad.code, 3);
+  });
+
   test('login checks the key and saves a profile readable only by its owner; later commands use it', async () => {
     const refused = await berth(['login', '--url', server.url], { BERTH_API_KEY: 'berth_not_a_key' });
     assert.equal(refused.code, 3);

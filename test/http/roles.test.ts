@@ -40,7 +40,8 @@ async function created(response: Promise<{ status: number; body: any; text: stri
 async function keysOfEveryRole(ctx: SuiteContext, own: string) {
   const { api, server } = ctx;
   const workspace_id = server.workspaceId;
-  const make = async (role: string, extra: object = {}) => (await created(api('POST', '/v1/api-keys', { body: { name: role, role, workspace_id, ...extra } }))).key;
+  const make = async (role: string, extra: object = {}) =>
+    (await created(api('POST', '/v1/api-keys', { body: { name: role, role, workspace_id, ...extra } }))).key;
   return {
     admin: server.adminKey,
     member: await make('member'),
