@@ -24,6 +24,8 @@ export interface Config {
   metrics: { token: string | undefined; enginePort: number | undefined };
   /** Revisions kept per deployment; older finished ones are removed (never the active or the latest). */
   revisionsKept: number;
+  /** BERTH_AUDIT_RETENTION_DAYS: how long the audit log keeps a row. */
+  auditRetentionDays: number;
   /** BERTH_PUBLIC_URL: Berth's address as clients and code hosts reach it; else taken from each request. */
   publicUrl: string | undefined;
   codehost: {
@@ -145,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     limits,
     metrics: { token: vars.BERTH_METRICS_TOKEN, enginePort: vars.BERTH_ENGINE_METRICS_PORT },
     revisionsKept: vars.BERTH_REVISIONS_KEPT,
+    auditRetentionDays: vars.BERTH_AUDIT_RETENTION_DAYS,
     publicUrl: vars.BERTH_PUBLIC_URL,
     codehost: {
       allowLocal: isOn(vars.BERTH_GIT_ALLOW_LOCAL),

@@ -25,6 +25,7 @@ import { secureDataDir } from './security/data-dir.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { startGitPoller } from './services/git-poller.js';
 import { startUploadSweeper } from './engine/upload-sweeper.js';
+import { startAuditRetention } from './engine/audit-retention.js';
 import type { ProvisioningPolicy } from './services/database-limit.js';
 import { createServices, type Services } from './services/index.js';
 import { type Db, migrateToLatest, openDatabase } from './store/database.js';
@@ -135,6 +136,8 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   await engine.start();
   const sweeper = startUploadSweeper(core.db, core.uploadStore, logger.child({ component: 'uploads' }));
   engine.onStop(() => sweeper.stop());
+  const retention = startAuditRetention(core.services.audit, config.auditRetentionDays, logger.child({ component: 'audit' }));
+  engine.onStop(() => retention.stop());
   if (config.codehost.pollSeconds > 0) {
     const poller = startGitPoller(core.services.pushBuilds, config.codehost.pollSeconds, logger.child({ component: 'git-poller' }));
     engine.onStop(() => poller.stop());

@@ -485,6 +485,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/audit-log': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the audit log
+     * @description One entry per change in the workspace, newest first (with admin keys, also the organization's own: workspaces, keys, OAuth providers). Filters combine; `offset` in the answer is where the next page starts. Kept BERTH_AUDIT_RETENTION_DAYS days.
+     */
+    get: operations['listAuditLog'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/integrations/codehost': {
     parameters: {
       query?: never;
@@ -697,6 +717,50 @@ export interface components {
        * @description Make a `listener` key for this listener (a new key beside its others; revoke the old one to rotate). It reaches only the listener protocol (docs/listener-protocol.md); `role` is ignored.
        */
       listener_id?: string | null;
+    };
+    /** AuditEntry */
+    AuditEntry: {
+      /** Format: uuid */
+      id: string;
+      /** Format: date-time */
+      created_at: string;
+      /**
+       * Format: uuid
+       * @description Null for the organization's own changes (workspaces, keys, OAuth providers).
+       */
+      workspace_id: string | null;
+      actor: {
+        /** @description `berth`: a change Berth made itself. */
+        type: 'api_key' | 'berth';
+        /** Format: uuid */
+        key_id: string | null;
+        key_name: string | null;
+        role: string | null;
+      };
+      client_address: string | null;
+      request_id: string | null;
+      /** @description `<target type>.<verb>`, e.g. `deployment.update`. */
+      action: string;
+      target: {
+        type: string;
+        id: string;
+        name: string | null;
+      };
+      /**
+       * @description Rows are written with the change; a refused or failed request writes none.
+       * @enum {string}
+       */
+      outcome: 'success';
+      /** @description Names of the fields the change set; never their values. */
+      changed_fields: string[];
+      /** @description Names of the secrets the change set; never their values. */
+      secret_names: string[];
+    };
+    /** AuditEntryPage */
+    AuditEntryPage: {
+      resources: components['schemas']['AuditEntry'][];
+      /** @description Pass as `offset` to get the next page. */
+      offset: number;
     };
     /**
      * ComputeConfigInput
@@ -4077,6 +4141,77 @@ export interface operations {
       };
       /** @description `api_key_self_revoke` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listAuditLog: {
+    parameters: {
+      query?: {
+        /** @description Maximum number of resources returned. */
+        limit?: number;
+        /** @description Pagination offset. */
+        offset?: number;
+        /** @description Only changes made with this API key id. */
+        actor?: string;
+        /** @description Only this action, e.g. `deployment.create`. */
+        action?: string;
+        target_type?: string;
+        target_id?: string;
+        /** @description Changes at or after this time. */
+        since?: string;
+        /** @description Changes before this time. */
+        until?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AuditEntryPage'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
         headers: {
           [name: string]: unknown;
         };

@@ -88,6 +88,8 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['POST /v1/api-keys', ADMIN],
   ['GET /v1/api-keys', ADMIN],
   ['DELETE /v1/api-keys/:key_id', ADMIN],
+  // Who changed what is for administrators and auditors, not for every member.
+  ['GET /v1/audit-log', { roles: ['admin', 'read_only'] }],
 
   ...integrationRoutes,
 ]);

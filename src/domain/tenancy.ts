@@ -6,6 +6,10 @@ import { invalidField } from './errors.js';
  */
 export interface Principal {
   keyId: string;
+  /** The key's name, as the audit log shows who acted. */
+  keyName: string;
+  /** The request the key came with (for the audit log); absent outside HTTP. */
+  origin?: { clientAddress: string; requestId: string };
   organizationId: string;
   boundWorkspaceId: string | null;
   role: ApiKeyRole;

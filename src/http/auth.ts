@@ -67,9 +67,9 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
     const principal = await tenancy.authenticate(key);
     if (!principal) throw guard?.recordFailure(request) ?? fail('api_key_invalid', 'Invalid API key.');
     guard?.recordSuccess(key);
-    request.principal = principal;
+    request.principal = { ...principal, origin: { clientAddress: request.ip, requestId: request.id } };
 
-    const refused = refusal(permissionOfRequest(request), principal, deploymentIdOf(request));
+    const refused = refusal(permissionOfRequest(request), request.principal, deploymentIdOf(request));
     if (refused) throw fail(refused.code, refused.message);
     const access = request.routeOptions.config.access ?? 'workspace';
     if (access === 'listener') {
@@ -78,7 +78,7 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
       return;
     }
     if (resolvesWorkspace(access)) {
-      request.workspaceScope = await tenancy.resolveWorkspace(principal, tenantHeader(request));
+      request.workspaceScope = await tenancy.resolveWorkspace(request.principal, tenantHeader(request));
     }
   });
   // Fields a deployer key may not send are in the body, known only once it is read.

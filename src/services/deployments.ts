@@ -10,6 +10,8 @@ import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/deployments.js';
 import type { CreateDeploymentInput, DeploymentView, PatchDeploymentInput } from '../contract/deployments.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { recordChange } from './audit.js';
+import { fieldsSet, secretNamesOf } from '../domain/audit.js';
 import { refuseOverDatabaseLimit } from './database-limit.js';
 import { deploymentView } from './deployment-records.js';
 import { assertImageInWorkspace } from './image-ownership.js';
@@ -74,6 +76,12 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
             created_at: now,
           });
           const revision = await appendRevision(trx, records, deployment, { config: revisionConfig, resourceSpec, secrets }, { now, keep: revisionsKept });
+          await recordChange(trx, scope, {
+            action: 'deployment.create',
+            target: { type: 'deployment', id: deployment.id, name },
+            changedFields: fieldsSet(input),
+            secretNames: secretNamesOf(secrets),
+          });
           return deploymentView(deployment, revision, secrets);
         });
       } catch (error) {
@@ -134,6 +142,12 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
           display_name: row.display_name,
           image_version: row.image_version,
           updated_at: now,
+        });
+        await recordChange(trx, scope, {
+          action: 'deployment.update',
+          target: { type: 'deployment', id, name: row.name },
+          changedFields: fieldsSet(input),
+          secretNames: secretNamesOf(input.secrets),
         });
         if (!plan.revision) return deploymentView(row, current.latest, state.secrets);
         const revision = await appendRevision(trx, records, row, plan.revision, { now, keep: revisionsKept });

@@ -18,6 +18,7 @@ import type { Registry } from '../registry/setup.js';
 import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
+import { createAuditService } from './audit.js';
 
 export interface ServiceDeps {
   db: Db;
@@ -65,6 +66,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     listenerProtocol: createListenerProtocolService(deps),
     integrations,
     oauthProviders: createOAuthProviderService(deps),
+    audit: createAuditService(deps.db),
   };
 }
 

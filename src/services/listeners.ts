@@ -8,6 +8,8 @@ import { listenerStatus } from '../domain/listener-status.js';
 import { announceListener } from '../events/recorder.js';
 import { insertListenerKey } from './tenancy.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { recordChange } from './audit.js';
+import { fieldsSet } from '../domain/audit.js';
 import type { ServiceDeps } from './index.js';
 
 export { listListenerIds } from '../store/repositories/listeners.js';
@@ -35,6 +37,11 @@ export function createListenerService({ db, bus }: ServiceDeps) {
         // The unique constraint decides, so two concurrent creates cannot both succeed.
         const key = await db.transaction().execute(async (trx) => {
           await repo.insertListener(trx, record);
+          await recordChange(trx, scope, {
+            action: 'listener.create',
+            target: { type: 'listener', id: record.id, name: compute_id },
+            changedFields: fieldsSet(input),
+          });
           return insertListenerKey(trx, {
             organizationId: scope.organizationId,
             workspaceId: scope.workspaceId,
@@ -89,6 +96,8 @@ export function createListenerService({ db, bus }: ServiceDeps) {
         if (changes.version === undefined && changes.compute_config === undefined) return toView(current);
 
         if (!(await repo.updateListener(trx, scope.workspaceId, id, changes))) throw listenerNotFound(id);
+        const changedFields = Object.keys(changes).filter((field) => field !== 'updated_at');
+        await recordChange(trx, scope, { action: 'listener.update', target: { type: 'listener', id, name: current.compute_id }, changedFields });
         // The namespaces are in the agents' desired state.
         if (changes.compute_config) await repo.bumpGeneration(trx, id);
         const updated = await repo.findListener(trx, scope.workspaceId, id);
@@ -105,7 +114,8 @@ export function createListenerService({ db, bus }: ServiceDeps) {
         // The row lock makes a concurrent placement (which takes a share lock through
         // findListenerForPlacement) either finish first and be counted, or wait and then
         // find the listener gone.
-        if (!(await repo.findListener(trx, scope.workspaceId, id, 'update'))) throw listenerNotFound(id);
+        const current = await repo.findListener(trx, scope.workspaceId, id, 'update');
+        if (!current) throw listenerNotFound(id);
         const deployments = await repo.countDeploymentsOnListener(trx, id);
         if (deployments > 0) {
           const noun = deployments === 1 ? 'deployment still runs' : 'deployments still run';
@@ -115,6 +125,7 @@ export function createListenerService({ db, bus }: ServiceDeps) {
           );
         }
         await repo.deleteListener(trx, scope.workspaceId, id);
+        await recordChange(trx, scope, { action: 'listener.delete', target: { type: 'listener', id, name: current.compute_id } });
       });
     },
   };

@@ -6,6 +6,8 @@ import { type Db, type Executor, isUniqueViolation, nowIso } from '../store/data
 import * as repo from '../store/repositories/tenancy.js';
 import type { ApiKeyView, CreatedApiKeyView, NewApiKey, WorkspaceView } from '../contract/admin.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { recordChange } from './audit.js';
+import { fieldsSet } from '../domain/audit.js';
 import { KeyWatches } from './key-watches.js';
 
 export type BootstrapResult = { created: false } | { created: true; organizationId: string; workspaceId: string; apiKey: string; generated: boolean };
@@ -80,6 +82,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       if (!row || !digestsEqual(row.key_hash, digest)) return null;
       const principal: Principal = {
         keyId: row.id,
+        keyName: row.name,
         organizationId: row.organization_id,
         boundWorkspaceId: row.workspace_id,
         role: row.role,
@@ -122,7 +125,10 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       const name = workspaceName(requestedName);
       const row = { id: randomUUID(), organization_id: principal.organizationId, name, created_at: nowIso() };
       try {
-        await repo.insertWorkspace(db, row);
+        await db.transaction().execute(async (trx) => {
+          await repo.insertWorkspace(trx, row);
+          await recordChange(trx, principal, { action: 'workspace.create', target: { type: 'workspace', id: row.id, name }, changedFields: ['name'] });
+        });
       } catch (error) {
         if (isUniqueViolation(error))
           throw fail('workspace_name_taken', `Workspace '${name}' already exists in this organization (names are compared without regard to case).`);
@@ -141,13 +147,16 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       if (listener_id !== null) {
         const listener = await repo.findListenerOfOrganization(db, principal.organizationId, listener_id.toLowerCase());
         if (!listener || (workspace_id !== null && workspace_id !== listener.workspace_id)) throw listenerNotFound(listener_id.toLowerCase());
-        const created = await insertListenerKey(db, {
-          organizationId: principal.organizationId,
-          workspaceId: listener.workspace_id,
-          listenerId: listener.id,
-          name,
+        return db.transaction().execute(async (trx) => {
+          const created = await insertListenerKey(trx, {
+            organizationId: principal.organizationId,
+            workspaceId: listener.workspace_id,
+            listenerId: listener.id,
+            name,
+          });
+          await recordChange(trx, principal, { action: 'api_key.create', target: { type: 'api_key', id: created.id, name }, changedFields: fieldsSet(input) });
+          return created;
         });
-        return created;
       }
       if (workspace_id !== null && !(await repo.findWorkspace(db, principal.organizationId, workspace_id))) {
         throw fail('workspace_not_found', `Workspace ID ${workspace_id} not found.`);
@@ -171,7 +180,10 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         listener_id: null,
         deployment_ids: deploymentIds,
       };
-      await repo.insertApiKey(db, row);
+      await db.transaction().execute(async (trx) => {
+        await repo.insertApiKey(trx, row);
+        await recordChange(trx, principal, { action: 'api_key.create', target: { type: 'api_key', id: row.id, name }, changedFields: fieldsSet(input) });
+      });
       return { ...toKeyView(row), key };
     },
 
@@ -182,7 +194,11 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
     async revokeApiKey(principal: Principal, keyId: string): Promise<void> {
       if (keyId === principal.keyId) throw fail('api_key_self_revoke', 'An API key cannot revoke itself; revoke it with another admin key.');
       revocations += 1;
-      if (!(await repo.deleteApiKey(db, principal.organizationId, keyId))) throw fail('api_key_not_found', `API key ID ${keyId} not found.`);
+      await db.transaction().execute(async (trx) => {
+        const revoked = await repo.deleteApiKey(trx, principal.organizationId, keyId);
+        if (!revoked) throw fail('api_key_not_found', `API key ID ${keyId} not found.`);
+        await recordChange(trx, principal, { action: 'api_key.revoke', target: { type: 'api_key', id: keyId, name: revoked.name } });
+      });
       // Other processes forget it when their entry expires (API_KEY_CACHE_TTL_MS).
       for (const [digest, entry] of keyCache) if (entry.principal.keyId === keyId) keyCache.delete(digest);
       keyWatches.revoked(keyId);

@@ -11,6 +11,7 @@ import { nameSearch } from './009-name-search.js';
 import { uploadArchives } from './010-upload-archives.js';
 import { resourceNames } from './011-resource-names.js';
 import { keyRoles } from './012-key-roles.js';
+import { auditLog } from './013-audit-log.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '010-upload-archives': uploadArchives,
   '011-resource-names': resourceNames,
   '012-key-roles': keyRoles,
+  '013-audit-log': auditLog,
 };
 
 export const migrationProvider: MigrationProvider = {

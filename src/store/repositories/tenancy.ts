@@ -93,9 +93,9 @@ export async function listApiKeys(db: Executor, organizationId: string): Promise
   return rows.map(decodeApiKey);
 }
 
-export async function deleteApiKey(db: Executor, organizationId: string, keyId: string): Promise<boolean> {
-  const result = await db.deleteFrom('api_keys').where('organization_id', '=', organizationId).where('id', '=', keyId).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+/** Deletes the key; answers its name, or undefined when there was no such key. */
+export async function deleteApiKey(db: Executor, organizationId: string, keyId: string): Promise<{ name: string } | undefined> {
+  return db.deleteFrom('api_keys').where('organization_id', '=', organizationId).where('id', '=', keyId).returning('name').executeTakeFirst();
 }
 
 /** A listener of any workspace of the organization (listener keys are made by the organization's admins). */
