@@ -165,7 +165,10 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       const row = await repo.findDeployment(db, scope.workspaceId, id);
       if (!row) throw deploymentNotFound(id);
       // Already AWAITING_DELETE: nothing moves, and the answer is the same.
-      await moveDeployment({ db, bus }, id, 'AWAITING_DELETE', { fence: { kind: 'api' } });
+      await moveDeployment({ db, bus }, id, 'AWAITING_DELETE', {
+        fence: { kind: 'api' },
+        alongside: (trx) => recordChange(trx, scope, { action: 'deployment.delete', target: { type: 'deployment', id, name: row.name } }),
+      });
       wakeEngine(id);
     },
   };

@@ -6,6 +6,8 @@ import * as repo from '../store/repositories/oauth-providers.js';
 import type { NewOAuthProvider, OAuthProviderPatch, OAuthProviderView } from '../contract/oauth-providers.js';
 import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
+import { recordChange } from './audit.js';
+import { fieldsSet } from '../domain/audit.js';
 
 export const DEFAULT_CODE_CHALLENGE_METHOD = 'S256';
 
@@ -44,7 +46,15 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         updated_at: now,
       };
       try {
-        await repo.insertOAuthProvider(db, row);
+        await db.transaction().execute(async (trx) => {
+          await repo.insertOAuthProvider(trx, row);
+          // client_secret is named as a field that was set; its value is never recorded.
+          await recordChange(trx, principal, {
+            action: 'oauth_provider.create',
+            target: { type: 'oauth_provider', id: provider_id, name },
+            changedFields: fieldsSet(input),
+          });
+        });
       } catch (error) {
         // The unique constraint, not a prior lookup, decides: concurrent creates stay safe.
         if (isUniqueViolation(error)) throw fail('provider_exists', `OAuth provider '${provider_id}' already exists in this organization.`);
@@ -72,13 +82,21 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
       }
       if (uses_pkce != null) changes.uses_pkce = uses_pkce ? 1 : 0;
       if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, secretContext(current.id));
-      const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes);
-      if (!updated) throw providerNotFound(providerId);
+      const updated = await db.transaction().execute(async (trx) => {
+        const row = await repo.updateOAuthProvider(trx, principal.organizationId, current.id, changes);
+        if (!row) throw providerNotFound(providerId);
+        const target = { type: 'oauth_provider', id: row.provider_id, name: row.name };
+        await recordChange(trx, principal, { action: 'oauth_provider.update', target, changedFields: fieldsSet(patch) });
+        return row;
+      });
       return toView(updated);
     },
 
     async delete(principal: Principal, providerId: string): Promise<void> {
-      if (!(await repo.deleteOAuthProvider(db, principal.organizationId, providerId))) throw providerNotFound(providerId);
+      await db.transaction().execute(async (trx) => {
+        if (!(await repo.deleteOAuthProvider(trx, principal.organizationId, providerId))) throw providerNotFound(providerId);
+        await recordChange(trx, principal, { action: 'oauth_provider.delete', target: { type: 'oauth_provider', id: providerId, name: null } });
+      });
     },
 
     /** The plain client secret, for the token exchange of the auth flow; never for an HTTP answer. */

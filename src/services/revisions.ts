@@ -156,7 +156,11 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
           );
         }
         const message = 'Interrupted by request.';
-        const result = await moveRevision({ db, bus }, row, 'INTERRUPTED', { message, fence: { kind: 'api' } });
+        const result = await moveRevision({ db, bus }, row, 'INTERRUPTED', {
+          message,
+          fence: { kind: 'api' },
+          alongside: (trx) => recordChange(trx, scope, { action: 'revision.interrupt', target: { type: 'revision', id: row.id, name: null } }),
+        });
         // Another writer (the engine) moved the revision meanwhile: look again.
         if (result.outcome !== 'ok') continue;
         // The engine hears this and stops the running step; the next revision may start.

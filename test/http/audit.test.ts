@@ -123,6 +123,38 @@ describeOnEachDatabase('the audit log', (ctx) => {
     for (const method of ['POST', 'PATCH', 'PUT', 'DELETE']) assert.equal((await api(method, '/v1/audit-log', { body: {} })).status, 404, method);
   });
 
+  test('deletes, revocations and organization changes are recorded too, with names only', async () => {
+    const { api, server } = ctx();
+    const stamp = `${Date.now()}`;
+    const made = (await api('POST', '/v2/deployments', { body: deployment(`audit-d-${stamp}`) })).body;
+    assert.equal((await api('DELETE', `/v2/deployments/${made.id}`)).status, 204);
+    const key = (await api('POST', '/v1/api-keys', { body: { name: `gone-${stamp}`, workspace_id: server.workspaceId } })).body;
+    assert.equal((await api('DELETE', `/v1/api-keys/${key.id}`)).status, 204);
+    const providerSecret = `oauth-secret-${stamp}`;
+    const provider = await api('POST', '/v2/auth/providers', {
+      body: {
+        provider_id: `p${stamp}`,
+        name: 'P',
+        client_id: 'c',
+        client_secret: providerSecret,
+        auth_url: 'https://e.example/a',
+        token_url: 'https://e.example/t',
+      },
+    });
+    assert.equal(provider.status, 200, provider.text);
+    assert.equal((await api('PATCH', `/v2/auth/providers/p${stamp}`, { body: { client_secret: `${providerSecret}-2` } })).status, 200);
+
+    const rows = (await api('GET', '/v1/audit-log?limit=100')).body.resources as Entry[];
+    const of = (id: string) => rows.filter((entry) => entry.target.id === id).map((entry) => entry.action);
+    assert.deepEqual(of(made.id), ['deployment.delete', 'deployment.create']);
+    assert.deepEqual(of(key.id), ['api_key.revoke', 'api_key.create']);
+    assert.deepEqual(of(`p${stamp}`), ['oauth_provider.update', 'oauth_provider.create']);
+    const update = rows.find((entry) => entry.action === 'oauth_provider.update' && entry.target.id === `p${stamp}`)!;
+    assert.deepEqual(update.changed_fields, ['client_secret']);
+    const text = JSON.stringify(rows);
+    assert.ok(!text.includes(providerSecret) && !text.includes(SECRET_VALUE) && !text.includes(key.key));
+  });
+
   test('retention removes rows older than the setting, and only those', async () => {
     const { api, server } = ctx();
     const made = (await api('POST', '/v2/deployments', { body: deployment(`audit-r-${Date.now()}`) })).body;
