@@ -136,7 +136,7 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   await engine.start();
   const sweeper = startUploadSweeper(core.db, core.uploadStore, logger.child({ component: 'uploads' }));
   engine.onStop(() => sweeper.stop());
-  const retention = startAuditRetention(core.services.audit, config.auditRetentionDays, logger.child({ component: 'audit' }));
+  const retention = startAuditRetention(core.db, config.auditRetentionDays, logger.child({ component: 'audit' }));
   engine.onStop(() => retention.stop());
   if (config.codehost.pollSeconds > 0) {
     const poller = startGitPoller(core.services.pushBuilds, config.codehost.pollSeconds, logger.child({ component: 'git-poller' }));

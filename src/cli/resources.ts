@@ -59,6 +59,14 @@ const WORKSPACE_COLUMNS: Column[] = [
   ['NAME', (w) => w.name],
   ['CREATED', (w) => w.created_at],
 ];
+const AUDIT_COLUMNS: Column[] = [
+  ['TIME', (e) => e.created_at],
+  ['ACTOR', (e) => (e.actor.type === 'berth' ? 'berth' : e.actor.key_name)],
+  ['ROLE', (e) => e.actor.role],
+  ['ACTION', (e) => e.action],
+  ['TARGET', (e) => `${e.target.type} ${e.target.name ?? e.target.id}`],
+  ['FIELDS', (e) => [...e.changed_fields, ...e.secret_names.map((name: string) => `secret:${name}`)].join(',')],
+];
 const KEY_COLUMNS: Column[] = [
   ['ID', (k) => k.id],
   ['NAME', (k) => k.name],
@@ -355,6 +363,32 @@ export function registerResourceCommands(program: Command, context: CliContext):
       done(io, `revoked API key ${id}`);
     }),
   );
+
+  // The audit log (admin and read-only keys).
+  readable(program.command('audit').description('Show the audit log of the workspace, newest first (admin and read-only keys).'))
+    .option('--actor <key-id>', 'only changes made with this API key')
+    .option('--action <action>', 'only this action, e.g. deployment.update')
+    .option('--target <id>', 'only changes to this resource id')
+    .option('--target-type <type>', 'only changes to this kind of resource, e.g. deployment')
+    .option('--since <time>', 'only changes at or after this ISO 8601 time')
+    .option('--until <time>', 'only changes before this ISO 8601 time')
+    .option('--limit <n>', 'at most this many entries (1-100)', '50')
+    .option('--offset <n>', 'skip this many entries (the offset of the previous page)', '0')
+    .action(
+      action(context, async (options) => {
+        const query = {
+          limit: Number(options.limit),
+          offset: Number(options.offset),
+          ...(options.actor ? { actor: options.actor } : {}),
+          ...(options.action ? { action: options.action } : {}),
+          ...(options.target ? { target_id: options.target } : {}),
+          ...(options.targetType ? { target_type: options.targetType } : {}),
+          ...(options.since ? { since: options.since } : {}),
+          ...(options.until ? { until: options.until } : {}),
+        };
+        render(io, options.output!, (await client(options).audit.list(query)).resources, AUDIT_COLUMNS);
+      }),
+    );
 }
 
 /** Prints a revision's log lines from the event stream until the revision is terminal. */

@@ -4,8 +4,6 @@ import type { ApiKeyRole, Principal } from './tenancy.js';
 export type Actor =
   { type: 'api_key'; keyId: string; keyName: string; role: ApiKeyRole; clientAddress: string | null; requestId: string | null } | { type: 'berth' };
 
-export const BERTH_ACTOR: Actor = { type: 'berth' };
-
 /** The request a principal arrived with, as the audit log names it. */
 export function actorOf(principal: Principal): Actor {
   return {

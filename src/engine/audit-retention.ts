@@ -1,14 +1,15 @@
 import type { Logger } from 'pino';
-import type { AuditService } from '../services/audit.js';
+import type { Db } from '../store/database.js';
+import { deleteAuditRowsBefore } from '../store/repositories/audit.js';
 
 const PRUNE_MS = 60 * 60_000;
+const DAY_MS = 86_400_000;
 
 /** Removes audit rows past BERTH_AUDIT_RETENTION_DAYS, at start and hourly, beside the engine. */
-export function startAuditRetention(audit: AuditService, days: number, logger: Logger): { stop(): Promise<void> } {
+export function startAuditRetention(db: Db, days: number, logger: Logger): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const prune = () => {
-    running ??= audit
-      .prune(days)
+    running ??= deleteAuditRowsBefore(db, new Date(Date.now() - days * DAY_MS).toISOString())
       .then((removed) => {
         if (removed > 0) logger.info({ removed, days }, 'removed audit log rows past their retention');
       })

@@ -38,8 +38,6 @@ export function createAuditService(db: Db) {
   };
 }
 
-export type AuditService = ReturnType<typeof createAuditService>;
-
 function entryView(row: AuditRecord): AuditEntryView {
   return {
     id: row.id,

@@ -280,6 +280,25 @@ describe('the berth CLI, against a real server', () => {
     assert.equal(bad.code, 3);
   });
 
+  test('audit shows who changed what, filtered, as a table or JSON; member keys are refused', async () => {
+    const created = await berth(['workspaces', 'create', '--name', 'cli-audited', '-o', 'json']);
+    assert.equal(created.code, 0, created.stderr);
+    const workspaceId = JSON.parse(created.stdout).id as string;
+    const table = await berth(['audit', '--action', 'workspace.create']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^TIME\s+ACTOR\s+ROLE\s+ACTION\s+TARGET/);
+    assert.match(table.stdout, /bootstrap\s+admin\s+workspace\.create\s+workspace cli-audited/);
+    const json = await berth(['audit', '--target', workspaceId, '-o', 'json']);
+    assert.deepEqual(
+      JSON.parse(json.stdout).map((entry: { action: string }) => entry.action),
+      ['workspace.create'],
+    );
+    const member = (await berth(['api-keys', 'create', '--name', 'cli-member', '--workspace', server.workspaceId])).stdout.trim();
+    const refused = await berth(['audit'], { BERTH_URL: server.url, BERTH_API_KEY: member });
+    assert.equal(refused.code, 3);
+    assert.match(refused.stderr, /member API key may not/);
+  });
+
   test('login checks the key and saves a profile readable only by its owner; later commands use it', async () => {
     const refused = await berth(['login', '--url', server.url], { BERTH_API_KEY: 'berth_not_a_key' });
     assert.equal(refused.code, 3);
