@@ -49,20 +49,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a deployment */
+    /**
+     * Get a deployment
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the deployment is unchanged.
+     */
     get: operations['getDeployment'];
     put?: never;
     post?: never;
     /**
      * Delete a deployment
-     * @description The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404.
+     * @description The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404. With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
      */
     delete: operations['deleteDeployment'];
     options?: never;
     head?: never;
     /**
      * Update a deployment
-     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400).
+     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
      */
     patch: operations['updateDeployment'];
     trace?: never;
@@ -100,7 +103,7 @@ export interface paths {
     };
     /**
      * Get a revision
-     * @description With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state.
+     * @description With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state. Answers an `ETag`; with `If-None-Match` naming it, 304 while the revision is unchanged.
      */
     get: operations['getRevision'];
     put?: never;
@@ -302,20 +305,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a listener */
+    /**
+     * Get a listener
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the listener is unchanged.
+     */
     get: operations['getListener'];
     put?: never;
     post?: never;
     /**
      * Delete a listener
-     * @description Refused with 409 while any deployment runs on the listener.
+     * @description Refused with 409 while any deployment runs on the listener. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.
      */
     delete: operations['deleteListener'];
     options?: never;
     head?: never;
     /**
      * Update a listener
-     * @description Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. Removing a namespace that deployments still use is refused with 409.
+     * @description Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. Removing a namespace that deployments still use is refused with 409. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.
      */
     patch: operations['updateListener'];
     trace?: never;
@@ -411,20 +417,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get an OAuth provider */
+    /**
+     * Get an OAuth provider
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the provider is unchanged.
+     */
     get: operations['getOAuthProvider'];
     put?: never;
     post?: never;
     /**
      * Delete an OAuth provider
-     * @description Needs an admin API key.
+     * @description Needs an admin API key. With `If-Match`, 412 (`resource_changed`) when the provider changed since that `ETag`.
      */
     delete: operations['deleteOAuthProvider'];
     options?: never;
     head?: never;
     /**
      * Update an OAuth provider
-     * @description Needs an admin API key.
+     * @description Needs an admin API key. With `If-Match`, 412 (`resource_changed`) when the provider changed since that `ETag`.
      */
     patch: operations['updateOAuthProvider'];
     trace?: never;
@@ -552,13 +561,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a code-host integration */
+    /**
+     * Get a code-host integration
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the integration is unchanged.
+     */
     get: operations['getIntegration'];
     put?: never;
     post?: never;
     /**
      * Delete a code-host integration
-     * @description Refused with 409 while deployments build from it.
+     * @description Refused with 409 while deployments build from it. With `If-Match`, 412 (`resource_changed`) unless it names the integration.
      */
     delete: operations['deleteIntegration'];
     options?: never;
@@ -1012,6 +1024,7 @@ export interface components {
       | 'workspace_not_found'
       | 'api_key_not_found'
       | 'request_timeout'
+      | 'idempotency_key_in_progress'
       | 'deployment_name_taken'
       | 'deployment_deleting'
       | 'listener_exists'
@@ -1023,10 +1036,12 @@ export interface components {
       | 'api_key_self_revoke'
       | 'database_limit_reached'
       | 'upload_url_gone'
+      | 'resource_changed'
       | 'body_too_large'
       | 'upload_quota_exceeded'
       | 'unsupported_media_type'
       | 'validation_error'
+      | 'idempotency_key_reused'
       | 'rate_limited'
       | 'headers_too_large'
       | 'internal_error'
@@ -1761,7 +1776,10 @@ export interface operations {
   createDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -1816,7 +1834,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `deployment_name_taken`, `database_limit_reached` */
+      /** @description One of `deployment_name_taken`, `database_limit_reached`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -1825,13 +1843,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -1866,7 +1891,10 @@ export interface operations {
   getDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -1883,66 +1911,8 @@ export interface operations {
           'application/json': components['schemas']['Deployment'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description `deployment_not_found` */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['HTTPValidationError'];
-        };
-      };
-      /** @description `rate_limited` */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-    };
-  };
-  deleteDeployment: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        deployment_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description No content */
-      204: {
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
         headers: {
           [name: string]: unknown;
         };
@@ -1995,10 +1965,90 @@ export interface operations {
       };
     };
   };
+  deleteDeployment: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
+      path: {
+        deployment_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No content */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   updateDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -2057,6 +2107,15 @@ export interface operations {
       };
       /** @description `deployment_deleting` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -2162,7 +2221,10 @@ export interface operations {
   createRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -2219,7 +2281,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2228,13 +2290,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2254,7 +2323,10 @@ export interface operations {
         /** @description Seconds to wait at most (0..300). */
         wait_for_terminal?: number;
       };
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2271,6 +2343,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Revision'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -2322,7 +2401,10 @@ export interface operations {
   redeployRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2376,7 +2458,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2385,13 +2467,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2408,7 +2497,10 @@ export interface operations {
   interruptRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2462,13 +2554,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2975,7 +3083,10 @@ export interface operations {
   createListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -3012,7 +3123,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_exists` */
+      /** @description One of `listener_exists`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3021,13 +3132,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -3044,7 +3162,10 @@ export interface operations {
   getListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -3061,6 +3182,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Listener'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -3112,7 +3240,10 @@ export interface operations {
   deleteListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -3164,6 +3295,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
       422: {
         headers: {
@@ -3187,7 +3327,10 @@ export interface operations {
   updateListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -3248,6 +3391,15 @@ export interface operations {
       };
       /** @description `listener_namespace_in_use` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -3638,7 +3790,10 @@ export interface operations {
   getOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3655,6 +3810,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['OAuthProvider'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -3706,7 +3868,10 @@ export interface operations {
   deleteOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3751,6 +3916,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
       422: {
         headers: {
@@ -3774,7 +3948,10 @@ export interface operations {
   updateOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3817,6 +3994,15 @@ export interface operations {
       };
       /** @description `provider_not_found` */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -3903,7 +4089,10 @@ export interface operations {
   createWorkspace: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -3940,7 +4129,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `workspace_name_taken` */
+      /** @description One of `workspace_name_taken`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3949,13 +4138,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -4028,7 +4224,10 @@ export interface operations {
   createApiKey: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -4074,13 +4273,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -4242,7 +4457,10 @@ export interface operations {
   createIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -4288,13 +4506,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -4367,7 +4601,10 @@ export interface operations {
   getIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description Id of the integration. */
         integration_id: string;
@@ -4384,6 +4621,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Integration'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -4435,7 +4679,10 @@ export interface operations {
   deleteIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the integration. */
         integration_id: string;
@@ -4480,6 +4727,15 @@ export interface operations {
       };
       /** @description `integration_in_use` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -4596,7 +4852,10 @@ export interface operations {
   createUploadUrl: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -4649,7 +4908,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -4658,13 +4917,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */

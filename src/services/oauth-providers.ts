@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
 import { fail } from '../domain/errors.js';
 import type { Principal } from '../domain/tenancy.js';
+import { oauthClientSecretContext } from '../security/oauth-client-secrets.js';
 import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/oauth-providers.js';
 import type { NewOAuthProvider, OAuthProviderPatch, OAuthProviderView } from '../contract/oauth-providers.js';
@@ -11,9 +13,6 @@ import { fieldsSet } from '../domain/audit.js';
 
 export const DEFAULT_CODE_CHALLENGE_METHOD = 'S256';
 
-/** Binds a ciphertext to its row, so it cannot be replayed onto another provider. */
-export const secretContext = (id: string) => `oauth_provider:${id}:client_secret`;
-
 const providerNotFound = (providerId: string) => fail('provider_not_found', `OAuth provider '${providerId}' not found.`);
 
 /** OAuth providers belong to an organization; every workspace of it shares them. */
@@ -22,6 +21,14 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
     const row = await repo.findOAuthProvider(db, principal.organizationId, providerId);
     if (!row) throw providerNotFound(providerId);
     return row;
+  }
+
+  /** Why a compare-and-set wrote nothing: the provider changed meanwhile (412), or is gone (404). */
+  async function changedOrGone(principal: Principal, providerId: string): Promise<Error> {
+    const row = await repo.findOAuthProvider(db, principal.organizationId, providerId);
+    return row
+      ? fail('resource_changed', `OAuth provider ${providerId} has changed since it was read (If-Match); read it again and reapply the change.`)
+      : providerNotFound(providerId);
   }
 
   return {
@@ -36,7 +43,7 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         provider_id,
         name,
         client_id,
-        client_secret_encrypted: encryptor.encrypt(client_secret, secretContext(id)),
+        client_secret_encrypted: encryptor.encrypt(client_secret, oauthClientSecretContext(id)),
         auth_url,
         token_url,
         uses_pkce: uses_pkce ? 1 : 0,
@@ -71,8 +78,9 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
       return toView(await rowOf(principal, providerId));
     },
 
-    async update(principal: Principal, providerId: string, patch: OAuthProviderPatch): Promise<OAuthProviderView> {
+    async update(principal: Principal, providerId: string, patch: OAuthProviderPatch, ifMatch?: string): Promise<OAuthProviderView> {
       const current = await rowOf(principal, providerId);
+      requireIfMatch(ifMatch, entityTag(toView(current)), `OAuth provider ${providerId}`);
       const { client_secret, uses_pkce, ...plain } = patch;
       const { name, client_id, auth_url, token_url, code_challenge_method, provider_type, ...unread } = plain;
       allFieldsRead(unread);
@@ -81,28 +89,39 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         if (value != null) changes[field as keyof typeof plain] = value;
       }
       if (uses_pkce != null) changes.uses_pkce = uses_pkce ? 1 : 0;
-      if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, secretContext(current.id));
+      if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, oauthClientSecretContext(current.id));
+      // With If-Match, the update is a compare-and-set on what was compared: every write moves updated_at on.
       const updated = await db.transaction().execute(async (trx) => {
-        const row = await repo.updateOAuthProvider(trx, principal.organizationId, current.id, changes);
-        if (!row) throw providerNotFound(providerId);
+        const row = await repo.updateOAuthProvider(trx, principal.organizationId, current.id, changes, ifMatch === undefined ? undefined : current.updated_at);
+        if (!row) return undefined;
         const target = { type: 'oauth_provider', id: row.provider_id, name: row.name };
         await recordChange(trx, principal, { action: 'oauth_provider.update', target, changedFields: fieldsSet(patch) });
         return row;
       });
+      // Outside the transaction: SQLite's one connection is the transaction's until it ends.
+      if (!updated) throw await changedOrGone(principal, providerId);
       return toView(updated);
     },
 
-    async delete(principal: Principal, providerId: string): Promise<void> {
-      await db.transaction().execute(async (trx) => {
-        if (!(await repo.deleteOAuthProvider(trx, principal.organizationId, providerId))) throw providerNotFound(providerId);
+    async delete(principal: Principal, providerId: string, ifMatch?: string): Promise<void> {
+      let expected: string | undefined;
+      if (ifMatch !== undefined) {
+        const current = await rowOf(principal, providerId);
+        requireIfMatch(ifMatch, entityTag(toView(current)), `OAuth provider ${providerId}`);
+        expected = current.updated_at;
+      }
+      const deleted = await db.transaction().execute(async (trx) => {
+        if (!(await repo.deleteOAuthProvider(trx, principal.organizationId, providerId, expected))) return false;
         await recordChange(trx, principal, { action: 'oauth_provider.delete', target: { type: 'oauth_provider', id: providerId, name: null } });
+        return true;
       });
+      if (!deleted) throw await changedOrGone(principal, providerId);
     },
 
     /** The plain client secret, for the token exchange of the auth flow; never for an HTTP answer. */
     async clientSecret(principal: Principal, providerId: string): Promise<string> {
       const row = await rowOf(principal, providerId);
-      return encryptor.decrypt(row.client_secret_encrypted, secretContext(row.id));
+      return encryptor.decrypt(row.client_secret_encrypted, oauthClientSecretContext(row.id));
     },
   };
 }

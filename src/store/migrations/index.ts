@@ -10,8 +10,9 @@ import { listenerProtocol } from './008-listener-protocol.js';
 import { nameSearch } from './009-name-search.js';
 import { uploadArchives } from './010-upload-archives.js';
 import { resourceNames } from './011-resource-names.js';
-import { keyRoles } from './012-key-roles.js';
-import { auditLog } from './013-audit-log.js';
+import { idempotencyKeys } from './012-idempotency-keys.js';
+import { keyRoles } from './013-key-roles.js';
+import { auditLog } from './014-audit-log.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -26,8 +27,9 @@ const migrations: Record<string, Migration> = {
   '009-name-search': nameSearch,
   '010-upload-archives': uploadArchives,
   '011-resource-names': resourceNames,
-  '012-key-roles': keyRoles,
-  '013-audit-log': auditLog,
+  '012-idempotency-keys': idempotencyKeys,
+  '013-key-roles': keyRoles,
+  '014-audit-log': auditLog,
 };
 
 export const migrationProvider: MigrationProvider = {
