@@ -136,6 +136,9 @@ export const ENVIRONMENT = Type.Object({
   BERTH_ENGINE_METRICS_PORT: optional(
     Integer(undefined, 1, 65535, { description: 'port on which `berth engine` serves `/metrics` and `/ok`', defaultText: 'none' }),
   ),
+  BERTH_AUDIT_RETENTION_DAYS: Integer(365, 1, undefined, {
+    description: 'days the audit log keeps a row; older rows are removed hourly by the engine',
+  }),
   BERTH_REVISIONS_KEPT: Integer(100, 2, undefined, {
     description: 'revisions kept per deployment; older finished ones are removed with their logs (never the active or the latest)',
   }),

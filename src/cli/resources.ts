@@ -59,11 +59,20 @@ const WORKSPACE_COLUMNS: Column[] = [
   ['NAME', (w) => w.name],
   ['CREATED', (w) => w.created_at],
 ];
+const AUDIT_COLUMNS: Column[] = [
+  ['TIME', (e) => e.created_at],
+  ['ACTOR', (e) => (e.actor.type === 'berth' ? 'berth' : e.actor.key_name)],
+  ['ROLE', (e) => e.actor.role],
+  ['ACTION', (e) => e.action],
+  ['TARGET', (e) => `${e.target.type} ${e.target.name ?? e.target.id}`],
+  ['FIELDS', (e) => [...e.changed_fields, ...e.secret_names.map((name: string) => `secret:${name}`)].join(',')],
+];
 const KEY_COLUMNS: Column[] = [
   ['ID', (k) => k.id],
   ['NAME', (k) => k.name],
   ['ROLE', (k) => k.role],
   ['WORKSPACE', (k) => k.workspace_id],
+  ['DEPLOYMENTS', (k) => (k.deployment_ids ?? []).join(',')],
   ['HINT', (k) => k.key_hint],
 ];
 
@@ -329,14 +338,20 @@ export function registerResourceCommands(program: Command, context: CliContext):
   );
   connected(keys.command('create').description('Create an API key and print it once, alone on stdout.'))
     .requiredOption('--name <name>', 'key name')
-    .addOption(new Option('--role <role>', 'role').choices(['member', 'admin']).default('member'))
-    .option('--workspace <id>', 'bind the key to this workspace')
+    .addOption(
+      new Option('--role <role>', 'role: read_only reads only; deployer only ships the deployments given with --deployment')
+        .choices(['member', 'admin', 'read_only', 'deployer'])
+        .default('member'),
+    )
+    .option('--workspace <id>', 'bind the key to this workspace (required for a deployer key)')
+    .option('--deployment <id>', 'for a deployer key: a deployment it may act on (repeatable)', (id: string, ids: string[] = []) => [...ids, id])
     .action(
       action(context, async (options) => {
         const created = await client(options).apiKeys.create({
           name: options.name,
           role: options.role,
           ...(options.workspace ? { workspace_id: options.workspace } : {}),
+          ...(options.deployment ? { deployment_ids: options.deployment } : {}),
         });
         io.err(`created API key ${created.id} (${created.key_hint}); it is shown only now:\n`);
         io.out(`${created.key}\n`);
@@ -348,6 +363,32 @@ export function registerResourceCommands(program: Command, context: CliContext):
       done(io, `revoked API key ${id}`);
     }),
   );
+
+  // The audit log (admin and read-only keys).
+  readable(program.command('audit').description('Show the audit log of the workspace, newest first (admin and read-only keys).'))
+    .option('--actor <key-id>', 'only changes made with this API key')
+    .option('--action <action>', 'only this action, e.g. deployment.update')
+    .option('--target <id>', 'only changes to this resource id')
+    .option('--target-type <type>', 'only changes to this kind of resource, e.g. deployment')
+    .option('--since <time>', 'only changes at or after this ISO 8601 time')
+    .option('--until <time>', 'only changes before this ISO 8601 time')
+    .option('--limit <n>', 'at most this many entries (1-100)', '50')
+    .option('--offset <n>', 'skip this many entries (the offset of the previous page)', '0')
+    .action(
+      action(context, async (options) => {
+        const query = {
+          limit: Number(options.limit),
+          offset: Number(options.offset),
+          ...(options.actor ? { actor: options.actor } : {}),
+          ...(options.action ? { action: options.action } : {}),
+          ...(options.target ? { target_id: options.target } : {}),
+          ...(options.targetType ? { target_type: options.targetType } : {}),
+          ...(options.since ? { since: options.since } : {}),
+          ...(options.until ? { until: options.until } : {}),
+        };
+        render(io, options.output!, (await client(options).audit.list(query)).resources, AUDIT_COLUMNS);
+      }),
+    );
 }
 
 /** Prints a revision's log lines from the event stream until the revision is terminal. */

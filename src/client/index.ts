@@ -320,6 +320,10 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
     revoke: (keyId: string) => call('revokeApiKey', () => api.DELETE('/v1/api-keys/{key_id}', path({ key_id: keyId }))),
   };
 
+  const audit = {
+    list: (query: Q<'/v1/audit-log'> = {}) => call('listAuditLog', () => api.GET('/v1/audit-log', { params: { query } })),
+  };
+
   /**
    * Every page of a list endpoint that answers `{resources, offset}`, fetching the next page
    * only when asked: `for await (const page of client.pages((p) => client.deployments.list(p)))`.
@@ -403,5 +407,5 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
     }
   }
 
-  return { api, deployments, revisions, listeners, oauthProviders, integrations, workspaces, apiKeys, pages, waitForRevision, followEvents };
+  return { api, deployments, revisions, listeners, oauthProviders, integrations, workspaces, apiKeys, audit, pages, waitForRevision, followEvents };
 }

@@ -494,6 +494,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/audit-log': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the audit log
+     * @description One entry per change in the workspace, newest first (with admin keys, also the organization's own: workspaces, keys, OAuth providers). Filters combine; `offset` in the answer is where the next page starts. Kept BERTH_AUDIT_RETENTION_DAYS days.
+     */
+    get: operations['listAuditLog'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/integrations/codehost': {
     parameters: {
       query?: never;
@@ -667,7 +687,11 @@ export interface components {
       /** Format: uuid */
       id: string;
       name: string;
-      role: 'admin' | 'member' | 'listener';
+      /**
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @enum {string}
+       */
+      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'listener';
       /** Format: uuid */
       organization_id: string;
       /** Format: uuid */
@@ -677,6 +701,8 @@ export interface components {
        * @description For `listener` keys: the listener the key speaks for.
        */
       listener_id?: string | null;
+      /** @description For `deployer` keys: the deployments the key may act on; empty for other roles. */
+      deployment_ids: string[];
       /** @description First and last characters of the key, to tell keys apart. */
       key_hint: string;
       /** Format: date-time */
@@ -690,13 +716,63 @@ export interface components {
        * @description Bind the key to this workspace.
        */
       workspace_id?: string | null;
-      /** @default member */
-      role: 'admin' | 'member';
+      /**
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @default member
+       * @enum {string}
+       */
+      role: 'admin' | 'member' | 'read_only' | 'deployer';
+      /** @description Required for a `deployer` key (which must be bound to a workspace) and only for it: deployments of that workspace. */
+      deployment_ids?: string[];
       /**
        * Format: uuid
        * @description Make a `listener` key for this listener (a new key beside its others; revoke the old one to rotate). It reaches only the listener protocol (docs/listener-protocol.md); `role` is ignored.
        */
       listener_id?: string | null;
+    };
+    /** AuditEntry */
+    AuditEntry: {
+      /** Format: uuid */
+      id: string;
+      /** Format: date-time */
+      created_at: string;
+      /**
+       * Format: uuid
+       * @description Null for the organization's own changes (workspaces, keys, OAuth providers).
+       */
+      workspace_id: string | null;
+      actor: {
+        /** @description `berth`: a change Berth made itself. */
+        type: 'api_key' | 'berth';
+        /** Format: uuid */
+        key_id: string | null;
+        key_name: string | null;
+        role: string | null;
+      };
+      client_address: string | null;
+      request_id: string | null;
+      /** @description `<target type>.<verb>`, e.g. `deployment.update`. */
+      action: string;
+      target: {
+        type: string;
+        id: string;
+        name: string | null;
+      };
+      /**
+       * @description Rows are written with the change; a refused or failed request writes none.
+       * @enum {string}
+       */
+      outcome: 'success';
+      /** @description Names of the fields the change set; never their values. */
+      changed_fields: string[];
+      /** @description Names of the secrets the change set; never their values. */
+      secret_names: string[];
+    };
+    /** AuditEntryPage */
+    AuditEntryPage: {
+      resources: components['schemas']['AuditEntry'][];
+      /** @description Pass as `offset` to get the next page. */
+      offset: number;
     };
     /**
      * ComputeConfigInput
@@ -711,7 +787,11 @@ export interface components {
       /** Format: uuid */
       id: string;
       name: string;
-      role: 'admin' | 'member' | 'listener';
+      /**
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @enum {string}
+       */
+      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'listener';
       /** Format: uuid */
       organization_id: string;
       /** Format: uuid */
@@ -721,6 +801,8 @@ export interface components {
        * @description For `listener` keys: the listener the key speaks for.
        */
       listener_id?: string | null;
+      /** @description For `deployer` keys: the deployments the key may act on; empty for other roles. */
+      deployment_ids: string[];
       /** @description First and last characters of the key, to tell keys apart. */
       key_hint: string;
       /** Format: date-time */
@@ -926,6 +1008,7 @@ export interface components {
       | 'api_key_invalid'
       | 'webhook_signature_invalid'
       | 'admin_key_required'
+      | 'role_forbids'
       | 'workspace_required'
       | 'workspace_forbidden'
       | 'upload_token_invalid'
@@ -1661,7 +1744,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1733,7 +1816,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `image_not_in_workspace`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `image_not_in_workspace`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1844,7 +1927,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1912,7 +1995,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2004,7 +2087,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `image_not_in_workspace`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `image_not_in_workspace`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2097,7 +2180,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2180,7 +2263,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2277,7 +2360,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2357,7 +2440,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2453,7 +2536,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2554,7 +2637,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2626,7 +2709,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2698,7 +2781,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2769,7 +2852,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2837,7 +2920,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2898,7 +2981,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2968,7 +3051,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3031,7 +3114,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3116,7 +3199,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3185,7 +3268,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3288,7 +3371,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3606,7 +3689,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3666,7 +3749,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3744,7 +3827,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3815,7 +3898,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3900,7 +3983,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3974,7 +4057,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4037,7 +4120,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4109,7 +4192,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4172,7 +4255,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4181,7 +4264,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_not_found`, `listener_not_found` */
+      /** @description One of `workspace_not_found`, `listener_not_found`, `deployment_not_found` */
       404: {
         headers: {
           [name: string]: unknown;
@@ -4253,7 +4336,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4273,6 +4356,77 @@ export interface operations {
       };
       /** @description `api_key_self_revoke` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listAuditLog: {
+    parameters: {
+      query?: {
+        /** @description Maximum number of resources returned. */
+        limit?: number;
+        /** @description Pagination offset. */
+        offset?: number;
+        /** @description Only changes made with this API key id. */
+        actor?: string;
+        /** @description Only this action, e.g. `deployment.create`. */
+        action?: string;
+        target_type?: string;
+        target_id?: string;
+        /** @description Changes at or after this time. */
+        since?: string;
+        /** @description Changes before this time. */
+        until?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AuditEntryPage'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -4343,7 +4497,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4415,7 +4569,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4484,7 +4638,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4553,7 +4707,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `admin_key_required`, `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4639,7 +4793,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4736,7 +4890,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4828,7 +4982,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;

@@ -1,9 +1,16 @@
 import { type Static, Type } from 'typebox';
-import { Nullable, Uuid } from './common.js';
+import { Nullable, StringEnum, Uuid } from './common.js';
 
-const Role = (options: { default?: 'member' } = {}) => Type.Union([Type.Literal('admin'), Type.Literal('member')], options);
+const ROLE_DESCRIPTION =
+  '`admin`: everything, organization administration included; `member`: everything in its workspaces but administration; ' +
+  '`read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there ' +
+  'reads, new revisions without secrets or configuration, redeploys and interruptions.';
+const Role = (options: { default?: 'member' } = {}) => StringEnum(['admin', 'member', 'read_only', 'deployer'], { ...options, description: ROLE_DESCRIPTION });
 /** Keys as listed: `listener` keys reach only the listener protocol of their listener. */
-const AnyRole = Type.Union([Type.Literal('admin'), Type.Literal('member'), Type.Literal('listener')]);
+const AnyRole = StringEnum(['admin', 'member', 'read_only', 'deployer', 'listener'], { description: ROLE_DESCRIPTION });
+
+/** The most deployments one deployer key may list. */
+export const MAX_DEPLOYER_DEPLOYMENTS = 100;
 
 export const Workspace = Type.Object(
   { id: Uuid(), organization_id: Uuid(), name: Type.String(), created_at: Type.String({ format: 'date-time' }) },
@@ -20,6 +27,7 @@ export const ApiKey = Type.Object(
     organization_id: Uuid(),
     workspace_id: Nullable(Uuid()),
     listener_id: Type.Optional(Nullable(Uuid({ description: 'For `listener` keys: the listener the key speaks for.' }))),
+    deployment_ids: Type.Array(Uuid(), { description: 'For `deployer` keys: the deployments the key may act on; empty for other roles.' }),
     key_hint: Type.String({ description: 'First and last characters of the key, to tell keys apart.' }),
     created_at: Type.String({ format: 'date-time' }),
   },
@@ -34,6 +42,14 @@ export const ApiKeyCreate = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     workspace_id: Type.Optional(Nullable(Uuid({ description: 'Bind the key to this workspace.' }))),
     role: Type.Optional(Role({ default: 'member' })),
+    deployment_ids: Type.Optional(
+      Type.Array(Uuid(), {
+        minItems: 1,
+        maxItems: MAX_DEPLOYER_DEPLOYMENTS,
+        uniqueItems: true,
+        description: 'Required for a `deployer` key (which must be bound to a workspace) and only for it: deployments of that workspace.',
+      }),
+    ),
     listener_id: Type.Optional(
       Nullable(
         Uuid({

@@ -25,6 +25,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   api_key_invalid: 401,
   webhook_signature_invalid: 401,
   admin_key_required: 403,
+  role_forbids: 403,
   workspace_required: 403,
   workspace_forbidden: 403,
   upload_token_invalid: 403,

@@ -30,6 +30,7 @@ export const ERROR_CODES = [
   'webhook_signature_invalid',
   // 403
   'admin_key_required',
+  'role_forbids',
   'workspace_required',
   'workspace_forbidden',
   'upload_token_invalid',

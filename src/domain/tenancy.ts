@@ -6,15 +6,25 @@ import { invalidField } from './errors.js';
  */
 export interface Principal {
   keyId: string;
+  /** The key's name, as the audit log shows who acted. */
+  keyName: string;
+  /** The request the key came with (for the audit log); absent outside HTTP. */
+  origin?: { clientAddress: string; requestId: string };
   organizationId: string;
   boundWorkspaceId: string | null;
   role: ApiKeyRole;
   /** For `listener` keys: the listener the key speaks for (it reaches the listener protocol and nothing else). */
   listenerId: string | null;
+  /** For `deployer` keys: the deployments the key may act on (lower case); empty for every other role. */
+  deploymentIds: readonly string[];
 }
 
-/** `listener` keys are made for one listener (docs/listener-protocol.md). */
-export type ApiKeyRole = 'admin' | 'member' | 'listener';
+/**
+ * What a key may do is decided by domain/permissions.ts from its role. `listener` keys are
+ * made for one listener (docs/listener-protocol.md); `deployer` keys for a list of deployments.
+ */
+export const API_KEY_ROLES = ['admin', 'member', 'read_only', 'deployer', 'listener'] as const;
+export type ApiKeyRole = (typeof API_KEY_ROLES)[number];
 
 /** A principal with the workspace that this request acts in. */
 export interface WorkspaceScope extends Principal {

@@ -19,6 +19,7 @@ import { DEFAULT_LIMITS, type RequestLimits } from '../config.js';
 import { AuthFailureGuard, installRateLimit } from './limits.js';
 import { BodyGate } from './body-gate.js';
 import { adminRoutes } from './routes/admin.js';
+import { auditRoutes } from './routes/audit.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -134,6 +135,7 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
     await scope.register(listenerProtocolRoutes, { services });
     await scope.register(oauthProviderRoutes, { services });
     await scope.register(adminRoutes, { services });
+    await scope.register(auditRoutes, { services });
     await scope.register(integrationRoutes, { services, publicUrl });
     await scope.register(buildSourceRoutes, { services, publicUrl });
   };

@@ -5,12 +5,14 @@ import type { Principal, WorkspaceScope } from '../domain/tenancy.js';
 import type { TenancyService } from '../services/tenancy.js';
 import type { AuthFailureGuard } from './limits.js';
 import { isUuid } from '../domain/ids.js';
+import { PERMISSIONS, type Permission, refusal, refusalCodes, refusedFields, routeKey } from '../domain/permissions.js';
+import { SELF_HOSTED_PREFIX } from './prefix.js';
 
 /**
- * What a route needs from the caller: `workspace` (the default) acts in one workspace,
- * `organization` needs only a valid key, `admin` needs a key with the admin role, and
- * `workspace-admin` an admin key acting in one workspace, and `listener` a listener key
- * (the listener protocol). A listener key reaches `listener` routes and nothing else.
+ * Where a route acts: `workspace` (the default) in one workspace, `organization` needs
+ * only a valid key, `listener` is the listener protocol. `admin` and `workspace-admin` are
+ * `organization` and `workspace` routes of organization administration. Which roles may
+ * call a route is not decided here but by the permission table (domain/permissions.ts).
  */
 export type Access = 'workspace' | 'organization' | 'admin' | 'workspace-admin' | 'listener';
 
@@ -24,23 +26,37 @@ declare module 'fastify' {
   }
 }
 
-/** What authentication answers, by the access a route needs: documented on every route. */
-const ACCESS_ERRORS: Record<Access, ErrorCode[]> = {
-  organization: ['api_key_missing', 'api_key_invalid', 'listener_key_forbidden'],
-  admin: ['api_key_missing', 'api_key_invalid', 'admin_key_required', 'listener_key_forbidden'],
-  workspace: ['api_key_missing', 'api_key_invalid', 'workspace_required', 'workspace_forbidden', 'listener_key_forbidden'],
-  'workspace-admin': ['api_key_missing', 'api_key_invalid', 'admin_key_required', 'workspace_required', 'workspace_forbidden', 'listener_key_forbidden'],
-  listener: ['api_key_missing', 'api_key_invalid', 'listener_key_required'],
-};
+const resolvesWorkspace = (access: Access) => access === 'workspace' || access === 'workspace-admin';
+
+/** What authentication answers, by the access a route needs and its permission: documented on every route. */
+function authErrors(access: Access, permission: Permission): ErrorCode[] {
+  const workspace: ErrorCode[] = resolvesWorkspace(access) ? ['workspace_required', 'workspace_forbidden'] : [];
+  return ['api_key_missing', 'api_key_invalid', ...refusalCodes(permission), ...workspace];
+}
+
+/** The permission table's entry for a route as registered (either copy, root or prefixed). */
+function permissionOf(method: string, url: string): Permission | undefined {
+  const path = url.startsWith(`${SELF_HOSTED_PREFIX}/`) ? url.slice(SELF_HOSTED_PREFIX.length) : url;
+  return PERMISSIONS.get(routeKey(method, path));
+}
 
 /**
- * Authenticates every route of the plugin it is installed in. Runs before the body is
- * read, so an unauthenticated caller learns nothing about validation.
+ * Authenticates every route of the plugin it is installed in, and authorizes it by the
+ * permission table: a route missing from the table stops the server at startup. Runs
+ * before the body is read, so an unauthenticated or unauthorized caller learns nothing
+ * about validation.
  */
 export function installAuthentication(app: FastifyInstance, tenancy: TenancyService, guard?: AuthFailureGuard): void {
   app.addHook('onRoute', (route) => {
-    if (route.schema)
-      route.schema = { ...route.schema, response: withErrorCodes(route.schema.response as never, ACCESS_ERRORS[route.config?.access ?? 'workspace']) };
+    for (const method of [route.method].flat()) {
+      const permission = permissionOf(method, route.url);
+      if (!permission) throw new Error(`${method} ${route.url} is missing from the permission table (src/domain/permissions.ts)`);
+      if (route.schema)
+        route.schema = {
+          ...route.schema,
+          response: withErrorCodes(route.schema.response as never, authErrors(route.config?.access ?? 'workspace', permission)),
+        };
+    }
   });
   app.addHook('onRequest', async (request) => {
     const key = presentedKey(request);
@@ -51,28 +67,39 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
     const principal = await tenancy.authenticate(key);
     if (!principal) throw guard?.recordFailure(request) ?? fail('api_key_invalid', 'Invalid API key.');
     guard?.recordSuccess(key);
-    request.principal = principal;
+    request.principal = { ...principal, origin: { clientAddress: request.ip, requestId: request.id } };
 
+    const refused = refusal(permissionOfRequest(request), request.principal, deploymentIdOf(request));
+    if (refused) throw fail(refused.code, refused.message);
     const access = request.routeOptions.config.access ?? 'workspace';
     if (access === 'listener') {
-      if (principal.role !== 'listener' || principal.listenerId === null) {
-        throw fail(
-          'listener_key_required',
-          'The listener protocol needs a listener key (created with the listener, or with POST /v1/api-keys and listener_id).',
-        );
-      }
+      // A listener key whose listener is gone speaks for no one.
+      if (principal.listenerId === null) throw fail('listener_key_required', 'This listener key speaks for no listener.');
       return;
     }
-    if (principal.role === 'listener') {
-      throw fail('listener_key_forbidden', 'A listener key reaches only the listener protocol (/v1/listener-protocol); use an API key for this operation.');
-    }
-    if ((access === 'admin' || access === 'workspace-admin') && principal.role !== 'admin') {
-      throw fail('admin_key_required', 'This operation requires an admin API key.');
-    }
-    if (access === 'workspace' || access === 'workspace-admin') {
-      request.workspaceScope = await tenancy.resolveWorkspace(principal, tenantHeader(request));
+    if (resolvesWorkspace(access)) {
+      request.workspaceScope = await tenancy.resolveWorkspace(request.principal, tenantHeader(request));
     }
   });
+  // Fields a deployer key may not send are in the body, known only once it is read.
+  app.addHook('preHandler', async (request) => {
+    const principal = principalOf(request);
+    const fields = refusedFields(permissionOfRequest(request), principal, request.body);
+    if (fields.length > 0) {
+      throw fail('role_forbids', `A deployer API key may not change secrets or configuration: leave out ${fields.map((field) => `'${field}'`).join(', ')}.`);
+    }
+  });
+}
+
+function permissionOfRequest(request: FastifyRequest): Permission {
+  const permission = permissionOf(request.method, request.routeOptions.url ?? '');
+  if (!permission) throw new Error(`${request.method} ${request.routeOptions.url} reached without a permission`);
+  return permission;
+}
+
+function deploymentIdOf(request: FastifyRequest): string | undefined {
+  const id = (request.params as Record<string, unknown> | undefined)?.deployment_id;
+  return typeof id === 'string' ? id : undefined;
 }
 
 /**

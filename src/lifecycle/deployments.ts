@@ -14,6 +14,8 @@ export interface DeploymentMove {
   /** Only while no revision serves. */
   requireInactive?: boolean;
   origin?: string;
+  /** More writes that belong to the same change (its audit row), run in its transaction only if it succeeds. */
+  alongside?: (trx: Executor) => Promise<void>;
 }
 
 /**
@@ -37,10 +39,11 @@ export async function moveDeployment(deps: LifecycleDeps, deploymentId: string, 
     });
     // A placed deployment being deleted moves to its listener's deletions.
     const listenerId = moved && to === 'AWAITING_DELETE' ? await bumpGenerationOfDeployment(db, deploymentId) : undefined;
+    if (moved) await move.alongside?.(db);
     return { moved, listenerId };
   };
   if (trx) return (await change(trx)).moved;
-  const { moved, listenerId } = to === 'AWAITING_DELETE' ? await deps.db.transaction().execute(change) : await change(deps.db);
+  const { moved, listenerId } = to === 'AWAITING_DELETE' || move.alongside ? await deps.db.transaction().execute(change) : await change(deps.db);
   if (moved) announce(deps.bus, deploymentId, move.origin);
   if (listenerId) announceListener(deps.bus, listenerId);
   return moved;

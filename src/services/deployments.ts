@@ -12,6 +12,8 @@ import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/deployments.js';
 import type { CreateDeploymentInput, DeploymentView, PatchDeploymentInput } from '../contract/deployments.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { recordChange } from './audit.js';
+import { fieldsSet, secretNamesOf } from '../domain/audit.js';
 import { refuseOverDatabaseLimit } from './database-limit.js';
 import { deploymentView } from './deployment-records.js';
 import { assertImageInWorkspace } from './image-ownership.js';
@@ -93,6 +95,12 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
             created_at: now,
           });
           const revision = await appendRevision(trx, records, deployment, { config: revisionConfig, resourceSpec, secrets }, { now, keep: revisionsKept });
+          await recordChange(trx, scope, {
+            action: 'deployment.create',
+            target: { type: 'deployment', id: deployment.id, name },
+            changedFields: fieldsSet(input),
+            secretNames: secretNamesOf(secrets),
+          });
           return deploymentView(deployment, revision, secrets);
         });
       } catch (error) {
@@ -157,6 +165,12 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
           image_version: row.image_version,
           updated_at: now,
         });
+        await recordChange(trx, scope, {
+          action: 'deployment.update',
+          target: { type: 'deployment', id, name: row.name },
+          changedFields: fieldsSet(input),
+          secretNames: secretNamesOf(input.secrets),
+        });
         if (!plan.revision) return deploymentView(row, current.latest, state.secrets);
         const revision = await appendRevision(trx, records, row, plan.revision, { now, keep: revisionsKept });
         return deploymentView(row, revision, plan.revision.secrets);
@@ -174,7 +188,10 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       const row = await repo.findDeployment(db, scope.workspaceId, id);
       if (!row) throw deploymentNotFound(id);
       // Already AWAITING_DELETE: nothing moves, and the answer is the same.
-      await moveDeployment({ db, bus }, id, 'AWAITING_DELETE', { fence: { kind: 'api' } });
+      await moveDeployment({ db, bus }, id, 'AWAITING_DELETE', {
+        fence: { kind: 'api' },
+        alongside: (trx) => recordChange(trx, scope, { action: 'deployment.delete', target: { type: 'deployment', id, name: row.name } }),
+      });
       wakeEngine(id);
     },
   };

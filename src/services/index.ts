@@ -19,6 +19,7 @@ import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
 import { createIdempotencyService } from './idempotency.js';
+import { createAuditService } from './audit.js';
 
 export interface ServiceDeps {
   db: Db;
@@ -69,6 +70,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     integrations,
     oauthProviders: createOAuthProviderService(deps),
     idempotency: createIdempotencyService(deps, { ttlMs: options.idempotencyKeyTtlMs }),
+    audit: createAuditService(deps.db),
   };
 }
 

@@ -26,6 +26,8 @@ import { type Db, type Executor, nowIso } from '../store/database.js';
 import { countDeploymentsOfIntegration } from '../store/repositories/deployments.js';
 import * as repo from '../store/repositories/integrations.js';
 import { createRepositoryListings, ListingDeadlineError } from './repository-listings.js';
+import { recordChange } from './audit.js';
+import { fieldsSet } from '../domain/audit.js';
 
 export interface CodehostOptions {
   /** Where SSH host keys seen first are remembered (`<data dir>/git/known_hosts`). */
@@ -95,7 +97,15 @@ export function createIntegrationService({ db, encryptor, codehost }: { db: Db; 
         created_at: now,
         updated_at: now,
       };
-      await repo.insertIntegration(db, record);
+      await db.transaction().execute(async (trx) => {
+        await repo.insertIntegration(trx, record);
+        // Credentials are named as set fields (inside the provider's settings), never shown.
+        await recordChange(trx, scope, {
+          action: 'integration.create',
+          target: { type: 'integration', id, name: input.name },
+          changedFields: fieldsSet(input),
+        });
+      });
       return integrationView(record, credentials, webhookBase);
     },
 
@@ -165,6 +175,7 @@ export function createIntegrationService({ db, encryptor, codehost }: { db: Db; 
           );
         }
         await repo.deleteIntegration(trx, scope.workspaceId, id);
+        await recordChange(trx, scope, { action: 'integration.delete', target: { type: 'integration', id, name: record.name } });
       });
       listings.forget(id);
     },

@@ -9,6 +9,8 @@ import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
 import { announceListener } from '../events/recorder.js';
 import { insertListenerKey } from './tenancy.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { recordChange } from './audit.js';
+import { fieldsSet } from '../domain/audit.js';
 import type { ServiceDeps } from './index.js';
 
 export { listListenerIds } from '../store/repositories/listeners.js';
@@ -36,6 +38,11 @@ export function createListenerService({ db, bus }: ServiceDeps) {
         // The unique constraint decides, so two concurrent creates cannot both succeed.
         const key = await db.transaction().execute(async (trx) => {
           await repo.insertListener(trx, record);
+          await recordChange(trx, scope, {
+            action: 'listener.create',
+            target: { type: 'listener', id: record.id, name: compute_id },
+            changedFields: fieldsSet(input),
+          });
           return insertListenerKey(trx, {
             organizationId: scope.organizationId,
             workspaceId: scope.workspaceId,
@@ -91,6 +98,8 @@ export function createListenerService({ db, bus }: ServiceDeps) {
         if (changes.version === undefined && changes.compute_config === undefined) return toView(current);
 
         if (!(await repo.updateListener(trx, scope.workspaceId, id, changes))) throw listenerNotFound(id);
+        const changedFields = Object.keys(changes).filter((field) => field !== 'updated_at');
+        await recordChange(trx, scope, { action: 'listener.update', target: { type: 'listener', id, name: current.compute_id }, changedFields });
         // The namespaces are in the agents' desired state.
         if (changes.compute_config) await repo.bumpGeneration(trx, id);
         const updated = await repo.findListener(trx, scope.workspaceId, id);
@@ -119,6 +128,7 @@ export function createListenerService({ db, bus }: ServiceDeps) {
           );
         }
         await repo.deleteListener(trx, scope.workspaceId, id);
+        await recordChange(trx, scope, { action: 'listener.delete', target: { type: 'listener', id, name: current.compute_id } });
       });
     },
   };

@@ -8,6 +8,8 @@ import * as repo from '../store/repositories/oauth-providers.js';
 import type { NewOAuthProvider, OAuthProviderPatch, OAuthProviderView } from '../contract/oauth-providers.js';
 import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
+import { recordChange } from './audit.js';
+import { fieldsSet } from '../domain/audit.js';
 
 export const DEFAULT_CODE_CHALLENGE_METHOD = 'S256';
 
@@ -51,7 +53,15 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         updated_at: now,
       };
       try {
-        await repo.insertOAuthProvider(db, row);
+        await db.transaction().execute(async (trx) => {
+          await repo.insertOAuthProvider(trx, row);
+          // client_secret is named as a field that was set; its value is never recorded.
+          await recordChange(trx, principal, {
+            action: 'oauth_provider.create',
+            target: { type: 'oauth_provider', id: provider_id, name },
+            changedFields: fieldsSet(input),
+          });
+        });
       } catch (error) {
         // The unique constraint, not a prior lookup, decides: concurrent creates stay safe.
         if (isUniqueViolation(error)) throw fail('provider_exists', `OAuth provider '${provider_id}' already exists in this organization.`);
@@ -81,7 +91,14 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
       if (uses_pkce != null) changes.uses_pkce = uses_pkce ? 1 : 0;
       if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, oauthClientSecretContext(current.id));
       // With If-Match, the update is a compare-and-set on what was compared: every write moves updated_at on.
-      const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes, ifMatch === undefined ? undefined : current.updated_at);
+      const updated = await db.transaction().execute(async (trx) => {
+        const row = await repo.updateOAuthProvider(trx, principal.organizationId, current.id, changes, ifMatch === undefined ? undefined : current.updated_at);
+        if (!row) return undefined;
+        const target = { type: 'oauth_provider', id: row.provider_id, name: row.name };
+        await recordChange(trx, principal, { action: 'oauth_provider.update', target, changedFields: fieldsSet(patch) });
+        return row;
+      });
+      // Outside the transaction: SQLite's one connection is the transaction's until it ends.
       if (!updated) throw await changedOrGone(principal, providerId);
       return toView(updated);
     },
@@ -93,7 +110,12 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         requireIfMatch(ifMatch, entityTag(toView(current)), `OAuth provider ${providerId}`);
         expected = current.updated_at;
       }
-      if (!(await repo.deleteOAuthProvider(db, principal.organizationId, providerId, expected))) throw await changedOrGone(principal, providerId);
+      const deleted = await db.transaction().execute(async (trx) => {
+        if (!(await repo.deleteOAuthProvider(trx, principal.organizationId, providerId, expected))) return false;
+        await recordChange(trx, principal, { action: 'oauth_provider.delete', target: { type: 'oauth_provider', id: providerId, name: null } });
+        return true;
+      });
+      if (!deleted) throw await changedOrGone(principal, providerId);
     },
 
     /** The plain client secret, for the token exchange of the auth flow; never for an HTTP answer. */

@@ -10,6 +10,8 @@ import * as deployments from '../store/repositories/deployments.js';
 import * as revisions from '../store/repositories/revisions.js';
 import type { CreateRevisionInput, DeploymentView, RevisionView } from '../contract/deployments.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { recordChange } from './audit.js';
+import { fieldsSet, secretNamesOf } from '../domain/audit.js';
 import { deploymentView, revisionView } from './deployment-records.js';
 import type { DeploymentServiceDeps } from './index.js';
 import { PageBudget } from './page-size.js';
@@ -74,7 +76,14 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
           };
           await deployments.updateDeployment(trx, deploymentId, { source_config: sourceConfig, updated_at: now });
         }
-        return revisionView(await appendRevision(trx, records, row, plan, { now, keep: revisionsKept }));
+        const revision = await appendRevision(trx, records, row, plan, { now, keep: revisionsKept });
+        await recordChange(trx, scope, {
+          action: 'revision.create',
+          target: { type: 'revision', id: revision.id, name: row.name },
+          changedFields: fieldsSet(input),
+          secretNames: secretNamesOf(secrets),
+        });
+        return revisionView(revision);
       });
       wakeEngine(deploymentId);
       return created;
@@ -125,7 +134,9 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
         }
         const secrets = await records.secretsOfRevision(trx, source);
         const plan = { config: source.source_revision_config, resourceSpec: source.resource_spec ?? {}, secrets, imageRef: source.image_ref };
-        return deploymentView(row, await appendRevision(trx, records, row, plan, { now, keep: revisionsKept }), secrets);
+        const revision = await appendRevision(trx, records, row, plan, { now, keep: revisionsKept });
+        await recordChange(trx, scope, { action: 'revision.redeploy', target: { type: 'revision', id: revision.id, name: row.name }, changedFields: [] });
+        return deploymentView(row, revision, secrets);
       });
       wakeEngine(deploymentId);
       return redeployed;
@@ -145,7 +156,11 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
           );
         }
         const message = 'Interrupted by request.';
-        const result = await moveRevision({ db, bus }, row, 'INTERRUPTED', { message, fence: { kind: 'api' } });
+        const result = await moveRevision({ db, bus }, row, 'INTERRUPTED', {
+          message,
+          fence: { kind: 'api' },
+          alongside: (trx) => recordChange(trx, scope, { action: 'revision.interrupt', target: { type: 'revision', id: row.id, name: null } }),
+        });
         // Another writer (the engine) moved the revision meanwhile: look again.
         if (result.outcome !== 'ok') continue;
         // The engine hears this and stops the running step; the next revision may start.

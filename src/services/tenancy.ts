@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { fail, listenerNotFound } from '../domain/errors.js';
+import { deploymentNotFound, fail, invalidField, listenerNotFound } from '../domain/errors.js';
 import { type ApiKeyRole, DEFAULT_ORGANIZATION, DEFAULT_WORKSPACE, type Principal, type WorkspaceScope, workspaceName } from '../domain/tenancy.js';
 import { digestsEqual, generateApiKey, hashApiKey, keyHint } from '../security/api-keys.js';
 import { type Db, type Executor, isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/tenancy.js';
 import type { ApiKeyView, CreatedApiKeyView, NewApiKey, WorkspaceView } from '../contract/admin.js';
 import { allFieldsRead } from './all-fields-read.js';
+import { recordChange } from './audit.js';
+import { fieldsSet } from '../domain/audit.js';
 import { KeyWatches } from './key-watches.js';
 
 export type BootstrapResult = { created: false } | { created: true; organizationId: string; workspaceId: string; apiKey: string; generated: boolean };
@@ -80,10 +82,12 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       if (!row || !digestsEqual(row.key_hash, digest)) return null;
       const principal: Principal = {
         keyId: row.id,
+        keyName: row.name,
         organizationId: row.organization_id,
         boundWorkspaceId: row.workspace_id,
-        role: row.role as ApiKeyRole,
+        role: row.role,
         listenerId: row.listener_id,
+        deploymentIds: row.deployment_ids,
       };
       if (ttlMs > 0 && revocations === revocationsBefore) {
         keyCache.set(digest, { principal, expiresAt: now() + ttlMs });
@@ -121,7 +125,10 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       const name = workspaceName(requestedName);
       const row = { id: randomUUID(), organization_id: principal.organizationId, name, created_at: nowIso() };
       try {
-        await repo.insertWorkspace(db, row);
+        await db.transaction().execute(async (trx) => {
+          await repo.insertWorkspace(trx, row);
+          await recordChange(trx, principal, { action: 'workspace.create', target: { type: 'workspace', id: row.id, name }, changedFields: ['name'] });
+        });
       } catch (error) {
         if (isUniqueViolation(error))
           throw fail('workspace_name_taken', `Workspace '${name}' already exists in this organization (names are compared without regard to case).`);
@@ -135,21 +142,30 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
     },
 
     async createApiKey(principal: Principal, input: NewApiKey): Promise<CreatedApiKeyView> {
-      const { name = 'api-key', workspace_id = null, role = 'member', listener_id = null, ...unread } = input;
+      const { name = 'api-key', workspace_id = null, role = 'member', listener_id = null, deployment_ids, ...unread } = input;
       allFieldsRead(unread);
       if (listener_id !== null) {
         const listener = await repo.findListenerOfOrganization(db, principal.organizationId, listener_id.toLowerCase());
         if (!listener || (workspace_id !== null && workspace_id !== listener.workspace_id)) throw listenerNotFound(listener_id.toLowerCase());
-        const created = await insertListenerKey(db, {
-          organizationId: principal.organizationId,
-          workspaceId: listener.workspace_id,
-          listenerId: listener.id,
-          name,
+        return db.transaction().execute(async (trx) => {
+          const created = await insertListenerKey(trx, {
+            organizationId: principal.organizationId,
+            workspaceId: listener.workspace_id,
+            listenerId: listener.id,
+            name,
+          });
+          await recordChange(trx, principal, { action: 'api_key.create', target: { type: 'api_key', id: created.id, name }, changedFields: fieldsSet(input) });
+          return created;
         });
-        return created;
       }
       if (workspace_id !== null && !(await repo.findWorkspace(db, principal.organizationId, workspace_id))) {
         throw fail('workspace_not_found', `Workspace ID ${workspace_id} not found.`);
+      }
+      const deploymentIds = deployerDeployments(role, workspace_id, deployment_ids);
+      if (workspace_id !== null && deploymentIds.length > 0) {
+        const found = await repo.deploymentsInWorkspace(db, workspace_id, deploymentIds);
+        const missing = deploymentIds.find((id) => !found.has(id));
+        if (missing) throw deploymentNotFound(missing);
       }
       const key = generateApiKey();
       const row = {
@@ -162,8 +178,12 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         key_hint: keyHint(key),
         created_at: nowIso(),
         listener_id: null,
+        deployment_ids: deploymentIds,
       };
-      await repo.insertApiKey(db, row);
+      await db.transaction().execute(async (trx) => {
+        await repo.insertApiKey(trx, row);
+        await recordChange(trx, principal, { action: 'api_key.create', target: { type: 'api_key', id: row.id, name }, changedFields: fieldsSet(input) });
+      });
       return { ...toKeyView(row), key };
     },
 
@@ -174,7 +194,11 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
     async revokeApiKey(principal: Principal, keyId: string): Promise<void> {
       if (keyId === principal.keyId) throw fail('api_key_self_revoke', 'An API key cannot revoke itself; revoke it with another admin key.');
       revocations += 1;
-      if (!(await repo.deleteApiKey(db, principal.organizationId, keyId))) throw fail('api_key_not_found', `API key ID ${keyId} not found.`);
+      await db.transaction().execute(async (trx) => {
+        const revoked = await repo.deleteApiKey(trx, principal.organizationId, keyId);
+        if (!revoked) throw fail('api_key_not_found', `API key ID ${keyId} not found.`);
+        await recordChange(trx, principal, { action: 'api_key.revoke', target: { type: 'api_key', id: keyId, name: revoked.name } });
+      });
       // Other processes forget it when their entry expires (API_KEY_CACHE_TTL_MS).
       for (const [digest, entry] of keyCache) if (entry.principal.keyId === keyId) keyCache.delete(digest);
       keyWatches.revoked(keyId);
@@ -210,6 +234,7 @@ async function createOrganization(
       key_hint: keyHint(apiKey),
       created_at: now,
       listener_id: null,
+      deployment_ids: [],
     });
     return { organizationId, workspaceId, apiKey };
   });
@@ -219,13 +244,35 @@ function toKeyView(row: repo.ApiKeyRow): ApiKeyView {
   return {
     id: row.id,
     name: row.name,
-    role: row.role as ApiKeyRole,
+    role: row.role,
     organization_id: row.organization_id,
     workspace_id: row.workspace_id,
     key_hint: row.key_hint,
     created_at: row.created_at,
     listener_id: row.listener_id,
+    deployment_ids: row.deployment_ids,
   };
+}
+
+/**
+ * The deployments a new key is made for: a `deployer` key needs a workspace and a list of
+ * its deployments (checked by the caller); every other role takes none.
+ */
+function deployerDeployments(role: ApiKeyRole, workspaceId: string | null, deploymentIds: string[] | undefined): string[] {
+  if (role !== 'deployer') {
+    if (deploymentIds === undefined) return [];
+    throw invalidField({
+      type: 'value_error',
+      loc: ['body', 'deployment_ids'],
+      msg: 'Value error, deployment_ids is only for deployer keys',
+      input: deploymentIds,
+    });
+  }
+  if (workspaceId === null) {
+    throw invalidField({ type: 'missing', loc: ['body', 'workspace_id'], msg: 'Field required: a deployer key is bound to the workspace of its deployments' });
+  }
+  if (deploymentIds === undefined) throw invalidField({ type: 'missing', loc: ['body', 'deployment_ids'], msg: 'Field required' });
+  return [...new Set(deploymentIds.map((id) => id.toLowerCase()))];
 }
 
 /**
@@ -248,6 +295,7 @@ export async function insertListenerKey(
     key_hint: keyHint(key),
     created_at: nowIso(),
     listener_id: target.listenerId,
+    deployment_ids: [],
   };
   await repo.insertApiKey(db, row);
   return { ...toKeyView(row), key };

@@ -2,6 +2,7 @@ import type { Generated } from 'kysely';
 import type { SourceSpelling } from '../domain/deployment-config.js';
 import type { DeploymentStatus } from '../domain/deployment-status.js';
 import type { RevisionStatus } from '../domain/revision-status.js';
+import type { ApiKeyRole } from '../domain/tenancy.js';
 
 /**
  * Table shapes shared by SQLite and PostgreSQL. Both databases get the same portable
@@ -11,6 +12,26 @@ import type { RevisionStatus } from '../domain/revision-status.js';
  * JSON column is read or written outside `store/`.
  */
 export interface Database {
+  /** One row per change; `changed_fields` and `secret_names` are JSON arrays of names. */
+  audit_log: {
+    id: string;
+    organization_id: string;
+    workspace_id: string | null;
+    created_at: string;
+    actor_type: 'api_key' | 'berth';
+    actor_key_id: string | null;
+    actor_key_name: string | null;
+    actor_role: string | null;
+    client_address: string | null;
+    request_id: string | null;
+    action: string;
+    target_type: string;
+    target_id: string;
+    target_name: string | null;
+    outcome: 'success';
+    changed_fields: string;
+    secret_names: string;
+  };
   organizations: { id: string; name: string; created_at: string };
   /** `name_key`: the name in the form that makes it unique without regard to case (domain/tenancy.ts). */
   workspaces: { id: string; organization_id: string; name: string; name_key: string | null; created_at: string };
@@ -19,12 +40,14 @@ export interface Database {
     organization_id: string;
     workspace_id: string | null;
     name: string;
-    role: 'admin' | 'member' | 'listener';
+    role: ApiKeyRole;
     key_hash: string;
     key_hint: string;
     created_at: string;
     /** Set for `listener` keys: the one listener the key speaks for. */
     listener_id: string | null;
+    /** For `deployer` keys: JSON array of the deployment ids the key may act on; null for other roles. */
+    deployment_ids: string | null;
   };
   deployments: {
     id: string;

@@ -240,6 +240,65 @@ describe('the berth CLI, against a real server', () => {
     assert.equal((await berth(['deployments', 'list'], { BERTH_URL: server.url, BERTH_API_KEY: key })).code, 3);
   });
 
+  test('api-keys create makes read-only and deployer keys; a deployer key reaches only its deployments', async () => {
+    const headers = { 'X-Api-Key': server.adminKey, 'Content-Type': 'application/json' };
+    const body = JSON.stringify({
+      name: 'cli-deployer-target',
+      source: 'external_docker',
+      source_config: {},
+      source_revision_config: { image_uri: 'registry.example/agent:1' },
+      secrets: [],
+    });
+    const response = await fetch(`${server.url}/v2/deployments`, { method: 'POST', headers, body });
+    const deployment = (await response.json()) as { id: string };
+    assert.equal(response.status, 201, JSON.stringify(deployment));
+    const created = await berth([
+      'api-keys',
+      'create',
+      '--name',
+      'ship',
+      '--role',
+      'deployer',
+      '--workspace',
+      server.workspaceId,
+      '--deployment',
+      deployment.id,
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    const key = created.stdout.trim();
+    const listed = await berth(['api-keys', 'list']);
+    assert.match(listed.stdout, new RegExp(`ship\\s+deployer\\s+${server.workspaceId}\\s+${deployment.id}`));
+    const own = await fetch(`${server.url}/v2/deployments/${deployment.id}`, { headers: { 'X-Api-Key': key } });
+    assert.equal(own.status, 200);
+    const refused = await berth(['deployments', 'list'], { BERTH_URL: server.url, BERTH_API_KEY: key });
+    assert.equal(refused.code, 3);
+    assert.match(refused.stderr, /deployer API key may not/);
+    const readOnly = await berth(['api-keys', 'create', '--name', 'look', '--role', 'read_only', '--workspace', server.workspaceId]);
+    assert.equal(readOnly.code, 0, readOnly.stderr);
+    assert.equal((await berth(['deployments', 'list'], { BERTH_URL: server.url, BERTH_API_KEY: readOnly.stdout.trim() })).code, 0);
+    const bad = await berth(['api-keys', 'create', '--name', 'x', '--role', 'deployer']);
+    assert.equal(bad.code, 3);
+  });
+
+  test('audit shows who changed what, filtered, as a table or JSON; member keys are refused', async () => {
+    const created = await berth(['workspaces', 'create', '--name', 'cli-audited', '-o', 'json']);
+    assert.equal(created.code, 0, created.stderr);
+    const workspaceId = JSON.parse(created.stdout).id as string;
+    const table = await berth(['audit', '--action', 'workspace.create']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^TIME\s+ACTOR\s+ROLE\s+ACTION\s+TARGET/);
+    assert.match(table.stdout, /bootstrap\s+admin\s+workspace\.create\s+workspace cli-audited/);
+    const json = await berth(['audit', '--target', workspaceId, '-o', 'json']);
+    assert.deepEqual(
+      JSON.parse(json.stdout).map((entry: { action: string }) => entry.action),
+      ['workspace.create'],
+    );
+    const member = (await berth(['api-keys', 'create', '--name', 'cli-member', '--workspace', server.workspaceId])).stdout.trim();
+    const refused = await berth(['audit'], { BERTH_URL: server.url, BERTH_API_KEY: member });
+    assert.equal(refused.code, 3);
+    assert.match(refused.stderr, /member API key may not/);
+  });
+
   test('login checks the key and saves a profile readable only by its owner; later commands use it', async () => {
     const refused = await berth(['login', '--url', server.url], { BERTH_API_KEY: 'berth_not_a_key' });
     assert.equal(refused.code, 3);

@@ -48,7 +48,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
           'The key itself is in the answer once and never again; only its digest is stored. With `listener_id`, a `listener` key that reaches only the listener protocol of that listener.',
         tags,
         body: ApiKeyCreate,
-        response: { 201: CreatedApiKey, ...errorResponses('workspace_not_found', 'listener_not_found') },
+        response: { 201: CreatedApiKey, ...errorResponses('workspace_not_found', 'listener_not_found', 'deployment_not_found') },
       },
     },
     async (request, reply) => reply.code(201).send(await tenancy.createApiKey(principalOf(request), request.body)),

@@ -13,6 +13,8 @@ import { resourceNames } from './011-resource-names.js';
 import { idempotencyKeys } from './012-idempotency-keys.js';
 import { engineTurns } from './013-engine-turns.js';
 import { imageRemovals } from './014-image-removals.js';
+import { keyRoles } from './015-key-roles.js';
+import { auditLog } from './016-audit-log.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -30,6 +32,8 @@ const migrations: Record<string, Migration> = {
   '012-idempotency-keys': idempotencyKeys,
   '013-engine-turns': engineTurns,
   '014-image-removals': imageRemovals,
+  '015-key-roles': keyRoles,
+  '016-audit-log': auditLog,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -4,7 +4,8 @@ import type { Database } from '../schema.js';
 import { inBatches } from '../batches.js';
 import { preparedQuery } from '../prepared.js';
 
-export type ApiKeyRow = Database['api_keys'];
+/** A key as stored, its deployment list decoded (empty for every role but `deployer`). */
+export type ApiKeyRow = Omit<Database['api_keys'], 'deployment_ids'> & { deployment_ids: string[] };
 /** A workspace as the API knows it; `name_key` is the store's own. */
 export type WorkspaceRow = Omit<Database['workspaces'], 'name_key'>;
 
@@ -46,7 +47,14 @@ export async function listWorkspaces(db: Executor, organizationId: string): Prom
 }
 
 export async function insertApiKey(db: Executor, row: ApiKeyRow): Promise<void> {
-  await db.insertInto('api_keys').values(row).execute();
+  await db
+    .insertInto('api_keys')
+    .values({ ...row, deployment_ids: row.role === 'deployer' ? JSON.stringify(row.deployment_ids) : null })
+    .execute();
+}
+
+function decodeApiKey(row: Database['api_keys']): ApiKeyRow {
+  return { ...row, deployment_ids: row.deployment_ids === null ? [] : (JSON.parse(row.deployment_ids) as string[]) };
 }
 
 const API_KEY_COLUMNS = [
@@ -59,14 +67,15 @@ const API_KEY_COLUMNS = [
   'key_hint',
   'created_at',
   'listener_id',
-] as const satisfies readonly (keyof ApiKeyRow)[];
+  'deployment_ids',
+] as const satisfies readonly (keyof Database['api_keys'])[];
 
 // Every request whose key is not cached reads this (a listener's poll every 30 s is never cached).
 const selectApiKeyByHash = preparedQuery((db: Executor, keyHash: string) => db.selectFrom('api_keys').select(API_KEY_COLUMNS).where('key_hash', '=', keyHash));
 
 export async function findApiKeyByHash(db: Executor, keyHash: string): Promise<ApiKeyRow | undefined> {
   const [row] = await selectApiKeyByHash(db, keyHash);
-  return row;
+  return row && decodeApiKey(row);
 }
 
 /** Which of these key ids exist (a revoked key's row is deleted). */
@@ -80,12 +89,13 @@ export async function existingApiKeyIds(db: Executor, ids: string[]): Promise<Se
 }
 
 export async function listApiKeys(db: Executor, organizationId: string): Promise<ApiKeyRow[]> {
-  return db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
+  const rows = await db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
+  return rows.map(decodeApiKey);
 }
 
-export async function deleteApiKey(db: Executor, organizationId: string, keyId: string): Promise<boolean> {
-  const result = await db.deleteFrom('api_keys').where('organization_id', '=', organizationId).where('id', '=', keyId).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+/** Deletes the key; answers its name, or undefined when there was no such key. */
+export async function deleteApiKey(db: Executor, organizationId: string, keyId: string): Promise<{ name: string } | undefined> {
+  return db.deleteFrom('api_keys').where('organization_id', '=', organizationId).where('id', '=', keyId).returning('name').executeTakeFirst();
 }
 
 /** A listener of any workspace of the organization (listener keys are made by the organization's admins). */
@@ -101,4 +111,14 @@ export async function findListenerOfOrganization(
     .where('w.organization_id', '=', organizationId)
     .where('l.id', '=', listenerId)
     .executeTakeFirst();
+}
+
+/** Which of these deployments are in the workspace (a deployer key is made for deployments of its own workspace). */
+export async function deploymentsInWorkspace(db: Executor, workspaceId: string, ids: string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  await inBatches(ids, async (batch) => {
+    const rows = await db.selectFrom('deployments').select('id').where('workspace_id', '=', workspaceId).where('id', 'in', batch).execute();
+    for (const row of rows) found.add(row.id);
+  });
+  return found;
 }

@@ -1,0 +1,158 @@
+import type { ApiKeyRole } from './tenancy.js';
+import type { ErrorCode } from './errors.js';
+
+/**
+ * The one permission table: which key roles may call each authenticated route, keyed by
+ * `METHOD /path` as the route is registered (Fastify's `:param` syntax, without the
+ * `/api-host` prefix). The authentication hook refuses a route missing here at startup,
+ * so no route can be added without deciding who may call it.
+ *
+ * - `admin` keys may do everything; `member` keys everything but organization
+ *   administration (today's keys); `read_only` keys only reads (GET, the event stream and
+ *   the POST forms of log queries).
+ * - `deployer` keys reach only the deployments in their list, and there only what
+ *   shipping a new version takes: reading the deployment, its revisions and logs, creating
+ *   a revision (without secrets or configuration), redeploying and interrupting.
+ * - `listener` keys reach the listener protocol and nothing else.
+ */
+export interface Permission {
+  roles: readonly ApiKeyRole[];
+  /** Deployer keys are allowed when the path's `deployment_id` is one of theirs. */
+  deployer?: true;
+  /** Body fields a deployer key may not send (they change secrets or configuration). */
+  deployerRefusedFields?: readonly string[];
+}
+
+const ADMIN: Permission = { roles: ['admin'] };
+const WRITE: Permission = { roles: ['admin', 'member'] };
+const READ: Permission = { roles: ['admin', 'member', 'read_only'] };
+const OWN_WRITE: Permission = { ...WRITE, deployer: true };
+const OWN_READ: Permission = { ...READ, deployer: true };
+const LISTENER: Permission = { roles: ['listener'] };
+
+const DEPLOYMENT = '/v2/deployments/:deployment_id';
+const REVISION = `${DEPLOYMENT}/revisions/:revision_id`;
+
+/** Both spellings of the integrations routes (`github` is the hidden alias) get one entry each. */
+const integrationRoutes = (['codehost', 'github'] as const).flatMap((segment) => {
+  const root = `/v1/integrations/${segment}`;
+  return [
+    [`POST ${root}`, ADMIN],
+    [`GET ${root}/install`, READ],
+    [`GET ${root}/:integration_id`, ADMIN],
+    [`GET ${root}/:integration_id/repos`, READ],
+    [`DELETE ${root}/:integration_id`, ADMIN],
+  ] as const;
+});
+
+export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Permission>([
+  ['POST /v2/deployments', WRITE],
+  ['GET /v2/deployments', READ],
+  [`GET ${DEPLOYMENT}`, OWN_READ],
+  [`PATCH ${DEPLOYMENT}`, WRITE],
+  [`DELETE ${DEPLOYMENT}`, WRITE],
+  [`GET ${DEPLOYMENT}/events`, OWN_READ],
+  [`POST ${DEPLOYMENT}/upload-url`, OWN_WRITE],
+  [`POST ${DEPLOYMENT}/push-token`, OWN_WRITE],
+
+  [`GET ${DEPLOYMENT}/revisions`, OWN_READ],
+  [`POST ${DEPLOYMENT}/revisions`, { ...OWN_WRITE, deployerRefusedFields: ['secrets', 'source_config'] }],
+  [`GET ${REVISION}`, OWN_READ],
+  [`POST ${REVISION}/redeploy`, OWN_WRITE],
+  [`POST ${REVISION}/interruption`, OWN_WRITE],
+  [`GET ${REVISION}/logs`, OWN_READ],
+  [`GET ${REVISION}/timeline`, OWN_READ],
+  // Log queries sent as POST are reads.
+  ['POST /v1/projects/:deployment_id/revisions/:revision_id/build_logs', OWN_READ],
+  ['POST /v1/projects/:deployment_id/revisions/:revision_id/deploy_logs', OWN_READ],
+  ['POST /v1/projects/:deployment_id/deploy_logs', OWN_READ],
+
+  ['POST /v2/listeners', WRITE],
+  ['GET /v2/listeners', READ],
+  ['GET /v2/listeners/:listener_id', READ],
+  ['PATCH /v2/listeners/:listener_id', WRITE],
+  ['DELETE /v2/listeners/:listener_id', WRITE],
+
+  ['GET /v1/listener-protocol/state', LISTENER],
+  ['POST /v1/listener-protocol/reports', LISTENER],
+  ['POST /v1/listener-protocol/heartbeat', LISTENER],
+
+  ['POST /v2/auth/providers', ADMIN],
+  ['GET /v2/auth/providers', READ],
+  ['GET /v2/auth/providers/:provider_id', READ],
+  ['PATCH /v2/auth/providers/:provider_id', ADMIN],
+  ['DELETE /v2/auth/providers/:provider_id', ADMIN],
+
+  ['POST /v1/workspaces', ADMIN],
+  ['GET /v1/workspaces', ADMIN],
+  ['POST /v1/api-keys', ADMIN],
+  ['GET /v1/api-keys', ADMIN],
+  ['DELETE /v1/api-keys/:key_id', ADMIN],
+  // Who changed what is for administrators and auditors, not for every member.
+  ['GET /v1/audit-log', { roles: ['admin', 'read_only'] }],
+
+  ...integrationRoutes,
+]);
+
+/** The table's key for a route: HEAD is answered by its GET route. */
+export function routeKey(method: string, path: string): string {
+  return `${method === 'HEAD' ? 'GET' : method} ${path}`;
+}
+
+/** Who asks, as far as the table cares. */
+export interface Caller {
+  role: ApiKeyRole;
+  /** For `deployer` keys: the deployments the key may act on. */
+  deploymentIds: readonly string[];
+}
+
+export interface Refusal {
+  code: Extract<ErrorCode, 'role_forbids' | 'admin_key_required' | 'listener_key_forbidden' | 'listener_key_required'>;
+  message: string;
+}
+
+/**
+ * Whether the table lets this caller call this route on this deployment (the path's
+ * `deployment_id`, if it has one); null when it does, else why not. The refusal codes of
+ * earlier versions are kept where they fit (admin-only routes, listener keys), so clients
+ * that branch on them keep working; everything else a role may not do is `role_forbids`.
+ */
+export function refusal(permission: Permission, caller: Caller, deploymentId: string | undefined): Refusal | null {
+  if (permission.roles.includes(caller.role)) return null;
+  if (caller.role === 'deployer' && permission.deployer && deploymentId !== undefined) {
+    if (caller.deploymentIds.includes(deploymentId.toLowerCase())) return null;
+    return { code: 'role_forbids', message: `This deployer API key may not act on deployment '${deploymentId}'.` };
+  }
+  if (caller.role === 'listener') {
+    return {
+      code: 'listener_key_forbidden',
+      message: 'A listener key reaches only the listener protocol (/v1/listener-protocol); use an API key for this operation.',
+    };
+  }
+  if (only(permission, 'listener')) {
+    return {
+      code: 'listener_key_required',
+      message: 'The listener protocol needs a listener key (created with the listener, or with POST /v1/api-keys and listener_id).',
+    };
+  }
+  if (only(permission, 'admin')) return { code: 'admin_key_required', message: 'This operation requires an admin API key.' };
+  return { code: 'role_forbids', message: `A ${caller.role} API key may not do this.` };
+}
+
+/** The body fields of a deployer's request that the table refuses it (null and absent fields are not sent). */
+export function refusedFields(permission: Permission, caller: Caller, body: unknown): string[] {
+  if (caller.role !== 'deployer' || !permission.deployerRefusedFields || typeof body !== 'object' || body === null) return [];
+  const fields = body as Record<string, unknown>;
+  return permission.deployerRefusedFields.filter((name) => fields[name] !== undefined && fields[name] !== null);
+}
+
+/** The refusal codes a route can answer with, for its documentation. */
+export function refusalCodes(permission: Permission): Refusal['code'][] {
+  if (only(permission, 'listener')) return ['listener_key_required'];
+  // Every other route refuses some role: deployers reach only their deployments, read-only keys only reads.
+  return ['listener_key_forbidden', only(permission, 'admin') ? 'admin_key_required' : 'role_forbids'];
+}
+
+function only(permission: Permission, role: ApiKeyRole): boolean {
+  return permission.roles.length === 1 && permission.roles[0] === role;
+}
