@@ -28,6 +28,7 @@ export function revisionView(revision: RevisionRecord): RevisionView {
     resource_spec: revision.resource_spec,
     url: revision.url,
     remote_reconciled: revision.remote_reconciled,
+    build_inputs: revision.build,
     created_at: revision.created_at,
     updated_at: revision.updated_at,
   };
