@@ -3,10 +3,12 @@ import { platformVariables } from '../domain/platform-env.js';
 import { isListenerOwned } from '../domain/queue-policy.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
-import { type RevisionRecord, runtimeHandleOf } from '../store/repositories/revisions.js';
+import { configEnvOf, type RevisionRecord, runtimeHandleOf } from '../store/repositories/revisions.js';
+import { decryptConfigEnv, encryptConfigEnv } from '../security/config-env.js';
+import { runEnvironment } from '../domain/build-inputs.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
-import { buildSource } from './build-source.js';
+import { buildOrReuse, buildRequestOf } from './build-reuse.js';
 import type { WorkContext } from './context.js';
 import { databaseEnv, missingDatabases, provisionDatabases } from './databases.js';
 import { hop, leaseFence, markDeployed, moveRevision, writeLog } from './effects.js';
@@ -47,9 +49,12 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
         return 'next';
       }
       if (!(await databasesReady(ctx, deployment, revision))) return 'again';
-      const needsBuild = isBuiltSource(source) && !revision.image_ref;
-      if (!needsBuild && isBuiltSource(source)) await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
-      hop(ctx, revision, needsBuild ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY', needsBuild ? null : handoverMessage(deployment));
+      if (isBuiltSource(source) && !revision.image_ref) {
+        await buildOrReuse(ctx, deployment, revision, handoverMessage(deployment));
+        return 'again';
+      }
+      if (isBuiltSource(source)) await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
+      hop(ctx, revision, 'AWAITING_DEPLOY', handoverMessage(deployment));
       return 'again';
     }
     case 'AWAITING_BUILD':
@@ -83,21 +88,7 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
     timeoutMs: (sourceConfig.build_timeout_seconds ?? 0) * 1000 || ctx.settings.buildTimeoutMs,
     timeoutSetting: 'source_config.build_timeout_seconds',
   };
-  const result = await runStep(ctx, revision, spec, async (step) =>
-    ctx.builder.build(
-      {
-        workspaceId: deployment.workspace_id,
-        deploymentId: deployment.id,
-        deploymentName: deployment.name.toLowerCase(),
-        revisionId: revision.id,
-        source: await buildSource(ctx, deployment, revision),
-        graphConfigPath: config.graph_config_path ?? 'langgraph.json',
-        installCommand: sourceConfig.install_command,
-        buildCommand: sourceConfig.build_command,
-      },
-      step,
-    ),
-  );
+  const result = await runStep(ctx, revision, spec, async (step) => ctx.builder.build(await buildRequestOf(ctx, deployment, revision), step));
   // An uploaded archive is needed only until it is built (or its build ended); a paused
   // build, or one that never started, keeps it for whoever resumes.
   if (config.source_tarball_path && (result.ok || (result.started && result.next !== 'leave')))
@@ -107,6 +98,7 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
   await moveRevision(ctx, revision, 'AWAITING_DEPLOY', handoverMessage(deployment), {
     image_ref: result.value.image,
     source_revision_config: built,
+    ...(result.value.env ? { config_env_encrypted: encryptConfigEnv(ctx.encryptor, revision.id, result.value.env) } : {}),
   });
   return 'again';
 }
@@ -132,10 +124,13 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
     timeoutMs: (sourceConfig.deploy_timeout_seconds ?? 0) * 1000 || ctx.settings.deployTimeoutMs,
     timeoutSetting: 'source_config.deploy_timeout_seconds',
   };
-  const env = Object.fromEntries((await secretsOf(ctx, revision)).map((s) => [s.name, s.value]));
+  const secrets = Object.fromEntries((await secretsOf(ctx, revision)).map((s) => [s.name, s.value]));
   // Provisioned databases are looked up only when the last read saw some.
-  if (ctx.hasDatabases !== false) Object.assign(env, await databaseEnv(ctx, deployment.id));
-  Object.assign(env, platformVariables(deployment, revision));
+  const berth = ctx.hasDatabases !== false ? await databaseEnv(ctx, deployment.id) : {};
+  Object.assign(berth, platformVariables(deployment, revision));
+  // Only built revisions read a langgraph.json; image revisions spare the query.
+  const configEnv = isBuiltSource(canonicalSource(revision.source)) ? decryptConfigEnv(ctx.encryptor, revision.id, await configEnvOf(ctx.db, revision.id)) : {};
+  const env = runEnvironment({ configEnv, secrets, berth });
   const pull = await pullCredentials(ctx, revision, verdict.registryRepository);
   const result = await runStep(ctx, revision, spec, (step) =>
     ctx.runtime.start(

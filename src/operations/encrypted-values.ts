@@ -8,6 +8,7 @@ import { secretEntries } from '../store/repositories/secret-sets.js';
 import type { Database } from '../store/schema.js';
 import { OperationError } from './errors.js';
 import { resourceUriContext } from '../security/resource-uris.js';
+import { configEnvContext } from '../security/config-env.js';
 
 /** The key values are encrypted with now, and the one they are re-encrypted with. */
 export interface RotationKeys {
@@ -168,5 +169,11 @@ export const KEYED_VALUES: readonly KeyedValues[] = [
     column: 'uri_encrypted',
     key: ['deployment_id', 'kind'],
     context: (row) => resourceUriContext(row.deployment_id, row.kind),
+  }),
+  ciphertextColumn({
+    table: 'revisions',
+    column: 'config_env_encrypted',
+    key: ['id'],
+    context: (row) => configEnvContext(row.id),
   }),
 ];

@@ -369,3 +369,30 @@ export async function builtWithKey(db: Executor, workspaceId: string, key: strin
     .execute();
   return rows.map((row) => ({ ...row, image_ref: row.image_ref as string }));
 }
+
+/** What a revision that runs an image built before takes over from the newest revision of the deployment with that image. */
+export async function buildOfImage(
+  db: Executor,
+  deploymentId: string,
+  imageRef: string,
+  exceptId: string,
+): Promise<{ id: string; build_inputs: string | null; build_key: string | null; config_env_encrypted: string | null } | undefined> {
+  return db
+    .selectFrom('revisions')
+    .select(['id', 'build_inputs', 'build_key', 'config_env_encrypted'])
+    .where('deployment_id', '=', deploymentId)
+    .where('image_ref', '=', imageRef)
+    .where('id', '!=', exceptId)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Writes a new revision's build inputs and langgraph.json env (before the engine sees it: no status changes). */
+export async function setRevisionBuild(
+  db: Executor,
+  revisionId: string,
+  values: { build_inputs: string | null; build_key: string | null; config_env_encrypted: string | null },
+): Promise<void> {
+  await db.updateTable('revisions').set(values).where('id', '=', revisionId).execute();
+}
