@@ -129,7 +129,7 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
   const berth = ctx.hasDatabases !== false ? await databaseEnv(ctx, deployment.id) : {};
   Object.assign(berth, platformVariables(deployment, revision));
   // Only built revisions read a langgraph.json; image revisions spare the query.
-  const configEnv = isBuiltSource(canonicalSource(revision.source)) ? decryptConfigEnv(ctx.encryptor, revision.id, await configEnvOf(ctx.db, revision.id)) : {};
+  const configEnv = isBuiltSource(canonicalSource(revision.source)) ? decryptConfigEnv(ctx.encryptor, revision.id, await sealedConfigEnv(ctx, revision)) : {};
   const env = runEnvironment({ configEnv, secrets, berth });
   const pull = await pullCredentials(ctx, revision, verdict.registryRepository);
   const result = await runStep(ctx, revision, spec, (step) =>
@@ -181,6 +181,11 @@ async function databasesReady(ctx: WorkContext, deployment: DeploymentRecord, re
     if (await moveDeployment(ctx, deployment.id, 'READY', { fence: leaseFence(ctx), origin: ctx.settings.workerId })) deployment.status = 'READY';
   }
   return true;
+}
+
+/** What the engine decided in memory (perhaps not written yet), else what is stored. */
+async function sealedConfigEnv(ctx: WorkContext, revision: RevisionRecord): Promise<string | null> {
+  return revision.config_env_encrypted !== undefined ? revision.config_env_encrypted : configEnvOf(ctx.db, revision.id);
 }
 
 /** The revision's secrets, decrypted (kept only encrypted, as read with the deployment's work). */

@@ -26,6 +26,11 @@ export interface RevisionRecord {
   url: string | null;
   /** What its image was (or will be) built from; null until the engine worked it out, and for image revisions. */
   build: RevisionBuild | null;
+  /**
+   * langgraph.json's env, encrypted: present only where the engine decided it in memory and
+   * may not have written it yet (it is not read with the revision; see configEnvOf).
+   */
+  config_env_encrypted?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -176,9 +181,7 @@ export async function revisionsInStatus(db: Executor, deploymentId: string, stat
 }
 
 /** What a status change may also write on the revision (`config_env_encrypted`: langgraph.json's `env`, encrypted by the caller). */
-export type TransitionSet = Partial<Pick<RevisionRecord, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config' | 'build'>> & {
-  config_env_encrypted?: string | null;
-};
+export type TransitionSet = Partial<Pick<RevisionRecord, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config' | 'build' | 'config_env_encrypted'>>;
 
 export type RevisionFence =
   | { kind: 'api' }
