@@ -38,7 +38,17 @@ export interface RevisionBuild extends BuildInputs {
  */
 export function buildKey(workspaceId: string, inputs: BuildInputs): string {
   const { source, graph_config_path, graph_config_sha256, install_command, build_command, base_image, base_image_digest, generator_version } = inputs;
-  const identity = { workspaceId, source, graph_config_path, graph_config_sha256, install_command, build_command, base_image, base_image_digest, generator_version };
+  const identity = {
+    workspaceId,
+    source,
+    graph_config_path,
+    graph_config_sha256,
+    install_command,
+    build_command,
+    base_image,
+    base_image_digest,
+    generator_version,
+  };
   return createHash('sha256').update(canonicalJson(identity)).digest('hex');
 }
 
@@ -50,6 +60,10 @@ export function buildKey(workspaceId: string, inputs: BuildInputs): string {
  * are then the deployment's to change (so an edited secret must win over the file it came
  * from, and nothing is applied twice).
  */
-export function runEnvironment(layers: { configEnv: Record<string, string>; secrets: Record<string, string>; berth: Record<string, string> }): Record<string, string> {
+export function runEnvironment(layers: {
+  configEnv: Record<string, string>;
+  secrets: Record<string, string>;
+  berth: Record<string, string>;
+}): Record<string, string> {
   return { ...layers.configEnv, ...layers.secrets, ...layers.berth };
 }

@@ -159,7 +159,9 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
       build_inputs: { reused_from_revision_id: string | null; commit_sha: string | null } | null;
     };
     assert.equal(secretOnly.status, 'DEPLOYED', secretOnly.status_message ?? '');
-    const secretTimeline = (await api('GET', `/v2/deployments/${id}/revisions/${bySecret.body.latest_revision_id}/timeline`)).body.resources as { status: string }[];
+    const secretTimeline = (await api('GET', `/v2/deployments/${id}/revisions/${bySecret.body.latest_revision_id}/timeline`)).body.resources as {
+      status: string;
+    }[];
     assert.deepEqual(
       secretTimeline.map((t) => t.status),
       ['QUEUED', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'],
@@ -169,7 +171,9 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     assert.equal(secretOnly.build_inputs?.commit_sha, head);
     const reuseLog = await logsOf(id, bySecret.body.latest_revision_id);
     assert.ok(
-      reuseLog.some((m) => m.startsWith(`Reusing image ${registry.host}/${created.body.tenant_id}/${id}:${created.body.latest_revision_id}, built by revision 1`)),
+      reuseLog.some((m) =>
+        m.startsWith(`Reusing image ${registry.host}/${created.body.tenant_id}/${id}:${created.body.latest_revision_id}, built by revision 1`),
+      ),
       reuseLog.join('\n'),
     );
     assert.ok(!reuseLog.some((m) => /STEP \d+\/\d+|COMMIT|Fetching/.test(m)), 'nothing fetched or built');
@@ -182,7 +186,7 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
       "`${process.env.MY_PREFIX ?? 'unset'} ${process.env.CLASH ?? 'unset'} ${existsSync('/deps/echo-agent/berth.env') ? 'file-in-image' : 'no-file'}: ${state.input}`";
     const changed = (await readFile(graphFile, 'utf8'))
       .replace('`echo: ${state.input}`', reportEnv)
-      .replace("import { Annotation", "import { existsSync } from 'node:fs';\nimport { Annotation");
+      .replace('import { Annotation', "import { existsSync } from 'node:fs';\nimport { Annotation");
     const config = JSON.parse(await readFile(path.join(repo.work, 'langgraph.json'), 'utf8')) as Record<string, unknown>;
     const withObject = JSON.stringify({ ...config, env: { MY_PREFIX: 'from-config-object', CLASH: 'from-config-object' } });
     const second = await repo.commit('main', { 'src/graph.ts': changed, 'langgraph.json': withObject }, 'answer with the environment');
@@ -196,13 +200,19 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     const next = await finished(id, patched.body.latest_revision_id);
     assert.equal(next.status, 'DEPLOYED', next.status_message ?? '');
     assert.equal(next.source_revision_config.repo_commit_sha, second);
-    const nextTimeline = (await api('GET', `/v2/deployments/${id}/revisions/${patched.body.latest_revision_id}/timeline`)).body.resources as { status: string }[];
+    const nextTimeline = (await api('GET', `/v2/deployments/${id}/revisions/${patched.body.latest_revision_id}/timeline`)).body.resources as {
+      status: string;
+    }[];
     assert.ok(
       nextTimeline.some((t) => t.status === 'BUILDING'),
       'a new commit builds',
     );
     const redeployed = (await api('GET', `/v2/deployments/${id}`)).body;
-    assert.equal(await ask(redeployed.source_config.custom_url, 'hello'), 'from-config-object from-secret no-file: hello', "the env object applies, under the deployment's secrets");
+    assert.equal(
+      await ask(redeployed.source_config.custom_url, 'hello'),
+      'from-config-object from-secret no-file: hello',
+      "the env object applies, under the deployment's secrets",
+    );
 
     // A third commit names an env file instead: read from the checkout, applied at run time, kept out of the image.
     const withFile = JSON.stringify({ ...config, env: 'berth.env' });

@@ -111,7 +111,13 @@ export function diskReader(root: string, maxBytes = MAX_ENV_FILE_BYTES): SourceR
 async function readFromMirror(ctx: InputsContext, request: BuildRequest, step: StepContext): Promise<ReadSource> {
   const source = request.source;
   if (source.kind !== 'git') throw new Error('readFromMirror needs a repository source');
-  const { commitSha } = await ctx.mirrors.resolve({ url: source.url, ref: source.ref, auth: source.auth, log: (line) => step.log('INFO', line), signal: step.signal });
+  const { commitSha } = await ctx.mirrors.resolve({
+    url: source.url,
+    ref: source.ref,
+    auth: source.auth,
+    log: (line) => step.log('INFO', line),
+    signal: step.signal,
+  });
   const readAt = (file: string, maxBytes: number) =>
     ctx.mirrors.readFile({ url: source.url, ...(source.auth ? { auth: source.auth } : {}), commitSha, file, maxBytes, signal: step.signal });
   const configPath = path.posix.normalize(request.graphConfigPath);
