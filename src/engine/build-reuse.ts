@@ -20,6 +20,8 @@ import { hop, writeLog } from './effects.js';
  */
 export async function buildOrReuse(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, handover: string | null): Promise<void> {
   const identified = await identify(ctx, deployment, revision);
+  // Stopped meanwhile (shutdown, delete, lost lease): whoever resumes decides from QUEUED.
+  if (ctx.work.signal.aborted) return;
   if (!identified) {
     hop(ctx, revision, 'AWAITING_BUILD', null);
     return;
@@ -86,7 +88,7 @@ async function identify(ctx: WorkContext, deployment: DeploymentRecord, revision
     const request = await buildRequestOf(ctx, deployment, { ...revision, build: null });
     return await driver.identify(request, step);
   } catch (error) {
-    if (ctx.work.signal.aborted) throw error;
+    if (ctx.work.signal.aborted) return null;
     const reason = error instanceof Error ? error.message : String(error);
     await writeLog(ctx, revision, 'build', 'INFO', `Could not tell the build's inputs before building (${reason}); building.`);
     return null;

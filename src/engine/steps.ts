@@ -51,7 +51,7 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
       if (!(await databasesReady(ctx, deployment, revision))) return 'again';
       if (isBuiltSource(source) && !revision.image_ref) {
         await buildOrReuse(ctx, deployment, revision, handoverMessage(deployment));
-        return 'again';
+        return ctx.work.signal.aborted ? 'leave' : 'again';
       }
       if (isBuiltSource(source)) await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
       hop(ctx, revision, 'AWAITING_DEPLOY', handoverMessage(deployment));
