@@ -5,7 +5,7 @@ import { builtWithKey, type BuiltImageCandidate, type RevisionRecord } from '../
 import { buildSource } from './build-source.js';
 import type { WorkContext } from './context.js';
 import type { BuildRequest, IdentifiedBuild, StepContext } from './drivers/types.js';
-import { hop, writeLog } from './effects.js';
+import { flush, hop, writeLog } from './effects.js';
 
 /**
  * Builds only when the build's inputs change (issue 21, item 1). At QUEUED, a revision to
@@ -56,6 +56,8 @@ export async function buildOrReuse(ctx: WorkContext, deployment: DeploymentRecor
     config_env_encrypted,
     source_revision_config: { ...config, repo_commit_sha: inputs.commit_sha ?? config.repo_commit_sha },
   });
+  // An upload that needs no build is done with, as a built one is: once the move is written.
+  if (config.source_tarball_path && (await flush(ctx)) === 'ok') await ctx.uploads.discard(config.source_tarball_path).catch(() => {});
 }
 
 /** The build request of a revision; a revision whose inputs named a commit builds exactly that commit (the ref may have moved since). */

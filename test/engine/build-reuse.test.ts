@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type GitIntegrationFixture, gitIntegration, gitIntegrationOf } from '../support/codehost.js';
 import { FakeBuildDriver } from '../support/drivers/fake-build.js';
@@ -152,6 +155,35 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.equal(builder.builds, before + 2);
       assert.match(await buildLog(id, third.id), /Building: the image built from them by revision 2 is gone from the image store/);
       assert.notEqual(imageOf(third.id), image);
+    });
+
+    test('an upload with the same bytes as one built before builds nothing, and its archive is let go', async () => {
+      const created = await api('POST', '/v2/deployments', {
+        body: { name: `upload-${kind}`, source: 'internal_source', source_config: { deployment_type: 'dev' }, source_revision_config: {}, secrets: [] },
+      });
+      assert.equal(created.status, 201, created.text);
+      const id = created.body.id as string;
+      const bytes = Buffer.concat([Buffer.from([0x1f, 0x8b]), randomBytes(2000)]);
+      const upload = async () => {
+        const url = await api('POST', `/v2/deployments/${id}/upload-url`);
+        assert.equal(url.status, 200, url.text);
+        const put = await fetch(url.body.upload_url, { method: 'PUT', headers: { 'content-type': 'application/gzip' }, body: bytes });
+        assert.equal(put.status, 200, await put.text());
+        const patched = await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { source_tarball_path: url.body.object_path } } });
+        assert.equal(patched.status, 200, patched.text);
+        return { revision: await finished(id, patched.body.latest_revision_id), objectPath: url.body.object_path as string };
+      };
+      const before = builder.builds;
+      const first = await upload();
+      assert.equal(first.revision.status, 'DEPLOYED', first.revision.status_message ?? '');
+      assert.equal(builder.builds, before + 1);
+      assert.match(first.revision.build_inputs?.source ?? '', /^archive:sha256:[0-9a-f]{64}$/);
+      const again = await upload();
+      assert.equal(again.revision.status, 'DEPLOYED', again.revision.status_message ?? '');
+      assert.equal(builder.builds, before + 1, 'the same archive again builds nothing');
+      assert.equal(again.revision.build_inputs?.reused_from_revision_id, first.revision.id);
+      assert.ok(!(await statuses(id, again.revision.id)).includes('BUILDING'));
+      assert.equal(existsSync(path.join(server.dataDir, 'uploads', id, path.basename(again.objectPath))), false, 'the archive is let go as a built one is');
     });
 
     test("another workspace with the same repository and commit builds its own image, never workspace A's", async () => {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import type { BuildDriver, BuildRequest, BuiltImage, IdentifiedBuild, StepContext } from '../../../src/engine/drivers/types.js';
 
 /**
@@ -16,9 +17,15 @@ export class FakeBuildDriver implements BuildDriver {
 
   async identify(request: BuildRequest): Promise<IdentifiedBuild> {
     const commitSha = commitOf(request);
+    const archive =
+      request.source.kind === 'archive'
+        ? createHash('sha256')
+            .update(await readFile(request.source.path))
+            .digest('hex')
+        : '';
     return {
       inputs: {
-        source: request.source.kind === 'git' ? `commit:${commitSha}` : `archive:sha256:${commitSha}`,
+        source: request.source.kind === 'git' ? `commit:${commitSha}` : `archive:sha256:${archive}`,
         commit_sha: request.source.kind === 'git' ? commitSha : null,
         graph_config_path: request.graphConfigPath,
         graph_config_sha256: createHash('sha256').update(request.graphConfigPath).digest('hex'),
