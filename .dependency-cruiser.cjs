@@ -1,7 +1,7 @@
 /**
  * The layers of docs/architecture.md, checked on every `npm test`. Each rule names what a
  * layer may NOT reach; "infrastructure" is the adapters around the core (security, events,
- * codehost, build, registry, provisioning, observability).
+ * codehost, build, registry, provisioning, observability, containers, sandbox, locks).
  */
 const layer = (name) => `^src/${name}/`;
 const only = (...names) => `^src/(?!(${names.join('|')})/)`;
@@ -69,8 +69,47 @@ module.exports = {
       name: 'infrastructure-below-use-cases',
       severity: 'error',
       comment: 'Adapters serve the layers above them and never call back up.',
-      from: { path: '^src/(security|events|codehost|build|registry|provisioning|observability)/' },
+      from: { path: '^src/(security|events|codehost|build|registry|provisioning|observability|containers|sandbox|locks)/' },
       to: { path: '^src/(http|services|engine|lifecycle|operations)/|^src/(server|main)\\.ts$' },
+    },
+    {
+      name: 'config-is-the-bottom',
+      severity: 'error',
+      comment:
+        'The settings are read by every layer, so they read only the environment schema and the domain (BERTH_REGISTRY is parsed by domain/registry-location.ts for that reason).',
+      from: { path: '^src/(config|environment)\\.ts$' },
+      to: { path: '^src/', pathNot: ['^src/domain/', '^src/(config|environment)\\.ts$'] },
+    },
+    {
+      name: 'operations-are-maintenance',
+      severity: 'error',
+      comment:
+        'Backups and key rotation run alone with the database: they use the store, security and the settings, never a use case, a route, the engine or the agent (the associated data of a ciphertext lives in security/, beside its encryption, for both writers).',
+      from: { path: layer('operations') },
+      to: { path: '^src/(http|services|engine|lifecycle|listener|cli|client)/|^src/(server|main)\\.ts$' },
+    },
+    {
+      name: 'agent-speaks-the-protocol',
+      severity: 'error',
+      comment:
+        'listener/ is the agent, a process of its own on another machine: it knows Berth only through the wire shapes of contract/ and the domain, never the store, the use cases or the server.',
+      from: { path: layer('listener') },
+      to: { path: '^src/', pathNot: ['^src/(listener|contract|domain)/', '^src/engine/drivers/(types\\.ts$|local-container/)'] },
+    },
+    {
+      name: 'agent-borrows-only-the-container-runtime',
+      severity: 'error',
+      comment:
+        "Known exception: the container host runs revisions with the engine's LocalContainerRuntime (runner.ts) and its RunningRevision (container-host.ts), so a container runs the same way whichever side started it. It goes when the container runtime gets a room of its own (issue 26); nothing else of the agent may import the engine.",
+      from: { path: layer('listener'), pathNot: '^src/listener/agent/(runner|container-host)\\.ts$' },
+      to: { path: layer('engine') },
+    },
+    {
+      name: 'agent-is-its-own-process',
+      severity: 'error',
+      comment: 'Only the command line starts the agent; the server, the engine and the use cases never call into it.',
+      from: { path: '^src/', pathNot: ['^src/listener/', '^src/main\\.ts$'] },
+      to: { path: layer('listener') },
     },
     {
       name: 'client-stands-alone',

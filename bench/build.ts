@@ -120,7 +120,7 @@ async function main(): Promise<void> {
       );
       const exporting = (m: string) => m.startsWith('Copying ') && m.endsWith("into this host's image store");
       const builderMs = between(build, (m) => m.startsWith('Building '), exporting);
-      const exportMs = between(build, exporting, () => true);
+      const exportMs = between(build, exporting, (m) => m.startsWith('Copied ') && m.includes(' out of the sandbox in '));
       const runtimeMs = between(
         deploy,
         (m) => m.startsWith('Starting container'),

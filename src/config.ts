@@ -4,8 +4,21 @@ import type { Ajv, ErrorObject } from 'ajv';
 import envSchema from 'env-schema';
 import type { UploadLimits } from './domain/upload-quota.js';
 import { BUILDERS, ENVIRONMENT, type Environment, isOn, RUNTIMES } from './environment.js';
-import { parseRegistryLocation, RegistryLocationError } from './registry/push-target.js';
-import type { RegistrySettings } from './registry/setup.js';
+import { parseRegistryLocation, type RegistryLocation, RegistryLocationError } from './domain/registry-location.js';
+
+/** BERTH_REGISTRY and the registry's token authentication (registry/setup.ts opens it). */
+export interface RegistrySettings {
+  location: RegistryLocation;
+  /** Whether Berth's pushes and pulls check the registry's TLS certificate. */
+  tlsVerify: boolean;
+  /** `auth.token.service` of the registry. */
+  service: string;
+  /** `auth.token.issuer` of the registry. */
+  issuer: string;
+  /** A signing key and certificate of the operator's (PEM files); else Berth's own, made once in the data directory. */
+  keyFile?: string;
+  certFile?: string;
+}
 
 /** Runtime configuration, read once from the environment and validated at boot. */
 export interface Config {
@@ -19,11 +32,14 @@ export interface Config {
   /** BERTH_NEW_ENCRYPTION_KEY: only `berth rotate-encryption-key` reads it. */
   newEncryptionKey: string | undefined;
   logLevel: string;
+  logFormat: 'auto' | 'json' | 'pretty';
   limits: RequestLimits;
   /** GET /metrics: a bearer token it requires, and the port `berth engine` serves it on. */
   metrics: { token: string | undefined; enginePort: number | undefined };
   /** Revisions kept per deployment; older finished ones are removed (never the active or the latest). */
   revisionsKept: number;
+  /** BERTH_IDEMPOTENCY_KEY_HOURS, in ms: how long an Idempotency-Key and its first answer are kept. */
+  idempotencyKeyTtlMs: number;
   /** BERTH_PUBLIC_URL: Berth's address as clients and code hosts reach it; else taken from each request. */
   publicUrl: string | undefined;
   codehost: {
@@ -142,9 +158,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey: vars.BERTH_ENCRYPTION_KEY,
     newEncryptionKey: vars.BERTH_NEW_ENCRYPTION_KEY,
     logLevel: vars.LOG_LEVEL,
+    logFormat: vars.BERTH_LOG_FORMAT,
     limits,
     metrics: { token: vars.BERTH_METRICS_TOKEN, enginePort: vars.BERTH_ENGINE_METRICS_PORT },
     revisionsKept: vars.BERTH_REVISIONS_KEPT,
+    idempotencyKeyTtlMs: vars.BERTH_IDEMPOTENCY_KEY_HOURS * 3_600_000,
     publicUrl: vars.BERTH_PUBLIC_URL,
     codehost: {
       allowLocal: isOn(vars.BERTH_GIT_ALLOW_LOCAL),

@@ -29,6 +29,7 @@ export const SWITCH_VALUES = ['on', 'off', 'true', 'false', '1', '0', 'yes', 'no
 export const isOn = (value: (typeof SWITCH_VALUES)[number]) => ['on', 'true', '1', 'yes'].includes(value);
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 export const RUNTIMES = ['auto', 'podman', 'docker', 'none'] as const;
 export const BUILDERS = ['auto', 'buildah', 'podman', 'docker', 'none'] as const;
 
@@ -77,6 +78,9 @@ export const ENVIRONMENT = Type.Object({
     description: '`bridge` publishes each agent server on a loopback port; `host` runs it on the host network (needed to reach databases on 127.0.0.1)',
   }),
   LOG_LEVEL: Choice(LOG_LEVELS, 'info', { description: LOG_LEVELS.map((level) => `\`${level}\``).join(', ') }),
+  BERTH_LOG_FORMAT: Choice(LOG_FORMATS, 'auto', {
+    description: '`json`: one JSON object per line; `pretty`: readable, coloured lines; `auto`: pretty when standard output is a terminal, else JSON',
+  }),
   BERTH_RATE_LIMIT_PER_MINUTE: Integer(6000, 0, undefined, {
     description:
       'requests per minute per API key (0 turns it off); also the budget of failed authentications per client address: past it, wrong keys ' +
@@ -121,6 +125,9 @@ export const ENVIRONMENT = Type.Object({
   ),
   BERTH_REVISIONS_KEPT: Integer(100, 2, undefined, {
     description: 'revisions kept per deployment; older finished ones are removed with their logs (never the active or the latest)',
+  }),
+  BERTH_IDEMPOTENCY_KEY_HOURS: Integer(24, 1, 720, {
+    description: 'hours an `Idempotency-Key` and the first answer to it are kept; a retry within them replays that answer',
   }),
   BERTH_PUBLIC_URL: optional(
     Text(

@@ -8,6 +8,7 @@ import { computeFor } from './listener/computes.js';
 import { createLogger } from './logger.js';
 import { registerOperationsCommands } from './operations/commands.js';
 import { startBerth, startEngineOnly } from './server.js';
+import { readyBanner, whereToGoNext } from './startup-guide.js';
 
 function configOrExit(): Config {
   try {
@@ -51,9 +52,11 @@ program
   .description('Run the API server (and, unless BERTH_ENGINE=off, the revision engine).')
   .action(async () => {
     const config = configOrExit();
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, config.logFormat);
     const berth = await startBerth(config, logger);
-    logger.info({ address: berth.address, database: config.database.kind, engine: config.engine.enabled }, 'berth is ready');
+    const next = whereToGoNext(berth.address, config.dataDir);
+    logger.info({ address: berth.address, database: config.database.kind, engine: config.engine.enabled, ...next }, 'berth is ready');
+    if (logger.isLevelEnabled('info') && process.stdout.isTTY) process.stdout.write(readyBanner(next));
     stopOnSignals(logger, () => berth.close());
   });
 
@@ -62,7 +65,7 @@ program
   .description('Run only the revision engine, beside API servers on the same PostgreSQL.')
   .action(async () => {
     const config = configOrExit();
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, config.logFormat);
     const engine = await startEngineOnly(config, logger);
     logger.info({ database: config.database.kind }, 'berth engine is running');
     stopOnSignals(logger, () => engine.close());
@@ -84,7 +87,7 @@ program
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
     }
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, 'auto');
     const agent = new ListenerAgent(config, computeFor(config.compute), logger);
     // What runs keeps running: it belongs to the deployments, not to the agent.
     stopOnSignals(logger, () => agent.stop());

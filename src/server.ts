@@ -98,6 +98,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
       { db, encryptor, bus },
       {
         revisionsKept: config.revisionsKept,
+        idempotencyKeyTtlMs: config.idempotencyKeyTtlMs,
         codehost: codehostOptions(config),
         uploadStore,
         uploadLimits: config.uploads,
@@ -166,6 +167,7 @@ export async function startBerth(config: Config, logger: Logger, overrides: Bert
     app = await buildApp({ services: core.services, logger, limits: config.limits, publicUrl: config.publicUrl, registry: core.registry, metrics });
     const address = await app.listen({ port: config.port, host: config.host });
     if (config.engine.enabled) engine = await startEngine(core, config, logger, overrides);
+    const sweeper = sweepIdempotencyKeys(core, logger);
     const listening = app;
     return {
       ...core,
@@ -173,6 +175,7 @@ export async function startBerth(config: Config, logger: Logger, overrides: Bert
       address,
       engine,
       async close() {
+        clearInterval(sweeper);
         await engine?.stop();
         await listening.close();
         await core.bus.close();
@@ -187,6 +190,20 @@ export async function startBerth(config: Config, logger: Logger, overrides: Bert
     throw error;
   }
 }
+
+/**
+ * Expired idempotency keys are ignored when met; this removes the ones never met again.
+ * Every API process sweeps: the delete is one indexed statement and replicas racing on it is harmless.
+ */
+function sweepIdempotencyKeys(core: Core, logger: Logger): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    core.services.idempotency.sweep().catch((error: unknown) => logger.warn({ err: error }, 'sweeping expired idempotency keys failed'));
+  }, IDEMPOTENCY_SWEEP_MS);
+  timer.unref();
+  return timer;
+}
+
+const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
 
 /** The engine alone (`berth engine`), to scale revision work out beside API replicas. */
 export async function startEngineOnly(config: Config, logger: Logger): Promise<{ close(): Promise<void> }> {

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { BerthApiError, type BerthClient, type DeploymentEvent, isTerminal } from '../client/index.js';
+import { BerthApiError, type BerthClient, type Deployment, type DeploymentEvent, isTerminal } from '../client/index.js';
 import { reportFailure } from './errors.js';
 import { CliExit, EXIT, type CliIo } from './io.js';
 import { action, bodyFrom, type CliContext, clientFor, connected, findDeployment, type Options, parseSecrets, repeatable } from './shared.js';
@@ -71,23 +71,31 @@ async function apply(
   const existing = await findDeployment(berth, spec.name);
   const since = existing ? await eventsBefore(berth, existing.id, existing.latest_revision_id) : undefined;
   const sourceConfig = { ...(spec.listener ? { listener_id: spec.listener } : {}), ...(spec.deploymentType ? { deployment_type: spec.deploymentType } : {}) };
-  const deployment = existing
-    ? await berth.deployments.update(existing.id, {
-        source_revision_config: { image_uri: spec.image },
-        ...(spec.secrets ? { secrets: spec.secrets } : {}),
-        ...(Object.keys(sourceConfig).length > 0 ? { source_config: sourceConfig as never } : {}),
-        ...(spec.displayName ? { display_name: spec.displayName } : {}),
-      })
-    : await berth.deployments.create({
-        name: spec.name,
-        source: 'external_docker',
-        source_config: sourceConfig as never,
-        source_revision_config: { image_uri: spec.image },
-        secrets: spec.secrets ?? [],
-      });
+  // A read-modify-write with If-Match: "unchanged" below compares with the deployment the PATCH applied to.
+  let before: { latest_revision_id: string | null } | undefined = existing;
+  let deployment: Deployment;
+  if (existing) {
+    const modified = await berth.deployments.modify(existing.id, () => ({
+      source_revision_config: { image_uri: spec.image },
+      ...(spec.secrets ? { secrets: spec.secrets } : {}),
+      ...(Object.keys(sourceConfig).length > 0 ? { source_config: sourceConfig as never } : {}),
+      ...(spec.displayName ? { display_name: spec.displayName } : {}),
+    }));
+    before = modified.before;
+    deployment = modified.after!;
+  } else {
+    // Sent with an Idempotency-Key, so the client's retries create one deployment.
+    deployment = await berth.deployments.create({
+      name: spec.name,
+      source: 'external_docker',
+      source_config: sourceConfig as never,
+      source_revision_config: { image_uri: spec.image },
+      secrets: spec.secrets ?? [],
+    });
+  }
   if (!deployment.latest_revision_id) throw new CliExit(EXIT.failed, `deployment ${deployment.id} has no revision to follow`);
   // Nothing that makes a revision changed: follow the current one from its start.
-  const unchanged = existing !== undefined && deployment.latest_revision_id === existing.latest_revision_id;
+  const unchanged = before !== undefined && deployment.latest_revision_id === before.latest_revision_id;
   return {
     name: deployment.name,
     deploymentId: deployment.id,

@@ -24,6 +24,8 @@ export class BerthApiError extends Error {
     readonly code: string,
     readonly detail: string,
     readonly operation: string,
+    /** The server's `Retry-After`, when it sent one. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(`${operation}: ${status === 0 ? detail : `${status} ${code}: ${detail}`}`);
     this.name = 'BerthApiError';
@@ -71,6 +73,41 @@ export type BerthClient = ReturnType<typeof createBerthClient>;
 
 /** Consecutive failures to open the event stream before `followEvents` gives up. */
 const STREAM_ATTEMPTS = 8;
+/** Times a create is sent with one Idempotency-Key before its failure is final. */
+const CREATE_ATTEMPTS = 4;
+/** Reads and writes of one read-modify-write before a resource that keeps changing wins. */
+const MODIFY_ATTEMPTS = 3;
+
+/** Options of the calls that create or start something. */
+export interface CreateOptions {
+  /**
+   * Sent as `Idempotency-Key` (a new UUID by default). The client sends a create again with
+   * the same key when it may not have reached Berth or Berth could not finish it; pass
+   * your own key to make your retries across processes safe as well.
+   */
+  idempotencyKey?: string;
+}
+
+/** Options of conditional writes. */
+export interface WriteOptions {
+  /** The `ETag` the resource was read with: the write fails with 412 `resource_changed` if it changed since. */
+  ifMatch?: string;
+}
+
+/** A resource with the `ETag` it was read with. */
+export interface Tagged<T> {
+  data: T;
+  etag: string | undefined;
+}
+
+/**
+ * Failures after which a create is worth sending again with its key: it may not have
+ * reached Berth, Berth failed (it keeps no answer then), or the first send still runs.
+ */
+const worthRepeating = (error: BerthApiError) =>
+  error.status === 0 || error.status >= 500 || (error.status === 409 && error.code === 'idempotency_key_in_progress');
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl }: BerthClientOptions) {
   const api: Client<paths> = createClient<paths>({
@@ -81,6 +118,11 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
 
   /** The answer's data, or a BerthApiError saying what failed. */
   async function call<T>(operation: string, request: () => Promise<Answer<T>>): Promise<T> {
+    return (await answered(operation, request)).data as T;
+  }
+
+  /** The answer (data and response), or a BerthApiError saying what failed. */
+  async function answered<T>(operation: string, request: () => Promise<Answer<T>>): Promise<Answer<T>> {
     let answer: Answer<T>;
     try {
       answer = await request();
@@ -96,9 +138,57 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
     }
     if (!answer.response.ok) {
       const { code, detail } = detailOf(answer.error, answer.response.statusText || 'request failed');
-      throw new BerthApiError(answer.response.status, code, detail, operation);
+      const retryAfter = Number(answer.response.headers.get('retry-after') ?? Number.NaN);
+      throw new BerthApiError(answer.response.status, code, detail, operation, Number.isFinite(retryAfter) ? retryAfter : undefined);
     }
-    return answer.data as T;
+    return answer;
+  }
+
+  /** A create, with an Idempotency-Key, sent again with that key while that is safe and useful (`worthRepeating`). */
+  async function create<T>(
+    operation: string,
+    send: (init: { headers: Record<string, string> }) => Promise<Answer<T>>,
+    options: CreateOptions = {},
+  ): Promise<T> {
+    const headers = { 'idempotency-key': options.idempotencyKey ?? globalThis.crypto.randomUUID() };
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await call(operation, () => send({ headers }));
+      } catch (error) {
+        if (!(error instanceof BerthApiError) || attempt >= CREATE_ATTEMPTS || !worthRepeating(error)) throw error;
+        await pause(error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : 250 * 2 ** (attempt - 1));
+      }
+    }
+  }
+
+  /** A GET with the answer's `ETag`. */
+  async function tagged<T>(operation: string, request: () => Promise<Answer<T>>): Promise<Tagged<T>> {
+    const answer = await answered(operation, request);
+    return { data: answer.data as T, etag: answer.response.headers.get('etag') ?? undefined };
+  }
+
+  const conditional = (options: WriteOptions = {}) => ({ headers: options.ifMatch === undefined ? {} : { 'if-match': options.ifMatch } });
+
+  /**
+   * Read-modify-write: reads the resource with its `ETag`, asks `change` for the body to
+   * write (undefined: nothing to write) and writes it with `If-Match`; when the resource
+   * changed in between (412), reads it again and asks again.
+   */
+  async function modify<T, B, R>(
+    read: () => Promise<Tagged<T>>,
+    write: (body: B, options: WriteOptions) => Promise<R>,
+    change: (current: T) => B | undefined,
+  ): Promise<{ before: T; after: R | undefined }> {
+    for (let attempt = 1; ; attempt += 1) {
+      const { data, etag } = await read();
+      const body = change(data);
+      if (body === undefined) return { before: data, after: undefined };
+      try {
+        return { before: data, after: await write(body, { ifMatch: etag }) };
+      } catch (error) {
+        if (!(error instanceof BerthApiError) || error.code !== 'resource_changed' || attempt >= MODIFY_ATTEMPTS) throw error;
+      }
+    }
   }
 
   const path = <K extends string>(params: Record<K, string>) => ({ params: { path: params } });
@@ -107,10 +197,20 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
   const deployments = {
     list: (query: Q<'/v2/deployments'> = {}) => call('listDeployments', () => api.GET('/v2/deployments', { params: { query } })),
     get: (deploymentId: string) => call('getDeployment', () => api.GET('/v2/deployments/{deployment_id}', path({ deployment_id: deploymentId }))),
-    create: (body: Schemas['DeploymentCreate']) => call('createDeployment', () => api.POST('/v2/deployments', { body })),
-    update: (deploymentId: string, body: Schemas['DeploymentUpdate']) =>
-      call('updateDeployment', () => api.PATCH('/v2/deployments/{deployment_id}', { ...path({ deployment_id: deploymentId }), body })),
-    delete: (deploymentId: string) => call('deleteDeployment', () => api.DELETE('/v2/deployments/{deployment_id}', path({ deployment_id: deploymentId }))),
+    getTagged: (deploymentId: string) => tagged('getDeployment', () => api.GET('/v2/deployments/{deployment_id}', path({ deployment_id: deploymentId }))),
+    create: (body: Schemas['DeploymentCreate'], options?: CreateOptions) =>
+      create('createDeployment', (init) => api.POST('/v2/deployments', { body, ...init }), options),
+    update: (deploymentId: string, body: Schemas['DeploymentUpdate'], options?: WriteOptions) =>
+      call('updateDeployment', () => api.PATCH('/v2/deployments/{deployment_id}', { ...path({ deployment_id: deploymentId }), body, ...conditional(options) })),
+    /** Read-modify-write with If-Match (see `modify`). */
+    modify: (deploymentId: string, change: (current: Deployment) => Schemas['DeploymentUpdate'] | undefined) =>
+      modify(
+        () => deployments.getTagged(deploymentId),
+        (body: Schemas['DeploymentUpdate'], options) => deployments.update(deploymentId, body, options),
+        change,
+      ),
+    delete: (deploymentId: string, options?: WriteOptions) =>
+      call('deleteDeployment', () => api.DELETE('/v2/deployments/{deployment_id}', { ...path({ deployment_id: deploymentId }), ...conditional(options) })),
   };
 
   const revisions = {
@@ -123,15 +223,31 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
           signal,
         }),
       ),
-    create: (deploymentId: string, body: Schemas['RevisionCreate']) =>
-      call('createRevision', () => api.POST('/v2/deployments/{deployment_id}/revisions', { ...path({ deployment_id: deploymentId }), body })),
-    redeploy: (deploymentId: string, revisionId: string) =>
-      call('redeployRevision', () =>
-        api.POST('/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy', path({ deployment_id: deploymentId, revision_id: revisionId })),
+    create: (deploymentId: string, body: Schemas['RevisionCreate'], options?: CreateOptions) =>
+      create(
+        'createRevision',
+        (init) => api.POST('/v2/deployments/{deployment_id}/revisions', { ...path({ deployment_id: deploymentId }), body, ...init }),
+        options,
       ),
-    interrupt: (deploymentId: string, revisionId: string) =>
-      call('interruptRevision', () =>
-        api.POST('/v2/deployments/{deployment_id}/revisions/{revision_id}/interruption', path({ deployment_id: deploymentId, revision_id: revisionId })),
+    redeploy: (deploymentId: string, revisionId: string, options?: CreateOptions) =>
+      create(
+        'redeployRevision',
+        (init) =>
+          api.POST('/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy', {
+            ...path({ deployment_id: deploymentId, revision_id: revisionId }),
+            ...init,
+          }),
+        options,
+      ),
+    interrupt: (deploymentId: string, revisionId: string, options?: CreateOptions) =>
+      create(
+        'interruptRevision',
+        (init) =>
+          api.POST('/v2/deployments/{deployment_id}/revisions/{revision_id}/interruption', {
+            ...path({ deployment_id: deploymentId, revision_id: revisionId }),
+            ...init,
+          }),
+        options,
       ),
     logs: (deploymentId: string, revisionId: string, query: Q<'/v2/deployments/{deployment_id}/revisions/{revision_id}/logs'>) =>
       call('listRevisionLogs', () =>
@@ -144,40 +260,63 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
   const listeners = {
     list: (query: Q<'/v2/listeners'> = {}) => call('listListeners', () => api.GET('/v2/listeners', { params: { query } })),
     get: (listenerId: string) => call('getListener', () => api.GET('/v2/listeners/{listener_id}', path({ listener_id: listenerId }))),
-    create: (body: Schemas['ListenerCreate']) => call('createListener', () => api.POST('/v2/listeners', { body })),
-    update: (listenerId: string, body: Schemas['ListenerUpdate']) =>
-      call('updateListener', () => api.PATCH('/v2/listeners/{listener_id}', { ...path({ listener_id: listenerId }), body })),
-    delete: (listenerId: string) => call('deleteListener', () => api.DELETE('/v2/listeners/{listener_id}', path({ listener_id: listenerId }))),
+    getTagged: (listenerId: string) => tagged('getListener', () => api.GET('/v2/listeners/{listener_id}', path({ listener_id: listenerId }))),
+    create: (body: Schemas['ListenerCreate'], options?: CreateOptions) =>
+      create('createListener', (init) => api.POST('/v2/listeners', { body, ...init }), options),
+    update: (listenerId: string, body: Schemas['ListenerUpdate'], options?: WriteOptions) =>
+      call('updateListener', () => api.PATCH('/v2/listeners/{listener_id}', { ...path({ listener_id: listenerId }), body, ...conditional(options) })),
+    modify: (listenerId: string, change: (current: Schemas['Listener']) => Schemas['ListenerUpdate'] | undefined) =>
+      modify(
+        () => listeners.getTagged(listenerId),
+        (body: Schemas['ListenerUpdate'], options) => listeners.update(listenerId, body, options),
+        change,
+      ),
+    delete: (listenerId: string, options?: WriteOptions) =>
+      call('deleteListener', () => api.DELETE('/v2/listeners/{listener_id}', { ...path({ listener_id: listenerId }), ...conditional(options) })),
   };
 
   const oauthProviders = {
     list: () => call('listOAuthProviders', () => api.GET('/v2/auth/providers')),
     get: (providerId: string) => call('getOAuthProvider', () => api.GET('/v2/auth/providers/{provider_id}', path({ provider_id: providerId }))),
+    getTagged: (providerId: string) => tagged('getOAuthProvider', () => api.GET('/v2/auth/providers/{provider_id}', path({ provider_id: providerId }))),
     create: (body: Schemas['OAuthProviderCreate']) => call('createOAuthProvider', () => api.POST('/v2/auth/providers', { body })),
-    update: (providerId: string, body: Schemas['OAuthProviderUpdate']) =>
-      call('updateOAuthProvider', () => api.PATCH('/v2/auth/providers/{provider_id}', { ...path({ provider_id: providerId }), body })),
-    delete: (providerId: string) => call('deleteOAuthProvider', () => api.DELETE('/v2/auth/providers/{provider_id}', path({ provider_id: providerId }))),
+    update: (providerId: string, body: Schemas['OAuthProviderUpdate'], options?: WriteOptions) =>
+      call('updateOAuthProvider', () => api.PATCH('/v2/auth/providers/{provider_id}', { ...path({ provider_id: providerId }), body, ...conditional(options) })),
+    modify: (providerId: string, change: (current: Schemas['OAuthProvider']) => Schemas['OAuthProviderUpdate'] | undefined) =>
+      modify(
+        () => oauthProviders.getTagged(providerId),
+        (body: Schemas['OAuthProviderUpdate'], options) => oauthProviders.update(providerId, body, options),
+        change,
+      ),
+    delete: (providerId: string, options?: WriteOptions) =>
+      call('deleteOAuthProvider', () => api.DELETE('/v2/auth/providers/{provider_id}', { ...path({ provider_id: providerId }), ...conditional(options) })),
   };
 
   const integrations = {
     list: () => call('listIntegrations', () => api.GET('/v1/integrations/codehost/install')),
     get: (integrationId: string) =>
       call('getIntegration', () => api.GET('/v1/integrations/codehost/{integration_id}', path({ integration_id: integrationId }))),
-    create: (body: Schemas['IntegrationCreate']) => call('createIntegration', () => api.POST('/v1/integrations/codehost', { body })),
-    delete: (integrationId: string) =>
-      call('deleteIntegration', () => api.DELETE('/v1/integrations/codehost/{integration_id}', path({ integration_id: integrationId }))),
+    getTagged: (integrationId: string) =>
+      tagged('getIntegration', () => api.GET('/v1/integrations/codehost/{integration_id}', path({ integration_id: integrationId }))),
+    create: (body: Schemas['IntegrationCreate'], options?: CreateOptions) =>
+      create('createIntegration', (init) => api.POST('/v1/integrations/codehost', { body, ...init }), options),
+    delete: (integrationId: string, options?: WriteOptions) =>
+      call('deleteIntegration', () =>
+        api.DELETE('/v1/integrations/codehost/{integration_id}', { ...path({ integration_id: integrationId }), ...conditional(options) }),
+      ),
     repositories: (integrationId: string) =>
       call('listIntegrationRepositories', () => api.GET('/v1/integrations/codehost/{integration_id}/repos', path({ integration_id: integrationId }))),
   };
 
   const workspaces = {
     list: () => call('listWorkspaces', () => api.GET('/v1/workspaces')),
-    create: (body: Schemas['WorkspaceCreate']) => call('createWorkspace', () => api.POST('/v1/workspaces', { body })),
+    create: (body: Schemas['WorkspaceCreate'], options?: CreateOptions) =>
+      create('createWorkspace', (init) => api.POST('/v1/workspaces', { body, ...init }), options),
   };
 
   const apiKeys = {
     list: () => call('listApiKeys', () => api.GET('/v1/api-keys')),
-    create: (body: Schemas['ApiKeyCreate']) => call('createApiKey', () => api.POST('/v1/api-keys', { body })),
+    create: (body: Schemas['ApiKeyCreate'], options?: CreateOptions) => create('createApiKey', (init) => api.POST('/v1/api-keys', { body, ...init }), options),
     revoke: (keyId: string) => call('revokeApiKey', () => api.DELETE('/v1/api-keys/{key_id}', path({ key_id: keyId }))),
   };
 

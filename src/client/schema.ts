@@ -49,20 +49,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a deployment */
+    /**
+     * Get a deployment
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the deployment is unchanged.
+     */
     get: operations['getDeployment'];
     put?: never;
     post?: never;
     /**
      * Delete a deployment
-     * @description The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404.
+     * @description The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404. With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
      */
     delete: operations['deleteDeployment'];
     options?: never;
     head?: never;
     /**
      * Update a deployment
-     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400).
+     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
      */
     patch: operations['updateDeployment'];
     trace?: never;
@@ -100,7 +103,7 @@ export interface paths {
     };
     /**
      * Get a revision
-     * @description With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state.
+     * @description With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state. Answers an `ETag`; with `If-None-Match` naming it, 304 while the revision is unchanged.
      */
     get: operations['getRevision'];
     put?: never;
@@ -302,20 +305,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a listener */
+    /**
+     * Get a listener
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the listener is unchanged.
+     */
     get: operations['getListener'];
     put?: never;
     post?: never;
     /**
      * Delete a listener
-     * @description Refused with 409 while any deployment runs on the listener.
+     * @description Refused with 409 while any deployment runs on the listener. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.
      */
     delete: operations['deleteListener'];
     options?: never;
     head?: never;
     /**
      * Update a listener
-     * @description Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. Removing a namespace that deployments still use is refused with 409.
+     * @description Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. Removing a namespace that deployments still use is refused with 409. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.
      */
     patch: operations['updateListener'];
     trace?: never;
@@ -411,20 +417,23 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get an OAuth provider */
+    /**
+     * Get an OAuth provider
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the provider is unchanged.
+     */
     get: operations['getOAuthProvider'];
     put?: never;
     post?: never;
     /**
      * Delete an OAuth provider
-     * @description Needs an admin API key.
+     * @description Needs an admin API key. With `If-Match`, 412 (`resource_changed`) when the provider changed since that `ETag`.
      */
     delete: operations['deleteOAuthProvider'];
     options?: never;
     head?: never;
     /**
      * Update an OAuth provider
-     * @description Needs an admin API key.
+     * @description Needs an admin API key. With `If-Match`, 412 (`resource_changed`) when the provider changed since that `ETag`.
      */
     patch: operations['updateOAuthProvider'];
     trace?: never;
@@ -532,13 +541,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a code-host integration */
+    /**
+     * Get a code-host integration
+     * @description Answers an `ETag`; with `If-None-Match` naming it, 304 while the integration is unchanged.
+     */
     get: operations['getIntegration'];
     put?: never;
     post?: never;
     /**
      * Delete a code-host integration
-     * @description Refused with 409 while deployments build from it.
+     * @description Refused with 409 while deployments build from it. With `If-Match`, 412 (`resource_changed`) unless it names the integration.
      */
     delete: operations['deleteIntegration'];
     options?: never;
@@ -957,6 +969,7 @@ export interface components {
       | 'workspace_not_found'
       | 'api_key_not_found'
       | 'request_timeout'
+      | 'idempotency_key_in_progress'
       | 'deployment_name_taken'
       | 'deployment_deleting'
       | 'listener_exists'
@@ -968,10 +981,12 @@ export interface components {
       | 'api_key_self_revoke'
       | 'database_limit_reached'
       | 'upload_url_gone'
+      | 'resource_changed'
       | 'body_too_large'
       | 'upload_quota_exceeded'
       | 'unsupported_media_type'
       | 'validation_error'
+      | 'idempotency_key_reused'
       | 'rate_limited'
       | 'headers_too_large'
       | 'internal_error'
@@ -1707,7 +1722,10 @@ export interface operations {
   createDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -1762,7 +1780,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `deployment_name_taken`, `database_limit_reached` */
+      /** @description One of `deployment_name_taken`, `database_limit_reached`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -1771,13 +1789,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -1812,7 +1837,10 @@ export interface operations {
   getDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -1829,66 +1857,8 @@ export interface operations {
           'application/json': components['schemas']['Deployment'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description `deployment_not_found` */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['HTTPValidationError'];
-        };
-      };
-      /** @description `rate_limited` */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-    };
-  };
-  deleteDeployment: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        deployment_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description No content */
-      204: {
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
         headers: {
           [name: string]: unknown;
         };
@@ -1941,10 +1911,90 @@ export interface operations {
       };
     };
   };
+  deleteDeployment: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
+      path: {
+        deployment_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No content */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `workspace_required`, `workspace_forbidden`, `listener_key_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   updateDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -2003,6 +2053,15 @@ export interface operations {
       };
       /** @description `deployment_deleting` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -2108,7 +2167,10 @@ export interface operations {
   createRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -2165,7 +2227,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2174,13 +2236,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2200,7 +2269,10 @@ export interface operations {
         /** @description Seconds to wait at most (0..300). */
         wait_for_terminal?: number;
       };
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2217,6 +2289,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Revision'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -2268,7 +2347,10 @@ export interface operations {
   redeployRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2322,7 +2404,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2331,13 +2413,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2354,7 +2443,10 @@ export interface operations {
   interruptRevision: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
         revision_id: string;
@@ -2408,13 +2500,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2921,7 +3029,10 @@ export interface operations {
   createListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -2958,7 +3069,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_exists` */
+      /** @description One of `listener_exists`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2967,13 +3078,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -2990,7 +3108,10 @@ export interface operations {
   getListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -3007,6 +3128,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Listener'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -3058,7 +3186,10 @@ export interface operations {
   deleteListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -3110,6 +3241,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
       422: {
         headers: {
@@ -3133,7 +3273,10 @@ export interface operations {
   updateListener: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the listener. */
         listener_id: string;
@@ -3194,6 +3337,15 @@ export interface operations {
       };
       /** @description `listener_namespace_in_use` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -3584,7 +3736,10 @@ export interface operations {
   getOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3601,6 +3756,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['OAuthProvider'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -3652,7 +3814,10 @@ export interface operations {
   deleteOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3697,6 +3862,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
       422: {
         headers: {
@@ -3720,7 +3894,10 @@ export interface operations {
   updateOAuthProvider: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description The `provider_id` chosen at creation, not the `id`. */
         provider_id: string;
@@ -3763,6 +3940,15 @@ export interface operations {
       };
       /** @description `provider_not_found` */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -3849,7 +4035,10 @@ export interface operations {
   createWorkspace: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -3886,7 +4075,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `workspace_name_taken` */
+      /** @description One of `workspace_name_taken`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3895,13 +4084,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -3974,7 +4170,10 @@ export interface operations {
   createApiKey: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -4020,13 +4219,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -4117,7 +4332,10 @@ export interface operations {
   createIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -4163,13 +4381,29 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */
@@ -4242,7 +4476,10 @@ export interface operations {
   getIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description An `ETag` from an earlier answer: 304 Not Modified while it still matches. */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description Id of the integration. */
         integration_id: string;
@@ -4259,6 +4496,13 @@ export interface operations {
         content: {
           'application/json': components['schemas']['Integration'];
         };
+      };
+      /** @description Not modified: the `ETag` in `If-None-Match` is still current. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description One of `api_key_missing`, `api_key_invalid` */
       401: {
@@ -4310,7 +4554,10 @@ export interface operations {
   deleteIntegration: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
       path: {
         /** @description Id of the integration. */
         integration_id: string;
@@ -4355,6 +4602,15 @@ export interface operations {
       };
       /** @description `integration_in_use` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -4471,7 +4727,10 @@ export interface operations {
   createUploadUrl: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
       path: {
         deployment_id: string;
       };
@@ -4524,7 +4783,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `deployment_deleting` */
+      /** @description One of `deployment_deleting`, `idempotency_key_in_progress` */
       409: {
         headers: {
           [name: string]: unknown;
@@ -4533,13 +4792,20 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['HTTPValidationError'];
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */

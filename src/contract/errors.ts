@@ -41,6 +41,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   api_key_not_found: 404,
   request_timeout: 408,
   deployment_name_taken: 409,
+  idempotency_key_in_progress: 409,
   deployment_deleting: 409,
   listener_exists: 409,
   listener_in_use: 409,
@@ -51,10 +52,12 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   api_key_self_revoke: 409,
   database_limit_reached: 409,
   upload_url_gone: 410,
+  resource_changed: 412,
   body_too_large: 413,
   upload_quota_exceeded: 413,
   unsupported_media_type: 415,
   validation_error: 422,
+  idempotency_key_reused: 422,
   rate_limited: 429,
   headers_too_large: 431,
   internal_error: 500,
@@ -117,7 +120,15 @@ export function withErrorCodes(responses: Record<string, unknown> | undefined, c
 }
 
 function errorSchema(status: number, codes: ErrorCode[]): TSchema {
-  if (status === STATUS_BY_CODE.validation_error) return ValidationErrorBody;
+  if (status === STATUS_BY_CODE.validation_error) {
+    // Other 422 codes (a reused idempotency key) answer with a text `detail`, like every other error.
+    const others = codes.filter((code) => code !== 'validation_error');
+    return others.length === 0 ? ValidationErrorBody : Type.Union([ValidationErrorBody, plainErrorSchema(others)]);
+  }
+  return plainErrorSchema(codes);
+}
+
+function plainErrorSchema(codes: ErrorCode[]): TSchema {
   return Type.Object(
     { detail: ErrorBody.properties.detail, code: StringEnum(codes) },
     { description: codes.length === 1 ? `\`${codes[0]}\`` : `One of ${codes.map((code) => `\`${code}\``).join(', ')}` },
@@ -125,6 +136,8 @@ function errorSchema(status: number, codes: ErrorCode[]): TSchema {
 }
 
 function codesOf(schema: unknown): ErrorCode[] {
+  const union = (schema as { anyOf?: unknown[] }).anyOf;
+  if (union) return union.flatMap(codesOf);
   const properties = (schema as { properties?: { code?: { enum?: unknown[]; const?: unknown } } }).properties;
   const code = properties?.code;
   const values = code?.enum ?? (code?.const === undefined ? [] : [code.const]);

@@ -133,6 +133,7 @@ export const HeartbeatResult = Type.Object(
 export type DesiredStateView = Static<typeof DesiredState>;
 export type DesiredDeploymentView = Static<typeof DesiredDeployment>;
 export type ReportsInput = Static<typeof ReportsBody>;
+export type ReportedLogLevel = Static<typeof ReportedLogLine>['level'];
 export type ReportsResultView = Static<typeof ReportsResult>;
 export type HeartbeatInput = Static<typeof HeartbeatBody>;
 export type HeartbeatResultView = Static<typeof HeartbeatResult>;

@@ -45,8 +45,9 @@ export const ERROR_CODES = [
   'provider_not_found',
   'workspace_not_found',
   'api_key_not_found',
-  // 408, 409, 410, 413, 422, 429, 431
+  // 408, 409, 410, 412, 413, 422, 429, 431
   'request_timeout',
+  'idempotency_key_in_progress',
   'deployment_name_taken',
   'deployment_deleting',
   'listener_exists',
@@ -58,10 +59,12 @@ export const ERROR_CODES = [
   'api_key_self_revoke',
   'database_limit_reached',
   'upload_url_gone',
+  'resource_changed',
   'body_too_large',
   'upload_quota_exceeded',
   'unsupported_media_type',
   'validation_error',
+  'idempotency_key_reused',
   'rate_limited',
   'headers_too_large',
   // 5xx

@@ -1,4 +1,3 @@
-import type { SourceConfig } from '../domain/deployment-config.js';
 import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { moveRevision } from '../lifecycle/revisions.js';
@@ -26,8 +25,7 @@ export async function failOverdueHandovers(
   );
   let failed = 0;
   for (const revision of handedOver) {
-    const sourceConfig = JSON.parse(revision.deployment_source_config) as Partial<SourceConfig>;
-    const timeoutMs = (sourceConfig.deploy_timeout_seconds ?? 0) * 1000 || settings.deployTimeoutMs;
+    const timeoutMs = (revision.deployment_deploy_timeout_seconds ?? 0) * 1000 || settings.deployTimeoutMs;
     const handedAt = Date.parse(since.get(revision.id) ?? revision.updated_at);
     if (now - handedAt < timeoutMs) continue;
     const listener = await findListenerById(deps.db, revision.listener_id);

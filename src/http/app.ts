@@ -11,6 +11,7 @@ import type { Registry } from '../registry/setup.js';
 import { type HttpMetricsOptions, installMetrics } from '../observability/http-metrics.js';
 import type { Services } from '../services/index.js';
 import { installAuthentication } from './auth.js';
+import { installIdempotency } from './idempotency.js';
 import { SELF_HOSTED_PREFIX } from './prefix.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.js';
 import { installJsonParser } from './json-body.js';
@@ -124,6 +125,7 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
   const guard = limits.rateLimitPerMinute > 0 ? new AuthFailureGuard(limits.rateLimitPerMinute) : undefined;
   const api = async (scope: FastifyInstance) => {
     installAuthentication(scope, services.tenancy, guard);
+    installIdempotency(scope, services.idempotency);
     await scope.register(deploymentRoutes, { services });
     await scope.register(revisionRoutes, { services });
     await scope.register(logRoutes, { services });

@@ -2,13 +2,14 @@ import { sql, type Transaction } from 'kysely';
 import type { Secret } from '../domain/secrets.js';
 import type { Encryptor } from '../security/encryption.js';
 import { context as integrationCredentialsContext } from '../security/integration-credentials.js';
+import { oauthClientSecretContext } from '../security/oauth-client-secrets.js';
 import { decryptSecretSet, secretContext, secretSetDigest } from '../security/secret-sets.js';
-import { secretContext as oauthClientSecretContext } from '../services/oauth-providers.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import type { Database } from '../store/schema.js';
 import { OperationError } from './errors.js';
 import { resourceUriContext } from '../security/resource-uris.js';
 import { configEnvContext } from '../security/config-env.js';
+import { idempotencyAnswerContext, idempotencyFingerprintContext } from '../security/idempotency-contexts.js';
 
 /** The key values are encrypted with now, and the one they are re-encrypted with. */
 export interface RotationKeys {
@@ -169,6 +170,18 @@ export const KEYED_VALUES: readonly KeyedValues[] = [
     column: 'uri_encrypted',
     key: ['deployment_id', 'kind'],
     context: (row) => resourceUriContext(row.deployment_id, row.kind),
+  }),
+  ciphertextColumn({
+    table: 'idempotency_keys',
+    column: 'fingerprint_encrypted',
+    key: ['id'],
+    context: (row) => idempotencyFingerprintContext(row.id),
+  }),
+  ciphertextColumn({
+    table: 'idempotency_keys',
+    column: 'response_encrypted',
+    key: ['id'],
+    context: (row) => idempotencyAnswerContext(row.id),
   }),
   ciphertextColumn({
     table: 'revisions',

@@ -3,6 +3,8 @@
  * Pure rules: no HTTP, no keys.
  */
 
+import { isRepositoryName } from '../domain/registry-location.js';
+
 export const REGISTRY_ACTIONS = ['pull', 'push', 'delete', '*'] as const;
 export type RegistryAction = (typeof REGISTRY_ACTIONS)[number];
 
@@ -32,16 +34,6 @@ export interface RequestedScope {
   type: string;
   name: string;
   actions: string[];
-}
-
-// The distribution reference grammar for a repository path (components without a host): lowercase
-// alphanumerics joined by `.`, `_`, `__` or runs of `-`, separated by `/`.
-const PATH_COMPONENT = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
-const REPOSITORY_NAME = new RegExp(`^${PATH_COMPONENT}(?:/${PATH_COMPONENT})*$`);
-const MAX_REPOSITORY_NAME = 255;
-
-export function isRepositoryName(name: string): boolean {
-  return name.length <= MAX_REPOSITORY_NAME && REPOSITORY_NAME.test(name);
 }
 
 /** A grant key: a repository name, or a repository path followed by `/*`. */

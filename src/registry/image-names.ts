@@ -1,5 +1,4 @@
-import { isRepositoryName } from './access.js';
-import { type RegistryLocation, RegistryLocationError } from './push-target.js';
+import { isRepositoryName, type RegistryLocation, RegistryLocationError } from '../domain/registry-location.js';
 
 /**
  * The one naming rule for every repository Berth manages, so that the owning workspace is

@@ -1,5 +1,5 @@
 import { classifyImage, type ImageClaim, LOCAL_IMAGE_HOST, LOCAL_NAMESPACE } from './image-names.js';
-import type { RegistryLocation } from './push-target.js';
+import type { RegistryLocation } from '../domain/registry-location.js';
 
 /**
  * Whether a workspace may run an image: images of Berth's registry and of Berth's local

@@ -7,7 +7,6 @@ export * from './access.js';
 export * from './credentials.js';
 export * from './image-names.js';
 export * from './image-ownership.js';
-export * from './push-target.js';
 export * from './registry-token.js';
 export * from './signing-key.js';
 export * from './token-endpoint.js';

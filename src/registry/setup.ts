@@ -1,22 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { credentialVerifier, deriveCredentialSecret, type CredentialSecret, mintPullCredential, mintPushCredential } from './credentials.js';
-import type { RegistryLocation } from './push-target.js';
+import type { RegistrySettings } from '../config.js';
 import { loadOrCreateSigningKey, type RegistrySigningKey, signingKeyFromPem, writeCertificateBundle } from './signing-key.js';
 import { createTokenEndpoint, type TokenEndpointResponse, type TokenRequest } from './token-endpoint.js';
-
-export interface RegistrySettings {
-  location: RegistryLocation;
-  /** Whether Berth's pushes and pulls check the registry's TLS certificate. */
-  tlsVerify: boolean;
-  /** `auth.token.service` of the registry. */
-  service: string;
-  /** `auth.token.issuer` of the registry. */
-  issuer: string;
-  /** A signing key and certificate of the operator's (PEM files); else Berth's own, made once in the data directory. */
-  keyFile?: string;
-  certFile?: string;
-}
 
 /** Berth's side of its registry: the token realm, and credentials it mints for itself and for clients. */
 export interface Registry {

@@ -6,6 +6,8 @@ import { resolvePlacement } from '../domain/placement.js';
 import { validateSecrets } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
+import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
+import { announce, announceListener } from '../events/recorder.js';
 import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/deployments.js';
 import type { CreateDeploymentInput, DeploymentView, PatchDeploymentInput } from '../contract/deployments.js';
@@ -24,6 +26,23 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
     if (url != null) integrations.checkRepositoryUrl(url, ['body', 'source_config', 'repo_url']);
   };
   const registryLocation = registry?.settings.location;
+
+  /** A delete with If-Match: compared and marked under the deployment's row lock, so no write slips in between. */
+  const deleteIfUnchanged = async (scope: WorkspaceScope, id: string, ifMatch: string) => {
+    const { moved, listenerId } = await db.transaction().execute(async (trx) => {
+      const row = await repo.lockDeploymentAsIs(trx, scope.workspaceId, id);
+      if (!row) throw deploymentNotFound(id);
+      const current = await records.withLatest(trx, row);
+      requireUnchanged(ifMatch, deploymentView(row, current.latest, (await records.state(trx, current)).secrets), id);
+      return { moved: await moveDeployment({ db, bus }, id, 'AWAITING_DELETE', { fence: { kind: 'api' } }, trx), listenerId: row.listener_id };
+    });
+    // Inside a transaction the lifecycle leaves the announcements to its caller, after commit.
+    if (moved) {
+      announce(bus, id);
+      if (listenerId) announceListener(bus, listenerId);
+    }
+    wakeEngine(id);
+  };
 
   return {
     /** The deployment, its first revision and its encrypted secrets, in one transaction. */
@@ -111,16 +130,19 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
     },
 
     /** In-place changes and, when the body calls for one, a new revision; one transaction. */
-    async patch(scope: WorkspaceScope, id: string, input: PatchDeploymentInput): Promise<DeploymentView> {
+    async patch(scope: WorkspaceScope, id: string, input: PatchDeploymentInput, ifMatch?: string): Promise<DeploymentView> {
       // repo_url cannot change, but a value git must not see is a 422 whatever is stored.
       checkRepoUrl(input.source_config?.repo_url);
       const patched = await db.transaction().execute(async (trx) => {
         const now = nowIso();
-        const row = await repo.lockDeployment(trx, scope.workspaceId, id, now);
+        // Locked as it is, so that If-Match compares with what a GET answered.
+        const row = await repo.lockDeploymentAsIs(trx, scope.workspaceId, id);
         if (!row) throw deploymentNotFound(id);
-        if (row.status === 'AWAITING_DELETE') throw beingDeleted(id);
         const current = await records.withLatest(trx, row);
         const state = await records.state(trx, current);
+        if (ifMatch !== undefined) requireUnchanged(ifMatch, deploymentView(row, current.latest, state.secrets), id);
+        if (row.status === 'AWAITING_DELETE') throw beingDeleted(id);
+        row.updated_at = now;
         const plan = planPatch(state, input);
         const tarball = input.source_revision_config?.source_tarball_path;
         if (tarball != null) await uploads.checkTarball(id, tarball);
@@ -147,7 +169,8 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
      * Marks the deployment AWAITING_DELETE; the engine stops what runs for it, removes it
      * from the runtime and then deletes it, after which it answers 404.
      */
-    async delete(scope: WorkspaceScope, id: string): Promise<void> {
+    async delete(scope: WorkspaceScope, id: string, ifMatch?: string): Promise<void> {
+      if (ifMatch !== undefined) return deleteIfUnchanged(scope, id, ifMatch);
       const row = await repo.findDeployment(db, scope.workspaceId, id);
       if (!row) throw deploymentNotFound(id);
       // Already AWAITING_DELETE: nothing moves, and the answer is the same.
@@ -155,6 +178,19 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       wakeEngine(id);
     },
   };
+}
+
+/**
+ * 412 unless `If-Match` names the deployment as it is. The tag leaves secret values out
+ * (they would be a digest of secrets in every proxy's log); a change of secrets makes a
+ * new revision, which changes `latest_revision_id`, so the tag changes all the same.
+ */
+function requireUnchanged(ifMatch: string, view: DeploymentView, id: string): void {
+  requireIfMatch(ifMatch, deploymentTag(view), `Deployment ID ${id}`);
+}
+
+export function deploymentTag(view: DeploymentView): string {
+  return entityTag({ ...view, secrets: view.secrets.map((secret) => secret.name) });
 }
 
 /** Deployments viewed at once when listing: a default page (20) in one go. */

@@ -1,6 +1,6 @@
 import { fail } from '../domain/errors.js';
 import { judgeImage } from '../registry/image-ownership.js';
-import type { RegistryLocation } from '../registry/push-target.js';
+import type { RegistryLocation } from '../domain/registry-location.js';
 import type { Executor } from '../store/database.js';
 import { imageOwners } from '../store/repositories/image-owners.js';
 

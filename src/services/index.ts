@@ -18,6 +18,7 @@ import type { Registry } from '../registry/setup.js';
 import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
+import { createIdempotencyService } from './idempotency.js';
 
 export interface ServiceDeps {
   db: Db;
@@ -29,6 +30,8 @@ export interface ServiceDeps {
 export interface ServiceOptions {
   /** Revisions kept per deployment: older finished ones are removed (never the active or the latest). */
   revisionsKept: number;
+  /** How long an Idempotency-Key and its first answer are kept. */
+  idempotencyKeyTtlMs: number;
   codehost: CodehostOptions;
   /** Where uploaded project archives are kept until built. */
   uploadStore: UploadStore;
@@ -65,6 +68,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     listenerProtocol: createListenerProtocolService(deps),
     integrations,
     oauthProviders: createOAuthProviderService(deps),
+    idempotency: createIdempotencyService(deps, { ttlMs: options.idempotencyKeyTtlMs }),
   };
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
 import {
   type CodehostProvider,
   type CodehostRepository,
@@ -144,9 +145,18 @@ export function createIntegrationService({ db, encryptor, codehost }: { db: Db; 
       usableRemote(url, codehost, loc);
     },
 
-    async delete(scope: WorkspaceScope, id: string): Promise<void> {
+    /**
+     * With `condition`, only while the integration is as its `If-Match` tag says (its view
+     * names the webhook URL at `webhookBase`). Integrations never change in place, so the
+     * read in this transaction is the one the delete removes.
+     */
+    async delete(scope: WorkspaceScope, id: string, condition?: { ifMatch: string; webhookBase: string }): Promise<void> {
       await db.transaction().execute(async (trx) => {
-        await recordOrFail(trx, scope, id);
+        const record = await recordOrFail(trx, scope, id);
+        if (condition) {
+          const view = integrationView(record, decryptCredentials(encryptor, record.id, record.credentials_encrypted), condition.webhookBase);
+          requireIfMatch(condition.ifMatch, entityTag(view), `Integration ID ${id}`);
+        }
         const using = await countDeploymentsOfIntegration(trx, id);
         if (using > 0) {
           throw fail(

@@ -5,6 +5,7 @@ import { type Executor, isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/listeners.js';
 import type { CreatedListenerView, CreateListenerInput, ListenerView, PatchListenerInput } from '../contract/listeners.js';
 import { listenerStatus } from '../domain/listener-status.js';
+import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
 import { announceListener } from '../events/recorder.js';
 import { insertListenerKey } from './tenancy.js';
 import { allFieldsRead } from './all-fields-read.js';
@@ -63,13 +64,14 @@ export function createListenerService({ db, bus }: ServiceDeps) {
       return { resources: records.map(toView), offset: page.offset + records.length };
     },
 
-    async update(scope: WorkspaceScope, listenerId: string, input: PatchListenerInput): Promise<ListenerView> {
+    async update(scope: WorkspaceScope, listenerId: string, input: PatchListenerInput, ifMatch?: string): Promise<ListenerView> {
       const id = listenerId.toLowerCase();
       // The row lock (as for a delete) makes a concurrent placement on a namespace either
       // finish first and be seen below, or wait and then find the namespace gone.
       const view = await db.transaction().execute(async (trx) => {
         const current = await repo.findListener(trx, scope.workspaceId, id, 'update');
         if (!current) throw listenerNotFound(id);
+        requireIfMatch(ifMatch, entityTag(toView(current)), `Listener ID ${id}`);
         const { compute_type, compute_id, version, compute_config, ...unread } = input;
         allFieldsRead(unread);
         rejectImmutableChange('compute_type', current.compute_type, compute_type);
@@ -99,13 +101,15 @@ export function createListenerService({ db, bus }: ServiceDeps) {
       return view;
     },
 
-    async delete(scope: WorkspaceScope, listenerId: string): Promise<void> {
+    async delete(scope: WorkspaceScope, listenerId: string, ifMatch?: string): Promise<void> {
       const id = listenerId.toLowerCase();
       await db.transaction().execute(async (trx) => {
         // The row lock makes a concurrent placement (which takes a share lock through
         // findListenerForPlacement) either finish first and be counted, or wait and then
         // find the listener gone.
-        if (!(await repo.findListener(trx, scope.workspaceId, id, 'update'))) throw listenerNotFound(id);
+        const current = await repo.findListener(trx, scope.workspaceId, id, 'update');
+        if (!current) throw listenerNotFound(id);
+        requireIfMatch(ifMatch, entityTag(toView(current)), `Listener ID ${id}`);
         const deployments = await repo.countDeploymentsOnListener(trx, id);
         if (deployments > 0) {
           const noun = deployments === 1 ? 'deployment still runs' : 'deployments still run';

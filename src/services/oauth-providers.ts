@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
 import { fail } from '../domain/errors.js';
 import type { Principal } from '../domain/tenancy.js';
+import { oauthClientSecretContext } from '../security/oauth-client-secrets.js';
 import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/oauth-providers.js';
 import type { NewOAuthProvider, OAuthProviderPatch, OAuthProviderView } from '../contract/oauth-providers.js';
@@ -8,9 +10,6 @@ import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
 
 export const DEFAULT_CODE_CHALLENGE_METHOD = 'S256';
-
-/** Binds a ciphertext to its row, so it cannot be replayed onto another provider. */
-export const secretContext = (id: string) => `oauth_provider:${id}:client_secret`;
 
 const providerNotFound = (providerId: string) => fail('provider_not_found', `OAuth provider '${providerId}' not found.`);
 
@@ -20,6 +19,14 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
     const row = await repo.findOAuthProvider(db, principal.organizationId, providerId);
     if (!row) throw providerNotFound(providerId);
     return row;
+  }
+
+  /** Why a compare-and-set wrote nothing: the provider changed meanwhile (412), or is gone (404). */
+  async function changedOrGone(principal: Principal, providerId: string): Promise<Error> {
+    const row = await repo.findOAuthProvider(db, principal.organizationId, providerId);
+    return row
+      ? fail('resource_changed', `OAuth provider ${providerId} has changed since it was read (If-Match); read it again and reapply the change.`)
+      : providerNotFound(providerId);
   }
 
   return {
@@ -34,7 +41,7 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         provider_id,
         name,
         client_id,
-        client_secret_encrypted: encryptor.encrypt(client_secret, secretContext(id)),
+        client_secret_encrypted: encryptor.encrypt(client_secret, oauthClientSecretContext(id)),
         auth_url,
         token_url,
         uses_pkce: uses_pkce ? 1 : 0,
@@ -61,8 +68,9 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
       return toView(await rowOf(principal, providerId));
     },
 
-    async update(principal: Principal, providerId: string, patch: OAuthProviderPatch): Promise<OAuthProviderView> {
+    async update(principal: Principal, providerId: string, patch: OAuthProviderPatch, ifMatch?: string): Promise<OAuthProviderView> {
       const current = await rowOf(principal, providerId);
+      requireIfMatch(ifMatch, entityTag(toView(current)), `OAuth provider ${providerId}`);
       const { client_secret, uses_pkce, ...plain } = patch;
       const { name, client_id, auth_url, token_url, code_challenge_method, provider_type, ...unread } = plain;
       allFieldsRead(unread);
@@ -71,20 +79,27 @@ export function createOAuthProviderService({ db, encryptor }: ServiceDeps) {
         if (value != null) changes[field as keyof typeof plain] = value;
       }
       if (uses_pkce != null) changes.uses_pkce = uses_pkce ? 1 : 0;
-      if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, secretContext(current.id));
-      const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes);
-      if (!updated) throw providerNotFound(providerId);
+      if (client_secret != null) changes.client_secret_encrypted = encryptor.encrypt(client_secret, oauthClientSecretContext(current.id));
+      // With If-Match, the update is a compare-and-set on what was compared: every write moves updated_at on.
+      const updated = await repo.updateOAuthProvider(db, principal.organizationId, current.id, changes, ifMatch === undefined ? undefined : current.updated_at);
+      if (!updated) throw await changedOrGone(principal, providerId);
       return toView(updated);
     },
 
-    async delete(principal: Principal, providerId: string): Promise<void> {
-      if (!(await repo.deleteOAuthProvider(db, principal.organizationId, providerId))) throw providerNotFound(providerId);
+    async delete(principal: Principal, providerId: string, ifMatch?: string): Promise<void> {
+      let expected: string | undefined;
+      if (ifMatch !== undefined) {
+        const current = await rowOf(principal, providerId);
+        requireIfMatch(ifMatch, entityTag(toView(current)), `OAuth provider ${providerId}`);
+        expected = current.updated_at;
+      }
+      if (!(await repo.deleteOAuthProvider(db, principal.organizationId, providerId, expected))) throw await changedOrGone(principal, providerId);
     },
 
     /** The plain client secret, for the token exchange of the auth flow; never for an HTTP answer. */
     async clientSecret(principal: Principal, providerId: string): Promise<string> {
       const row = await rowOf(principal, providerId);
-      return encryptor.decrypt(row.client_secret_encrypted, secretContext(row.id));
+      return encryptor.decrypt(row.client_secret_encrypted, oauthClientSecretContext(row.id));
     },
   };
 }

@@ -192,6 +192,20 @@ export interface Database {
     finished_at: string | null;
     outcome: string | null;
   };
+  /** Idempotency keys of POST requests (migration 012); `response_encrypted` is null while the first request runs. */
+  idempotency_keys: {
+    id: string;
+    /** The workspace id, or the organization id for organization-wide routes. */
+    scope: string;
+    key: string;
+    /** AES-256-GCM of the request's fingerprint (SHA-256 of what makes it the same request). */
+    fingerprint_encrypted: string;
+    /** AES-256-GCM of the stored answer (status, content type, body). */
+    response_encrypted: string | null;
+    locked_until: string;
+    created_at: string;
+    expires_at: string;
+  };
   oauth_providers: {
     id: string;
     organization_id: string;

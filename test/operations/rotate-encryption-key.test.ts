@@ -11,7 +11,7 @@ import { rotateEncryptionKey } from '../../src/operations/rotate-encryption-key.
 import { Encryptor, parseEncryptionKey } from '../../src/security/encryption.js';
 import { decryptCredentials } from '../../src/security/integration-credentials.js';
 import { decryptSecretSet, secretSetDigest } from '../../src/security/secret-sets.js';
-import { secretContext as oauthContext } from '../../src/services/oauth-providers.js';
+import { oauthClientSecretContext as oauthContext } from '../../src/security/oauth-client-secrets.js';
 import { testConfig } from '../support/config.js';
 import { migrateToLatest, openDatabase } from '../../src/store/database.js';
 import { secretEntries } from '../../src/store/repositories/secret-sets.js';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { grantAccess, isRepositoryName, parseScopes, ScopeError } from '../../src/registry/access.js';
+import { isRepositoryName } from '../../src/domain/registry-location.js';
+import { grantAccess, parseScopes, ScopeError } from '../../src/registry/access.js';
 
 test('parseScopes reads repeated values, space-separated scopes, classes and host:port names', () => {
   assert.deepEqual(parseScopes(['repository:berth/a:pull,push repository:berth/b:pull', 'repository(plugin):p:pull']), [

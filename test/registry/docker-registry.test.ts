@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import type { AccessEntry } from '../../src/registry/access.js';
 import { type CredentialSecret, credentialVerifier, deriveCredentialSecret, mintPullCredential, mintPushCredential } from '../../src/registry/credentials.js';
 import { deploymentPushTarget } from '../../src/registry/image-names.js';
-import { parseRegistryLocation } from '../../src/registry/push-target.js';
+import { parseRegistryLocation } from '../../src/domain/registry-location.js';
 import { signRegistryToken } from '../../src/registry/registry-token.js';
 import { loadOrCreateSigningKey, type RegistrySigningKey, signingKeyFromPem, writeCertificateBundle } from '../../src/registry/signing-key.js';
 import { createTokenEndpoint, DEFAULT_REGISTRY_SERVICE, DEFAULT_TOKEN_ISSUER } from '../../src/registry/token-endpoint.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { builtImageName, classifyImage, parseImageReference } from '../../src/registry/image-names.js';
-import { parseRegistryLocation } from '../../src/registry/push-target.js';
+import { parseRegistryLocation } from '../../src/domain/registry-location.js';
 
 const WS = '7d1f6a2e-3b4c-4d5e-8f9a-0b1c2d3e4f5a';
 const DEP = '0b6e5c1a-8f1e-4c59-9c59-1f2a3b4c5d6e';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type ImageOwnerLookups, judgeImage } from '../../src/registry/image-ownership.js';
-import { parseRegistryLocation } from '../../src/registry/push-target.js';
+import { parseRegistryLocation } from '../../src/domain/registry-location.js';
 
 const A = '7d1f6a2e-3b4c-4d5e-8f9a-0b1c2d3e4f5a';
 const B = '1e2d3c4b-5a69-4788-9766-554433221100';

@@ -212,7 +212,9 @@ export class LangGraphBuildDriver implements BuildDriver {
       await cgroup.destroy();
     }
     await step.log('INFO', `Copying ${build.tag} into this host's image store`);
+    const exportStarted = performance.now();
     await exportBuiltImage(sandbox, request.workspaceId, request.deploymentId, build.tag, build.tag);
+    await step.log('INFO', `Copied ${build.tag} out of the sandbox in ${((performance.now() - exportStarted) / 1000).toFixed(1)} s`);
   }
 
   async #newWorkDir(sandbox: BuildSandbox | undefined, revisionId: string): Promise<string> {

@@ -16,7 +16,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
   app.post(
     '/v1/workspaces',
     {
-      config,
+      config: { ...config, idempotent: true },
       schema: {
         operationId: 'createWorkspace',
         summary: 'Create a workspace',
@@ -40,7 +40,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
   app.post(
     '/v1/api-keys',
     {
-      config,
+      config: { ...config, idempotent: true },
       schema: {
         operationId: 'createApiKey',
         summary: 'Create an API key',

@@ -7,6 +7,9 @@ import { Envelope } from '../../contract/common.js';
 import { CreateDeploymentBody, Deployment, DeploymentListQuery, DeploymentParams, PatchDeploymentBody } from '../../contract/deployments.js';
 import { errorResponses } from '../../contract/errors.js';
 import { commaList, uuidList } from '../query.js';
+import { ConditionalReadHeaders, ConditionalWriteHeaders, NotModified } from '../../contract/conditional.js';
+import { deploymentTag } from '../../services/deployments.js';
+import { ifMatchOf, tagged } from '../entity-tags.js';
 
 const tags = ['deployments'];
 
@@ -16,6 +19,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
   app.post(
     '/v2/deployments',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'createDeployment',
         summary: 'Create a deployment',
@@ -77,11 +81,16 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         operationId: 'getDeployment',
         summary: 'Get a deployment',
         tags,
+        description: 'Answers an `ETag`; with `If-None-Match` naming it, 304 while the deployment is unchanged.',
         params: DeploymentParams,
-        response: { 200: Deployment, ...errorResponses('deployment_not_found') },
+        headers: ConditionalReadHeaders,
+        response: { 200: Deployment, 304: NotModified, ...errorResponses('deployment_not_found') },
       },
     },
-    async (request) => deployments.get(scopeOf(request), request.params.deployment_id),
+    async (request, reply) => {
+      const view = await deployments.get(scopeOf(request), request.params.deployment_id);
+      return tagged(request, reply, view, deploymentTag(view));
+    },
   );
 
   app.patch(
@@ -94,9 +103,10 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
           'Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing ' +
           '`source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other ' +
           '`source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` ' +
-          'and `listener_config` cannot change (400).',
+          'and `listener_config` cannot change (400). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.',
         tags,
         params: DeploymentParams,
+        headers: ConditionalWriteHeaders,
         body: PatchDeploymentBody,
         response: {
           200: Deployment,
@@ -108,11 +118,16 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
             'tarball_unknown',
             'image_not_in_workspace',
             'deployment_deleting',
+            'resource_changed',
           ),
         },
       },
     },
-    async (request) => deployments.patch(scopeOf(request), request.params.deployment_id, request.body),
+    async (request, reply) => {
+      const view = await deployments.patch(scopeOf(request), request.params.deployment_id, request.body, ifMatchOf(request));
+      reply.header('etag', deploymentTag(view));
+      return view;
+    },
   );
 
   app.delete(
@@ -121,14 +136,16 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
       schema: {
         operationId: 'deleteDeployment',
         summary: 'Delete a deployment',
-        description: 'The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404.',
+        description:
+          'The deployment goes to AWAITING_DELETE while its resources are torn down, then answers 404. With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.',
         tags,
         params: DeploymentParams,
-        response: { 204: NoContent, ...errorResponses('deployment_not_found') },
+        headers: ConditionalWriteHeaders,
+        response: { 204: NoContent, ...errorResponses('deployment_not_found', 'resource_changed') },
       },
     },
     async (request, reply) => {
-      await deployments.delete(scopeOf(request), request.params.deployment_id);
+      await deployments.delete(scopeOf(request), request.params.deployment_id, ifMatchOf(request));
       return noContent(reply);
     },
   );

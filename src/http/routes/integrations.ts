@@ -5,6 +5,8 @@ import type { Services } from '../../services/index.js';
 import { scopeOf } from '../auth.js';
 import { publicBaseUrl } from '../public-url.js';
 import { NoContent, noContent } from '../replies.js';
+import { ConditionalReadHeaders, ConditionalWriteHeaders, NotModified } from '../../contract/conditional.js';
+import { ifMatchOf, tagged } from '../entity-tags.js';
 import { errorResponses } from '../../contract/errors.js';
 
 const tags = ['integrations'];
@@ -28,7 +30,7 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services; 
     app.post(
       root,
       {
-        config: admin,
+        config: { ...admin, idempotent: true },
         schema: {
           hide,
           ...id('createIntegration'),
@@ -65,12 +67,14 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services; 
           hide,
           ...id('getIntegration'),
           summary: 'Get a code-host integration',
+          description: 'Answers an `ETag`; with `If-None-Match` naming it, 304 while the integration is unchanged.',
           tags,
           params: IntegrationParams,
-          response: { 200: Integration, ...errorResponses('integration_not_found') },
+          headers: ConditionalReadHeaders,
+          response: { 200: Integration, 304: NotModified, ...errorResponses('integration_not_found') },
         },
       },
-      async (request) => integrations.get(scopeOf(request), request.params.integration_id, base(request)),
+      async (request, reply) => tagged(request, reply, await integrations.get(scopeOf(request), request.params.integration_id, base(request))),
     );
 
     app.get(
@@ -99,14 +103,16 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services; 
           hide,
           ...id('deleteIntegration'),
           summary: 'Delete a code-host integration',
-          description: 'Refused with 409 while deployments build from it.',
+          description: 'Refused with 409 while deployments build from it. With `If-Match`, 412 (`resource_changed`) unless it names the integration.',
           tags,
           params: IntegrationParams,
-          response: { 204: NoContent, ...errorResponses('integration_not_found', 'integration_in_use') },
+          headers: ConditionalWriteHeaders,
+          response: { 204: NoContent, ...errorResponses('integration_not_found', 'integration_in_use', 'resource_changed') },
         },
       },
       async (request, reply) => {
-        await integrations.delete(scopeOf(request), request.params.integration_id);
+        const ifMatch = ifMatchOf(request);
+        await integrations.delete(scopeOf(request), request.params.integration_id, ifMatch === undefined ? undefined : { ifMatch, webhookBase: base(request) });
         return noContent(reply);
       },
     );

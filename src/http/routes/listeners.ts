@@ -3,6 +3,9 @@ import type { Services } from '../../services/index.js';
 import { scopeOf } from '../auth.js';
 import { NoContent, noContent } from '../replies.js';
 import { Envelope } from '../../contract/common.js';
+import { ConditionalReadHeaders, ConditionalWriteHeaders, NotModified } from '../../contract/conditional.js';
+import { ifMatchOf, tagged } from '../entity-tags.js';
+import { entityTag } from '../../domain/entity-tags.js';
 import { errorResponses } from '../../contract/errors.js';
 import { CreatedListener, Listener, ListenerCreateBody, ListenerListQuery, ListenerParams, ListenerPatchBody } from '../../contract/listeners.js';
 
@@ -15,6 +18,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
   app.post(
     '/v2/listeners',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'createListener',
         summary: 'Create a listener',
@@ -50,11 +54,13 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         operationId: 'getListener',
         summary: 'Get a listener',
         tags,
+        description: 'Answers an `ETag`; with `If-None-Match` naming it, 304 while the listener is unchanged.',
         params: ListenerParams,
-        response: { 200: Listener, ...errorResponses('listener_not_found') },
+        headers: ConditionalReadHeaders,
+        response: { 200: Listener, 304: NotModified, ...errorResponses('listener_not_found') },
       },
     },
-    async (request) => listeners.get(scopeOf(request), request.params.listener_id),
+    async (request, reply) => tagged(request, reply, await listeners.get(scopeOf(request), request.params.listener_id)),
   );
 
   app.patch(
@@ -65,14 +71,19 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         summary: 'Update a listener',
         description:
           'Changes `version` and `compute_config`; `compute_type` and `compute_id` cannot be changed. ' +
-          'Removing a namespace that deployments still use is refused with 409.',
+          'Removing a namespace that deployments still use is refused with 409. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.',
         tags,
         params: ListenerParams,
+        headers: ConditionalWriteHeaders,
         body: ListenerPatchBody,
-        response: { 200: Listener, ...errorResponses('listener_not_found', 'field_immutable', 'listener_namespace_in_use') },
+        response: { 200: Listener, ...errorResponses('listener_not_found', 'field_immutable', 'listener_namespace_in_use', 'resource_changed') },
       },
     },
-    async (request) => listeners.update(scopeOf(request), request.params.listener_id, request.body),
+    async (request, reply) => {
+      const view = await listeners.update(scopeOf(request), request.params.listener_id, request.body, ifMatchOf(request));
+      reply.header('etag', entityTag(view));
+      return view;
+    },
   );
 
   app.delete(
@@ -81,14 +92,16 @@ export const listenerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
       schema: {
         operationId: 'deleteListener',
         summary: 'Delete a listener',
-        description: 'Refused with 409 while any deployment runs on the listener.',
+        description:
+          'Refused with 409 while any deployment runs on the listener. With `If-Match`, 412 (`resource_changed`) when the listener changed since that `ETag`.',
         tags,
         params: ListenerParams,
-        response: { 204: NoContent, ...errorResponses('listener_not_found', 'listener_in_use') },
+        headers: ConditionalWriteHeaders,
+        response: { 204: NoContent, ...errorResponses('listener_not_found', 'listener_in_use', 'resource_changed') },
       },
     },
     async (request, reply) => {
-      await listeners.delete(scopeOf(request), request.params.listener_id);
+      await listeners.delete(scopeOf(request), request.params.listener_id, ifMatchOf(request));
       return noContent(reply);
     },
   );

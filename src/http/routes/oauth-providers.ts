@@ -1,5 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { ConditionalReadHeaders, ConditionalWriteHeaders, NotModified } from '../../contract/conditional.js';
+import { ifMatchOf, tagged } from '../entity-tags.js';
+import { entityTag } from '../../domain/entity-tags.js';
 import { errorResponses } from '../../contract/errors.js';
 import { OAuthProvider, OAuthProviderCreate, OAuthProviderUpdate, ProviderDeleted, ProviderParams } from '../../contract/oauth-providers.js';
 import type { Services } from '../../services/index.js';
@@ -54,12 +57,14 @@ export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services
       schema: {
         operationId: 'getOAuthProvider',
         summary: 'Get an OAuth provider',
+        description: 'Answers an `ETag`; with `If-None-Match` naming it, 304 while the provider is unchanged.',
         tags,
         params,
-        response: { 200: OAuthProvider, ...errorResponses('provider_not_found') },
+        headers: ConditionalReadHeaders,
+        response: { 200: OAuthProvider, 304: NotModified, ...errorResponses('provider_not_found') },
       },
     },
-    async (request) => oauthProviders.get(principalOf(request), request.params.provider_id),
+    async (request, reply) => tagged(request, reply, await oauthProviders.get(principalOf(request), request.params.provider_id)),
   );
 
   app.patch(
@@ -69,14 +74,19 @@ export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services
       schema: {
         operationId: 'updateOAuthProvider',
         summary: 'Update an OAuth provider',
-        description: 'Needs an admin API key.',
+        description: 'Needs an admin API key. With `If-Match`, 412 (`resource_changed`) when the provider changed since that `ETag`.',
         tags,
         params,
+        headers: ConditionalWriteHeaders,
         body: OAuthProviderUpdate,
-        response: { 200: OAuthProvider, ...errorResponses('provider_not_found') },
+        response: { 200: OAuthProvider, ...errorResponses('provider_not_found', 'resource_changed') },
       },
     },
-    async (request) => oauthProviders.update(principalOf(request), request.params.provider_id, request.body),
+    async (request, reply) => {
+      const view = await oauthProviders.update(principalOf(request), request.params.provider_id, request.body, ifMatchOf(request));
+      reply.header('etag', entityTag(view));
+      return view;
+    },
   );
 
   app.delete(
@@ -86,15 +96,16 @@ export const oauthProviderRoutes: FastifyPluginAsyncTypebox<{ services: Services
       schema: {
         operationId: 'deleteOAuthProvider',
         summary: 'Delete an OAuth provider',
-        description: 'Needs an admin API key.',
+        description: 'Needs an admin API key. With `If-Match`, 412 (`resource_changed`) when the provider changed since that `ETag`.',
         tags,
         params,
-        response: { 200: ProviderDeleted, ...errorResponses('provider_not_found') },
+        headers: ConditionalWriteHeaders,
+        response: { 200: ProviderDeleted, ...errorResponses('provider_not_found', 'resource_changed') },
       },
     },
     async (request) => {
       const { provider_id } = request.params;
-      await oauthProviders.delete(principalOf(request), provider_id);
+      await oauthProviders.delete(principalOf(request), provider_id, ifMatchOf(request));
       return { message: `OAuth provider '${provider_id}' deleted.` };
     },
   );

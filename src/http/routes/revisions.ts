@@ -13,6 +13,8 @@ import {
   RevisionParams,
   RevisionWaitQuery,
 } from '../../contract/deployments.js';
+import { ConditionalReadHeaders, NotModified } from '../../contract/conditional.js';
+import { tagged } from '../entity-tags.js';
 import { errorResponses } from '../../contract/errors.js';
 import { commaList } from '../query.js';
 
@@ -44,6 +46,7 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
   app.post(
     '/v2/deployments/:deployment_id/revisions',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'createRevision',
         summary: 'Create a revision',
@@ -72,11 +75,13 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         operationId: 'getRevision',
         summary: 'Get a revision',
         description:
-          'With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state.',
+          'With `wait_for_terminal=<seconds>`, answers as soon as the revision reaches a terminal status, or at the deadline with its current state. ' +
+          'Answers an `ETag`; with `If-None-Match` naming it, 304 while the revision is unchanged.',
         tags,
         params: RevisionParams,
         querystring: RevisionWaitQuery,
-        response: { 200: Revision, ...errorResponses('deployment_not_found', 'revision_not_found') },
+        headers: ConditionalReadHeaders,
+        response: { 200: Revision, 304: NotModified, ...errorResponses('deployment_not_found', 'revision_not_found') },
       },
     },
     async (request, reply) => {
@@ -99,13 +104,14 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         // a kept-alive one would hold the shutdown until its keep-alive timeout.
         if (services.deploymentEvents.isClosing()) reply.header('connection', 'close');
       }
-      return revisions.get(scope, deployment_id, revision_id);
+      return tagged(request, reply, await revisions.get(scope, deployment_id, revision_id));
     },
   );
 
   app.post(
     '/v2/deployments/:deployment_id/revisions/:revision_id/redeploy',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'redeployRevision',
         summary: 'Redeploy a revision',
@@ -121,6 +127,7 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
   app.post(
     '/v2/deployments/:deployment_id/revisions/:revision_id/interruption',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'interruptRevision',
         summary: 'Interrupt a revision',

@@ -15,6 +15,7 @@ export const buildSourceRoutes: FastifyPluginAsyncTypebox<{ services: Services; 
   app.post(
     '/v2/deployments/:deployment_id/upload-url',
     {
+      config: { idempotent: true },
       schema: {
         operationId: 'createUploadUrl',
         summary: 'Get a URL to upload the project to',

@@ -1,10 +1,9 @@
 import type { Logger } from 'pino';
-import type { DesiredDeploymentView, DesiredStateView } from '../../contract/listener-protocol.js';
-import type { LogLevel } from '../../engine/drivers/types.js';
+import type { DesiredDeploymentView, DesiredStateView, ReportedLogLevel } from '../../contract/listener-protocol.js';
 
 /** A deploy log line, sent to Berth with the report that ends a rollout. */
 export interface LogLine {
-  level: LogLevel;
+  level: ReportedLogLevel;
   message: string;
   timestamp: string;
 }

@@ -1,6 +1,6 @@
 import type { DesiredDeploymentView, DesiredStateView } from '../../contract/listener-protocol.js';
 import type { RunningRevision } from '../../engine/drivers/types.js';
-import { errorMessage } from '../../engine/drivers/local-container/step.js';
+import { errorMessage } from '../../domain/error-message.js';
 import type { AgentLink, ListenerCompute } from './compute.js';
 import type { ContainerHostSettings } from './config.js';
 import { type Action, type ObservedContainer, reconcile } from './reconciler.js';

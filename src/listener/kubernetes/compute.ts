@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { DesiredDeploymentView, DesiredStateView } from '../../contract/listener-protocol.js';
-import { errorMessage } from '../../engine/drivers/local-container/step.js';
+import { errorMessage } from '../../domain/error-message.js';
 import type { AgentLink, ListenerCompute, LogLine } from '../agent/compute.js';
 import type { KubernetesSettings } from '../agent/config.js';
 import { KubernetesApplier } from './applier.js';

@@ -10,7 +10,8 @@ import { listenerProtocol } from './008-listener-protocol.js';
 import { nameSearch } from './009-name-search.js';
 import { uploadArchives } from './010-upload-archives.js';
 import { resourceNames } from './011-resource-names.js';
-import { buildInputs } from './012-build-inputs.js';
+import { idempotencyKeys } from './012-idempotency-keys.js';
+import { buildInputs } from './013-build-inputs.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -25,7 +26,8 @@ const migrations: Record<string, Migration> = {
   '009-name-search': nameSearch,
   '010-upload-archives': uploadArchives,
   '011-resource-names': resourceNames,
-  '012-build-inputs': buildInputs,
+  '012-idempotency-keys': idempotencyKeys,
+  '013-build-inputs': buildInputs,
 };
 
 export const migrationProvider: MigrationProvider = {

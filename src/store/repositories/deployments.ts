@@ -244,6 +244,21 @@ export async function lockDeployment(db: Executor, workspaceId: string, id: stri
   return row && decodeDeployment(row);
 }
 
+/**
+ * Takes the deployment's row lock like `lockDeployment` and answers the row as it was
+ * (nothing changes), so that what a client read can be compared with it (`If-Match`).
+ */
+export async function lockDeploymentAsIs(db: Executor, workspaceId: string, id: string): Promise<DeploymentRecord | undefined> {
+  const row = await db
+    .updateTable('deployments')
+    .set({ updated_at: sql.ref('updated_at') })
+    .where('id', '=', id)
+    .where('workspace_id', '=', workspaceId)
+    .returning(DEPLOYMENT_COLUMNS)
+    .executeTakeFirst();
+  return row && decodeDeployment(row);
+}
+
 export async function updateDeployment(db: Executor, id: string, changes: DeploymentChanges): Promise<void> {
   const { source_config, ...plain } = changes;
   await db

@@ -27,11 +27,17 @@ export async function updateOAuthProvider(
   organizationId: string,
   id: string,
   changes: OAuthProviderChanges,
+  /** A compare-and-set: only while the row's `updated_at` is still this (every write moves it on). */
+  expectedUpdatedAt?: string,
 ): Promise<OAuthProviderRow | undefined> {
-  return db.updateTable('oauth_providers').set(changes).where('organization_id', '=', organizationId).where('id', '=', id).returningAll().executeTakeFirst();
+  let query = db.updateTable('oauth_providers').set(changes).where('organization_id', '=', organizationId).where('id', '=', id);
+  if (expectedUpdatedAt !== undefined) query = query.where('updated_at', '=', expectedUpdatedAt);
+  return query.returningAll().executeTakeFirst();
 }
 
-export async function deleteOAuthProvider(db: Executor, organizationId: string, providerId: string): Promise<boolean> {
-  const result = await db.deleteFrom('oauth_providers').where('organization_id', '=', organizationId).where('provider_id', '=', providerId).executeTakeFirst();
+export async function deleteOAuthProvider(db: Executor, organizationId: string, providerId: string, expectedUpdatedAt?: string): Promise<boolean> {
+  let query = db.deleteFrom('oauth_providers').where('organization_id', '=', organizationId).where('provider_id', '=', providerId);
+  if (expectedUpdatedAt !== undefined) query = query.where('updated_at', '=', expectedUpdatedAt);
+  const result = await query.executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }

@@ -1,6 +1,6 @@
 import type { RevisionBuild } from '../../domain/build-inputs.js';
 import type { SourceSpelling } from '../../domain/deployment-config.js';
-import type { ResourceSpec, RevisionConfig } from '../../domain/deployment-config.js';
+import type { ResourceSpec, RevisionConfig, SourceConfig } from '../../domain/deployment-config.js';
 import type { RevisionStatus } from '../../domain/revision-status.js';
 import type { Executor } from '../database.js';
 import { preparedQuery } from '../prepared.js';
@@ -310,7 +310,9 @@ export async function revisionsForListener(db: Executor, deploymentIds: readonly
 }
 
 /** Revisions handed to a listener (or being deployed by it), with the listener and the deployment's deploy timeout. */
-export async function handedOverRevisions(db: Executor): Promise<(RevisionRecord & { listener_id: string; deployment_source_config: string })[]> {
+export async function handedOverRevisions(
+  db: Executor,
+): Promise<(RevisionRecord & { listener_id: string; deployment_deploy_timeout_seconds: number | null })[]> {
   const rows = await selectRevisions(db)
     .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
     .select(['d.listener_id', 'd.source_config as deployment_source_config'])
@@ -321,7 +323,8 @@ export async function handedOverRevisions(db: Executor): Promise<(RevisionRecord
   return rows.map((row) => ({
     ...decodeRevision(row, row.spec),
     listener_id: row.listener_id as string,
-    deployment_source_config: row.deployment_source_config,
+    // Configurations stored before the setting existed lack it.
+    deployment_deploy_timeout_seconds: (JSON.parse(row.deployment_source_config) as Partial<SourceConfig>).deploy_timeout_seconds ?? null,
   }));
 }
 

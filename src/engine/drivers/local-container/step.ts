@@ -10,9 +10,8 @@ export function formatSeconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
 }
 
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+// The agent (listener/) reports failures the same way without reaching into the engine.
+export { errorMessage } from '../../../domain/error-message.js';
 
 export async function safeLog(context: StepContext, level: LogLevel, message: string): Promise<void> {
   try {

@@ -1,4 +1,18 @@
-import { isRepositoryName } from './access.js';
+/**
+ * How Berth names a place in a registry: the distribution grammar for repository paths, and
+ * `BERTH_REGISTRY` (`host[:port][/path]`). Here rather than in registry/ because the settings
+ * (config.ts) read BERTH_REGISTRY at boot and sit below every adapter.
+ */
+
+// The distribution reference grammar for a repository path (components without a host): lowercase
+// alphanumerics joined by `.`, `_`, `__` or runs of `-`, separated by `/`.
+const PATH_COMPONENT = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
+const REPOSITORY_NAME = new RegExp(`^${PATH_COMPONENT}(?:/${PATH_COMPONENT})*$`);
+const MAX_REPOSITORY_NAME = 255;
+
+export function isRepositoryName(name: string): boolean {
+  return name.length <= MAX_REPOSITORY_NAME && REPOSITORY_NAME.test(name);
+}
 
 /** Where Berth's registry is, from `BERTH_REGISTRY` (`host[:port][/path]`). */
 export interface RegistryLocation {
