@@ -2,7 +2,7 @@
  * The build scenario: Berth (compiled, as `npm start` runs it) builds the sample LangGraph.js
  * agent from a git repository and deploys it with podman, cold (a fresh data directory, so
  * no npm cache, and dependencies no earlier build installed) and warm (a commit that
- * changes only the graph's source). Prints one JSON line: for each, the time from the
+ * changes only the graph's source), then a change of one secret (which builds nothing). Prints one JSON line: for each, the time from the
  * request (create or PATCH) to DEPLOYED and where it went, read off the revision's
  * timeline and log lines: git, the bases made available to the build sandbox (cold only),
  * the builder, the copy out of the sandbox, the container's start until /ok, and what is
@@ -40,6 +40,8 @@ export interface BuildPhase {
 export interface BuildResult {
   cold: BuildPhase;
   warm: BuildPhase;
+  /** A PATCH of one secret after the warm build: its inputs are unchanged, so it reuses the warm image (issue 21). */
+  secretOnly: BuildPhase & { built: boolean };
   builder: string;
 }
 
@@ -151,9 +153,17 @@ async function main(): Promise<void> {
     const patched = await api('PATCH', `/v2/deployments/${created.body.id}`, { body: { source_revision_config: { repo_ref: 'main' } } });
     const warm = await phase(created.body.id, patched.body.latest_revision_id, startedAt);
 
+    startedAt = Date.now();
+    const bySecret = await api('PATCH', `/v2/deployments/${created.body.id}`, { body: { secrets: [{ name: 'BENCH_SECRET', value: randomUUID() }] } });
+    const secretPhase = await phase(created.body.id, bySecret.body.latest_revision_id, startedAt);
+    const secretTimeline = (await api('GET', `/v2/deployments/${created.body.id}/revisions/${bySecret.body.latest_revision_id}/timeline`)).body.resources as {
+      status: string;
+    }[];
+    const secretOnly = { ...secretPhase, built: secretTimeline.some((t) => t.status === 'BUILDING') };
+
     await api('DELETE', `/v2/deployments/${created.body.id}`);
     for (let i = 0; i < 300 && (await api('GET', `/v2/deployments/${created.body.id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 100));
-    const result: BuildResult = { cold, warm, builder: 'buildah' };
+    const result: BuildResult = { cold, warm, secretOnly, builder: 'buildah' };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     await stopBerth(berth);

@@ -1021,6 +1021,7 @@ function buildReport(build: BuildResult): string {
     '|---|---|---|---|---|---|---|---|',
     row('cold', build.cold),
     row('warm', build.warm),
+    ...(build.secretOnly ? [row(`secret only (${build.secretOnly.built ? 'built' : 'no build'})`, build.secretOnly)] : []),
     '',
     'Targets (issue 10):',
     '',
@@ -1030,6 +1031,14 @@ function buildReport(build: BuildResult): string {
       Math.max(build.cold.overheadMs, build.warm.overheadMs) < 1000,
       `Berth's overhead under 1 s: cold ${seconds(build.cold.overheadMs)}, warm ${seconds(build.warm.overheadMs)}`,
     ),
+    ...(build.secretOnly
+      ? [
+          target(
+            !build.secretOnly.built && build.secretOnly.totalMs < 2000,
+            `secret-only revision to DEPLOYED under 2 s with 0 builds (issue 21): ${seconds(build.secretOnly.totalMs)}, ${build.secretOnly.built ? '1 build' : '0 builds'}`,
+          ),
+        ]
+      : []),
     '',
   ].join('\n');
 }

@@ -134,6 +134,9 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
         image_ref: image,
         runtime_handle: failed ? null : `berth-${name}-${revisionId.slice(0, 8)}`,
         url,
+        build_inputs: null,
+        build_key: null,
+        config_env_encrypted: null,
         created_at: createdAt,
         updated_at: finishedAt,
       });

@@ -11,6 +11,13 @@ import { API_VERSION_RANGE, DEFAULT_IMAGE_DISTRO, type LangGraphConfig, isNodeCo
 import { type OrderedObject, pythonJsonDumps } from './ordered-json.js';
 
 export type DockerfileLayout = 'cli' | 'cached';
+
+/**
+ * Part of every build's inputs (domain/build-inputs.ts): raise it with any change to what
+ * the generator writes for the same project, or revisions keep running images built from
+ * the old Dockerfile.
+ */
+export const DOCKERFILE_GENERATOR_VERSION = 1;
 export type EngineRuntimeMode = 'combined_queue_worker' | 'distributed';
 
 export const CLI_BASE_IMAGES = {

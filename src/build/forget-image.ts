@@ -1,18 +1,5 @@
 import { lastOutputLine, runBuilderCommand } from './commands.js';
-import type { ResolvedBuilder } from './types.js';
-
-/** A program that reads and writes one local image store: buildah, podman or docker. */
-export type ImageStoreTool = Pick<ResolvedBuilder, 'kind' | 'binary' | 'env' | 'globalArgs' | 'runAs'>;
-
-/** The id of the image a name points at in the store, without docker's `sha256:`; null when the name is not there. */
-export async function localImageId(tool: ImageStoreTool, reference: string): Promise<string | null> {
-  const args =
-    tool.kind === 'buildah'
-      ? ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', reference]
-      : ['image', 'inspect', '--format', '{{.Id}}', reference];
-  const result = await runBuilderCommand(tool, args);
-  return result.code === 0 ? bareId(result.stdout.trim()) || null : null;
-}
+import { bareId, type ImageStoreTool, localImageId } from './image-store.js';
 
 export type LocalRemoval = 'removed' | 'absent' | 'moved';
 
@@ -49,8 +36,4 @@ async function removeIfNameless(tool: ImageStoreTool, id: string): Promise<boole
   if (Array.isArray(names) && names.length > 0) return false;
   const removed = await runBuilderCommand(tool, ['rmi', bareId(id)]);
   return removed.code === 0;
-}
-
-function bareId(id: string): string {
-  return id.replace(/^sha256:/, '');
 }

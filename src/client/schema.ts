@@ -775,6 +775,34 @@ export interface components {
       offset: number;
     };
     /**
+     * BuildInputs
+     * @description What the revision's image is built from. A revision whose inputs equal those of an earlier one of the same workspace whose image still exists skips fetching and building; secrets, resource_spec and display_name are not inputs.
+     */
+    BuildInputs: {
+      /** @description SHA-256 of the workspace and the inputs below: revisions with the same key share one image. */
+      key: string;
+      /** @description `commit:<sha>` for a repository, `archive:sha256:<hex>` for an uploaded archive. */
+      source: string;
+      /** @description The commit built (repository sources). */
+      commit_sha: string | null;
+      graph_config_path: string;
+      /** @description SHA-256 of langgraph.json as read. */
+      graph_config_sha256: string;
+      install_command: string | null;
+      build_command: string | null;
+      /** @description The image in FROM. */
+      base_image: string;
+      /** @description The base image's id where builds read it. */
+      base_image_digest: string;
+      /** @description Version of Berth's Dockerfile generator. */
+      generator_version: number;
+      /**
+       * Format: uuid
+       * @description Set when this revision built nothing: the revision (of this workspace) whose image, built from the same inputs, it runs.
+       */
+      reused_from_revision_id: string | null;
+    };
+    /**
      * ComputeConfigInput
      * @description Fields specific to `compute_type`. For `k8s`: `k8s_namespaces`.
      */
@@ -1503,6 +1531,7 @@ export interface components {
       /** @description Where this revision served once it was DEPLOYED. */
       url: string | null;
       remote_reconciled: boolean;
+      build_inputs: components['schemas']['BuildInputs'] | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */

@@ -114,6 +114,43 @@ export class MirrorCache {
     }
   }
 
+  /**
+   * A file of a commit the mirror has (`resolve` brought it there), read without writing a
+   * checkout: what the engine needs to tell whether a build's inputs changed. Null when the
+   * commit has no regular file at `file` (absent, a directory, a symbolic link, a submodule)
+   * or it is larger than `maxBytes`.
+   */
+  async readFile(request: { url: string; auth?: GitAuth; commitSha: string; file: string; maxBytes: number; signal?: AbortSignal }): Promise<string | null> {
+    if (!FULL_SHA.test(request.commitSha)) throw new CodehostError('ref-not-found', `git: '${request.commitSha}' is not a full commit sha`);
+    const remote = resolveRemote(request.url, request.auth, this.options);
+    const session = await openGitSession(remote.location, remote.auth, { knownHostsFile: this.knownHostsFile, allowLocal: this.options.allowLocal });
+    try {
+      const gitDir = this.mirrorDir(remote.location);
+      // ls-tree names the entry's mode and size without reading it: links (120000) and
+      // submodules are not files, and a blob past the bound is never read.
+      const listed = await runGit({
+        args: ['--git-dir', gitDir, 'ls-tree', '-l', '-z', request.commitSha, '--', request.file],
+        env: { ...session.env, GIT_LITERAL_PATHSPECS: '1' },
+        scrub: session.scrub,
+        activity: `looking up ${request.file} at ${request.commitSha}`,
+        signal: request.signal,
+      });
+      const entry = /^(\d+) blob ([0-9a-f]+)\s+(\d+)\t/.exec(listed.stdout.split('\0')[0] ?? '');
+      if (listed.code !== 0 || !entry || !['100644', '100755'].includes(entry[1] ?? '') || Number(entry[3]) > request.maxBytes) return null;
+      const read = await runGit({
+        args: ['--git-dir', gitDir, 'cat-file', 'blob', entry[2] as string],
+        env: session.env,
+        scrub: session.scrub,
+        activity: `reading ${request.file} at ${request.commitSha}`,
+        signal: request.signal,
+        maxStdoutBytes: request.maxBytes,
+      });
+      return read.code === 0 ? read.stdout : null;
+    } finally {
+      await session.dispose();
+    }
+  }
+
   private async resolveIn(location: RepositoryLocation, session: GitSession, request: ResolveRequest): Promise<string> {
     const gitDir = this.mirrorDir(location);
     const { ref, signal } = request;

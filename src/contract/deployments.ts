@@ -199,6 +199,29 @@ export const Deployment = Type.Object(
   { title: 'Deployment' },
 );
 
+const BuildInputs = Type.Object(
+  {
+    key: Type.String({ description: 'SHA-256 of the workspace and the inputs below: revisions with the same key share one image.' }),
+    source: Type.String({ description: '`commit:<sha>` for a repository, `archive:sha256:<hex>` for an uploaded archive.' }),
+    commit_sha: Nullable(Type.String({ description: 'The commit built (repository sources).' })),
+    graph_config_path: Type.String(),
+    graph_config_sha256: Type.String({ description: 'SHA-256 of langgraph.json as read.' }),
+    install_command: Nullable(Type.String()),
+    build_command: Nullable(Type.String()),
+    base_image: Type.String({ description: 'The image in FROM.' }),
+    base_image_digest: Type.String({ description: "The base image's id where builds read it." }),
+    generator_version: Type.Integer({ description: "Version of Berth's Dockerfile generator." }),
+    reused_from_revision_id: Nullable(
+      Uuid({ description: 'Set when this revision built nothing: the revision (of this workspace) whose image, built from the same inputs, it runs.' }),
+    ),
+  },
+  {
+    title: 'BuildInputs',
+    description:
+      "What the revision's image is built from. A revision whose inputs equal those of an earlier one of the same workspace whose image still exists skips fetching and building; secrets, resource_spec and display_name are not inputs.",
+  },
+);
+
 export const Revision = Type.Object(
   {
     id: Uuid(),
@@ -211,6 +234,7 @@ export const Revision = Type.Object(
     resource_spec: Nullable(ResourceSpec),
     url: Nullable(Type.String({ description: 'Where this revision served once it was DEPLOYED.' })),
     remote_reconciled: Type.Boolean(),
+    build_inputs: Nullable(BuildInputs),
     created_at: DateTime(),
     updated_at: DateTime(),
   },

@@ -4,10 +4,12 @@ import { platformVariables } from '../domain/platform-env.js';
 import { isListenerOwned } from '../domain/queue-policy.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
-import { type RevisionRecord, runtimeHandleOf } from '../store/repositories/revisions.js';
+import { configEnvOf, type RevisionRecord, runtimeHandleOf } from '../store/repositories/revisions.js';
+import { decryptConfigEnv, encryptConfigEnv } from '../security/config-env.js';
+import { runEnvironment } from '../domain/build-inputs.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
-import { buildSource } from './build-source.js';
+import { buildOrReuse, buildRequestOf } from './build-reuse.js';
 import type { WorkContext } from './context.js';
 import { databaseEnv, missingDatabases, provisionDatabases } from './databases.js';
 import { hop, leaseFence, markDeployed, moveRevision, writeLog } from './effects.js';
@@ -48,9 +50,12 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
         return 'next';
       }
       if (!(await databasesReady(ctx, deployment, revision))) return 'again';
-      const needsBuild = isBuiltSource(source) && !revision.image_ref;
-      if (!needsBuild && isBuiltSource(source)) await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
-      hop(ctx, revision, needsBuild ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY', needsBuild ? null : handoverMessage(deployment));
+      if (isBuiltSource(source) && !revision.image_ref) {
+        await buildOrReuse(ctx, deployment, revision, handoverMessage(deployment));
+        return ctx.work.signal.aborted ? 'leave' : 'again';
+      }
+      if (isBuiltSource(source)) await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
+      hop(ctx, revision, 'AWAITING_DEPLOY', handoverMessage(deployment));
       return 'again';
     }
     case 'AWAITING_BUILD':
@@ -78,21 +83,7 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
 async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, config: RevisionConfig): Promise<Next> {
   const sourceConfig = deployment.source_config;
   const spec = await stepSpec(ctx, revision, 'build', sourceConfig.build_timeout_seconds);
-  const result = await runStep(ctx, revision, spec, async (step) =>
-    ctx.builder.build(
-      {
-        workspaceId: deployment.workspace_id,
-        deploymentId: deployment.id,
-        deploymentName: deployment.name.toLowerCase(),
-        revisionId: revision.id,
-        source: await buildSource(ctx, deployment, revision),
-        graphConfigPath: config.graph_config_path ?? 'langgraph.json',
-        installCommand: sourceConfig.install_command,
-        buildCommand: sourceConfig.build_command,
-      },
-      step,
-    ),
-  );
+  const result = await runStep(ctx, revision, spec, async (step) => ctx.builder.build(await buildRequestOf(ctx, deployment, revision), step));
   // An uploaded archive is needed only until it is built (or its build ended); a paused
   // build, or one that never started, keeps it for whoever resumes.
   if (config.source_tarball_path && (result.ok || (result.started && result.next !== 'leave')))
@@ -104,6 +95,7 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
     image_id: result.value.id ?? null,
     image_digest: result.value.digest ?? null,
     source_revision_config: built,
+    ...(result.value.env ? { config_env_encrypted: encryptConfigEnv(ctx.encryptor, revision.id, result.value.env) } : {}),
   });
   return 'again';
 }
@@ -123,10 +115,13 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
     return 'again';
   }
   const spec = await stepSpec(ctx, revision, 'deploy', sourceConfig.deploy_timeout_seconds);
-  const env = Object.fromEntries((await secretsOf(ctx, revision)).map((s) => [s.name, s.value]));
+  const secrets = Object.fromEntries((await secretsOf(ctx, revision)).map((s) => [s.name, s.value]));
   // Provisioned databases are looked up only when the last read saw some.
-  if (ctx.hasDatabases !== false) Object.assign(env, await databaseEnv(ctx, deployment.id));
-  Object.assign(env, platformVariables(deployment, revision));
+  const berth = ctx.hasDatabases !== false ? await databaseEnv(ctx, deployment.id) : {};
+  Object.assign(berth, platformVariables(deployment, revision));
+  // Only built revisions read a langgraph.json; image revisions spare the query.
+  const configEnv = isBuiltSource(canonicalSource(revision.source)) ? decryptConfigEnv(ctx.encryptor, revision.id, await sealedConfigEnv(ctx, revision)) : {};
+  const env = runEnvironment({ configEnv, secrets, berth });
   const pull = await pullCredentials(ctx, revision, verdict.registryRepository);
   const result = await runStep(ctx, revision, spec, (step) =>
     ctx.runtime.start(
@@ -199,6 +194,11 @@ async function databasesReady(ctx: WorkContext, deployment: DeploymentRecord, re
     if (await moveDeployment(ctx, deployment.id, 'READY', { fence: leaseFence(ctx), origin: ctx.settings.workerId })) deployment.status = 'READY';
   }
   return true;
+}
+
+/** What the engine decided in memory (perhaps not written yet), else what is stored. */
+async function sealedConfigEnv(ctx: WorkContext, revision: RevisionRecord): Promise<string | null> {
+  return revision.config_env_encrypted !== undefined ? revision.config_env_encrypted : configEnvOf(ctx.db, revision.id);
 }
 
 /** The revision's secrets, decrypted (kept only encrypted, as read with the deployment's work). */

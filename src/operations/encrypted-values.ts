@@ -8,6 +8,7 @@ import { secretEntries } from '../store/repositories/secret-sets.js';
 import type { Database } from '../store/schema.js';
 import { OperationError } from './errors.js';
 import { resourceUriContext } from '../security/resource-uris.js';
+import { configEnvContext } from '../security/config-env.js';
 import { idempotencyAnswerContext, idempotencyFingerprintContext } from '../security/idempotency-contexts.js';
 
 /** The key values are encrypted with now, and the one they are re-encrypted with. */
@@ -181,5 +182,11 @@ export const KEYED_VALUES: readonly KeyedValues[] = [
     column: 'response_encrypted',
     key: ['id'],
     context: (row) => idempotencyAnswerContext(row.id),
+  }),
+  ciphertextColumn({
+    table: 'revisions',
+    column: 'config_env_encrypted',
+    key: ['id'],
+    context: (row) => configEnvContext(row.id),
   }),
 ];

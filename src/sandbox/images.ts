@@ -1,7 +1,7 @@
 import { access, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { lastOutputLine, runBuilderCommand } from '../build/commands.js';
-import { localImageId } from '../build/forget-image.js';
+import { localImageId } from '../build/image-store.js';
 import { BuildError, type ResolvedBuilder } from '../build/types.js';
 import { withDirectoryLock } from '../locks/directory-lock.js';
 import { runHostProgram, SYSTEM_PATH } from './host.js';

@@ -8,7 +8,9 @@ import type { Encryptor } from '../security/encryption.js';
 import { decryptSecretSet, encryptSecretSet, secretSetDigest } from '../security/secret-sets.js';
 import type { Executor } from '../store/database.js';
 import type { DeploymentForView, DeploymentRecord, DeploymentWithLatest, LatestForView } from '../store/repositories/deployments.js';
-import { findRevisionById, type RevisionRecord } from '../store/repositories/revisions.js';
+import { buildOfImage, findRevisionById, type RevisionRecord, setRevisionBuild } from '../store/repositories/revisions.js';
+import type { RevisionBuild } from '../domain/build-inputs.js';
+import { decryptConfigEnv, encryptConfigEnv } from '../security/config-env.js';
 import { findSecretSetByDigest, insertSecretSet, secretEntries } from '../store/repositories/secret-sets.js';
 
 export function revisionConfigView(config: RevisionConfig): RevisionConfigView {
@@ -28,6 +30,7 @@ export function revisionView(revision: RevisionRecord): RevisionView {
     resource_spec: revision.resource_spec,
     url: revision.url,
     remote_reconciled: revision.remote_reconciled,
+    build_inputs: revision.build,
     created_at: revision.created_at,
     updated_at: revision.updated_at,
   };
@@ -123,6 +126,26 @@ export function createDeploymentRecords(encryptor: Encryptor, cacheCharacters = 
       await insertSecretSet(trx, { id, deployment_id: deploymentId, digest, created_at: now }, encryptSecretSet(encryptor, id, secrets));
       cache.set(id, frozen(secrets));
       return id;
+    },
+
+    /**
+     * A revision that runs an image built before (a redeploy, or an upload deployment's new
+     * secrets) carries the build inputs and langgraph.json env of the revision it took the
+     * image from: the env reaches its container as it reached the first one's.
+     */
+    async inheritBuild(trx: Executor, revision: RevisionRecord): Promise<void> {
+      if (!revision.image_ref) return;
+      const from = await buildOfImage(trx, revision.deployment_id, revision.image_ref, revision.id);
+      if (!from || (from.build_inputs === null && from.config_env_encrypted === null)) return;
+      const build = from.build_inputs === null ? null : (JSON.parse(from.build_inputs) as RevisionBuild);
+      if (build) build.reused_from_revision_id ??= from.id;
+      revision.build = build;
+      const env = decryptConfigEnv(encryptor, from.id, from.config_env_encrypted);
+      await setRevisionBuild(trx, revision.id, {
+        build_inputs: build === null ? null : JSON.stringify(build),
+        build_key: from.build_key,
+        config_env_encrypted: encryptConfigEnv(encryptor, revision.id, env),
+      });
     },
 
     secretsOf,

@@ -28,7 +28,8 @@ import {
 import { bumpGeneration, findListenerById, generationOf, generationsOf, type ListenerRecord, markSeen } from '../store/repositories/listeners.js';
 import { resourcesOf } from '../store/repositories/resources.js';
 import { provisionedVariables } from '../provisioning/variables.js';
-import { findRevisionById, type RevisionRecord, revisionsForListener, revisionsInStatus } from '../store/repositories/revisions.js';
+import { configEnvOf, findRevisionById, type RevisionRecord, revisionsForListener, revisionsInStatus } from '../store/repositories/revisions.js';
+import { decryptConfigEnv } from '../security/config-env.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { allFieldsRead } from './all-fields-read.js';
 import type { ServiceDeps } from './index.js';
@@ -112,7 +113,11 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
     const secrets = revision.secret_set_id ? decryptSecretSet(encryptor, await secretEntries(db, [revision.secret_set_id])) : [];
     const databases = provisionedVariables(encryptor, await resourcesOf(db, deployment.id));
     const platform = Object.entries(platformVariables(deployment, revision)).map(([name, value]) => ({ name, value }));
-    return [...secrets, ...databases, ...platform];
+    // langgraph.json's env goes first: a later entry of the same name wins (domain/build-inputs.ts, runEnvironment).
+    const configEnv = Object.entries(decryptConfigEnv(encryptor, revision.id, await configEnvOf(db, revision.id)))
+      .filter(([name]) => !secrets.some((secret) => secret.name === name))
+      .map(([name, value]) => ({ name, value }));
+    return [...configEnv, ...secrets, ...databases, ...platform];
   }
 
   async function logLines(trx: Executor, revision: RevisionRecord, lines: RevisionReportInput['logs']): Promise<void> {

@@ -31,6 +31,7 @@ export async function appendRevision(
     image_ref: plan.imageRef ?? null,
     created_at: options.now,
   });
+  await records.inheritBuild(trx, revision);
   deployment.revision_count = revision.seq;
   deployment.latest_revision_id = revision.id;
   deployment.updated_at = options.now;

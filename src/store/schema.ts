@@ -92,6 +92,12 @@ export interface Database {
     image_digest: string | null;
     runtime_handle: string | null;
     url: string | null;
+    /** JSON: BuildInputs; null until the engine worked them out (and for image revisions). */
+    build_inputs: string | null;
+    /** Digest of the workspace and the build inputs: revisions with the same key can share an image. */
+    build_key: string | null;
+    /** langgraph.json's `env` as read for this revision (JSON object of names to values), encrypted. */
+    config_env_encrypted: string | null;
     created_at: string;
     updated_at: string;
   };

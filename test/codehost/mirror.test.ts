@@ -37,6 +37,18 @@ describe('repository mirrors and checkouts', () => {
     await dir?.remove();
   });
 
+  it('reads one file of a commit without a checkout: regular files only, within a bound, never through a link or a pattern', async () => {
+    const cache = newCache();
+    const { commitSha } = await cache.resolve({ url: repo.bare, ref: 'trunk' });
+    const read = (file: string, maxBytes = 1024) => cache.readFile({ url: repo.bare, commitSha, file, maxBytes });
+    assert.equal(await read('README.md'), 'version 2\n');
+    assert.equal(await read('LINK.md'), null, 'a symbolic link is not followed (nor read as its target)');
+    assert.equal(await read('*.md'), null, 'a path is a path, not a pattern');
+    assert.equal(await read('missing.txt'), null);
+    assert.equal(await read('README.md', 3), null, 'a file past the bound is not read');
+    await assert.rejects(cache.readFile({ url: repo.bare, commitSha: 'trunk', file: 'README.md', maxBytes: 10 }));
+  });
+
   it('writes the tree of a branch, a tag, a full or short sha into a directory without .git', async () => {
     const cache = newCache();
     const trunk = dest();

@@ -92,6 +92,12 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     return res.body as { status: string; status_message: string | null; source_revision_config: { repo_commit_sha: string | null } };
   }
 
+  async function logsOf(deploymentId: string, revisionId: string): Promise<string[]> {
+    const res = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=build&limit=1000`);
+    assert.equal(res.status, 200, res.text);
+    return (res.body.logs as { message: string }[]).map((l) => l.message);
+  }
+
   async function ask(url: string, input: string): Promise<unknown> {
     const sdk = new Client({ apiUrl: url });
     const [assistant] = await sdk.assistants.search({ graphId: 'echo' });
@@ -148,18 +154,88 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     assert.equal((await fetch(`${url}/ok`)).status, 200);
     assert.equal(await ask(url, 'hello'), 'echo: hello');
 
-    // A second commit that changes the graph, deployed by PATCH.
+    // A secret-only change builds nothing: the revision runs the image revision 1 built (issue 21).
+    const bySecret = await api('PATCH', `/v2/deployments/${id}`, { body: { secrets: [{ name: 'ECHO_SECRET', value: 'changed-not-in-any-image' }] } });
+    assert.equal(bySecret.status, 200, bySecret.text);
+    const secretOnly = (await finished(id, bySecret.body.latest_revision_id)) as Awaited<ReturnType<typeof finished>> & {
+      build_inputs: { reused_from_revision_id: string | null; commit_sha: string | null } | null;
+    };
+    assert.equal(secretOnly.status, 'DEPLOYED', secretOnly.status_message ?? '');
+    const secretTimeline = (await api('GET', `/v2/deployments/${id}/revisions/${bySecret.body.latest_revision_id}/timeline`)).body.resources as {
+      status: string;
+    }[];
+    assert.deepEqual(
+      secretTimeline.map((t) => t.status),
+      ['QUEUED', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'],
+      'a secret-only change never builds',
+    );
+    assert.equal(secretOnly.build_inputs?.reused_from_revision_id, created.body.latest_revision_id);
+    assert.equal(secretOnly.build_inputs?.commit_sha, head);
+    const reuseLog = await logsOf(id, bySecret.body.latest_revision_id);
+    assert.ok(
+      reuseLog.some((m) =>
+        m.startsWith(`Reusing image ${registry.host}/${created.body.tenant_id}/${id}:${created.body.latest_revision_id}, built by revision 1`),
+      ),
+      reuseLog.join('\n'),
+    );
+    assert.ok(!reuseLog.some((m) => /STEP \d+\/\d+|COMMIT|Fetching/.test(m)), 'nothing fetched or built');
+    assert.equal(await ask((await api('GET', `/v2/deployments/${id}`)).body.source_config.custom_url, 'hello'), 'echo: hello');
+
+    // A second commit that changes the graph and gives langgraph.json an env object, deployed by PATCH:
+    // the graph answers with what the container got, and whether an env file is in the image.
     const graphFile = path.join(repo.work, 'src/graph.ts');
-    const changed = (await readFile(graphFile, 'utf8')).replace('`echo: ${state.input}`', '`echo v2: ${state.input}`');
-    const second = await repo.commit('main', { 'src/graph.ts': changed }, 'answer differently');
-    const patched = await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { repo_ref: 'main' } } });
+    const reportEnv =
+      "`${process.env.MY_PREFIX ?? 'unset'} ${process.env.CLASH ?? 'unset'} ${existsSync('/deps/echo-agent/berth.env') ? 'file-in-image' : 'no-file'}: ${state.input}`";
+    const changed = (await readFile(graphFile, 'utf8'))
+      .replace('`echo: ${state.input}`', reportEnv)
+      .replace('import { Annotation', "import { existsSync } from 'node:fs';\nimport { Annotation");
+    const config = JSON.parse(await readFile(path.join(repo.work, 'langgraph.json'), 'utf8')) as Record<string, unknown>;
+    const withObject = JSON.stringify({ ...config, env: { MY_PREFIX: 'from-config-object', CLASH: 'from-config-object' } });
+    const second = await repo.commit('main', { 'src/graph.ts': changed, 'langgraph.json': withObject }, 'answer with the environment');
+    const secrets = [
+      { name: 'ECHO_SECRET', value: 'not-in-any-image' },
+      { name: 'CLASH', value: 'from-secret' },
+    ];
+    const patched = await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { repo_ref: 'main' }, secrets } });
     assert.equal(patched.status, 200, patched.text);
     assert.notEqual(patched.body.latest_revision_id, created.body.latest_revision_id);
     const next = await finished(id, patched.body.latest_revision_id);
     assert.equal(next.status, 'DEPLOYED', next.status_message ?? '');
     assert.equal(next.source_revision_config.repo_commit_sha, second);
+    const nextTimeline = (await api('GET', `/v2/deployments/${id}/revisions/${patched.body.latest_revision_id}/timeline`)).body.resources as {
+      status: string;
+    }[];
+    assert.ok(
+      nextTimeline.some((t) => t.status === 'BUILDING'),
+      'a new commit builds',
+    );
     const redeployed = (await api('GET', `/v2/deployments/${id}`)).body;
-    assert.equal(await ask(redeployed.source_config.custom_url, 'hello'), 'echo v2: hello');
+    assert.equal(
+      await ask(redeployed.source_config.custom_url, 'hello'),
+      'from-config-object from-secret no-file: hello',
+      "the env object applies, under the deployment's secrets",
+    );
+
+    // A third commit names an env file instead: read from the checkout, applied at run time, kept out of the image.
+    const withFile = JSON.stringify({ ...config, env: 'berth.env' });
+    await repo.commit('main', { 'langgraph.json': withFile, 'berth.env': 'MY_PREFIX=from-env-file\nCLASH=from-env-file\n' }, 'an env file');
+    const third = await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { repo_ref: 'main' } } });
+    assert.equal(third.status, 200, third.text);
+    const fromFile = await finished(id, third.body.latest_revision_id);
+    assert.equal(fromFile.status, 'DEPLOYED', fromFile.status_message ?? '');
+    assert.equal(
+      await ask((await api('GET', `/v2/deployments/${id}`)).body.source_config.custom_url, 'hello'),
+      'from-env-file from-secret no-file: hello',
+      'the env file applies and is not in the image',
+    );
+    for (const revisionId of [patched.body.latest_revision_id, third.body.latest_revision_id]) {
+      const text = (await logsOf(id, revisionId)).join('\n');
+      assert.ok(!text.includes('from-config-object') && !text.includes('from-env-file'), 'no env value reaches a build log');
+    }
+    const fileImage = `${registry.host}/${created.body.tenant_id}/${id}:${third.body.latest_revision_id}`;
+    const fileInspect = await run('podman', ['image', 'inspect', fileImage]);
+    assert.equal(fileInspect.code, 0, fileInspect.stderr);
+    assert.ok(!fileInspect.stdout.includes('from-env-file') && !fileInspect.stdout.includes('MY_PREFIX'), "the image's configuration holds no env value");
 
     // The image was pushed to the registry, and holds no secret: they reach the container at run time only.
     const repository = `${created.body.tenant_id}/${id}`;

@@ -10,8 +10,10 @@ import {
   type RegistryCredentials,
   type ResolvedBuilder,
 } from '../../build/builder.js';
+import { envFilePath } from '../../build/config-env.js';
 import { CLI_BASE_IMAGES, generateDockerfile } from '../../build/dockerfile.js';
-import { localImageId, removeLocalImage } from '../../build/forget-image.js';
+import { removeLocalImage } from '../../build/forget-image.js';
+import { localImageId, registryHasImage } from '../../build/image-store.js';
 import { checkDockerfileLines } from '../../build/dockerfile-policy.js';
 import { checkConfigAgainstCheckout, GraphConfigError, readLangGraphConfigFile } from '../../build/langgraph-config.js';
 import { ArchiveError, locateConfig, unpackSourceArchive } from '../../build/source-archive.js';
@@ -20,7 +22,8 @@ import type { BuildSandboxSettings } from '../../config.js';
 import { builtImageName } from '../../registry/image-names.js';
 import { exportBuiltImage, forgetBuiltImage, provideBaseImage } from '../../sandbox/images.js';
 import { BuildSandbox } from '../../sandbox/sandbox.js';
-import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type ImageToForget, type StepContext } from './types.js';
+import { configEnvironment, diskReader, identifyBuild } from './langgraph-inputs.js';
+import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type IdentifiedBuild, type ImageToForget, type StepContext } from './types.js';
 
 export interface ImageRegistry {
   /** `host[:port]` of the registry Berth pushes built images to (BERTH_REGISTRY). */
@@ -85,6 +88,29 @@ export class LangGraphBuildDriver implements BuildDriver {
     }
   }
 
+  async identify(request: BuildRequest, step: StepContext): Promise<IdentifiedBuild> {
+    const host = await this.#resolveBuilder();
+    try {
+      return await identifyBuild(
+        { mirrors: this.#mirrors, host, baseImages: this.options.baseImages, scratchRoot: path.join(this.options.dataDir, 'builds') },
+        request,
+        step,
+      );
+    } catch (error) {
+      throw asDriverError(error);
+    }
+  }
+
+  async imageExists(image: string, signal: AbortSignal): Promise<boolean> {
+    const host = await this.#resolveBuilder();
+    if (await localImageId(host, image, signal)) return true;
+    const registry = this.options.registry;
+    if (!registry || !image.startsWith(`${registry.host}/`)) return false;
+    const repository = image.slice(registry.host.length + 1).replace(/[:@].*$/, '');
+    const credentials = await registry.pushCredentials(repository);
+    return registryHasImage(host.env, image, { tlsVerify: registry.tlsVerify, signal, ...(credentials ? { credentials } : {}) });
+  }
+
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
     const host = await this.#resolveBuilder();
     const sandbox = await this.#resolveSandbox(host);
@@ -96,6 +122,10 @@ export class LangGraphBuildDriver implements BuildDriver {
       const config = await readLangGraphConfigFile(configPath);
       await checkConfigAgainstCheckout(config, { root: fetched.root, configDir: path.dirname(configPath) });
       checkDockerfileLines(config.dockerfileLines);
+      const env = await configEnvironment(config, fetched.configPath, diskReader(fetched.root), step);
+      // The env file's variables reach the container at run time; the image must not hold them.
+      const envFile = envFilePath(config, fetched.configPath);
+      if (envFile) await removeInside(fetched.root, envFile);
       const generated = await generateDockerfile(config, path.dirname(configPath), {
         layout: 'cached',
         defaultBaseImages: this.options.baseImages,
@@ -140,7 +170,7 @@ export class LangGraphBuildDriver implements BuildDriver {
         );
         digest = pushed.digest ?? null;
       }
-      return { image, commitSha: fetched.commitSha, id, digest };
+      return { image, commitSha: fetched.commitSha, id, digest, env };
     } catch (error) {
       throw asDriverError(error);
     } finally {
@@ -295,6 +325,17 @@ async function configInside(root: string, configPath: string, where: string): Pr
   }
   if (!(await lstat(resolved)).isFile()) throw new DriverError(`graph_config_path '${configPath}' is not a file in ${where}.`);
   return resolved;
+}
+
+/**
+ * Removes a file of the checkout without following a link out of it: the directory is
+ * resolved and must be inside the root, and the last component is unlinked, not followed.
+ */
+async function removeInside(root: string, relative: string): Promise<void> {
+  const realRoot = await realpath(root);
+  const parent = await realpath(path.dirname(path.join(realRoot, relative))).catch(() => null);
+  if (parent === null || (parent !== realRoot && !parent.startsWith(`${realRoot}${path.sep}`))) return;
+  await rm(path.join(parent, path.basename(relative)), { force: true }).catch(() => {});
 }
 
 function repositoryName(url: string): string {

@@ -1,4 +1,5 @@
 import type { GitAuth } from '../../codehost/index.js';
+import type { BuildInputs } from '../../domain/build-inputs.js';
 
 /**
  * What the engine asks of the outside world. Each step of a revision calls one driver;
@@ -93,6 +94,15 @@ export interface BuiltImage {
   id?: string | null;
   /** Its manifest digest in the registry it was pushed to. */
   digest?: string | null;
+  /** langgraph.json's `env` as read from the source (object or env file); for the container, never for logs. */
+  env?: Record<string, string>;
+}
+
+/** What a build of a request would be made from, worked out without building. */
+export interface IdentifiedBuild {
+  inputs: BuildInputs;
+  /** langgraph.json's `env` as read from the source (object or env file); for the container, never for logs. */
+  env: Record<string, string>;
 }
 
 /** Fetches a revision's source and builds it into an image. */
@@ -103,4 +113,13 @@ export interface BuildDriver {
   build(request: BuildRequest, context: StepContext): Promise<BuiltImage>;
   /** Removes a built image from the stores the builder put it in (the registry is the engine's); nothing when it is not there. */
   forgetImage?(image: ImageToForget): Promise<void>;
+  /**
+   * The build's inputs (docs/architecture.md, "Builds that are not needed"): the commit a
+   * ref names now or the archive's digest, langgraph.json, the build settings and the base
+   * image's id. Throws when it cannot tell; the revision then simply builds. Drivers without
+   * it always build.
+   */
+  identify?(request: BuildRequest, context: StepContext): Promise<IdentifiedBuild>;
+  /** Whether an image this driver built is still there to run (in the local store or the registry). */
+  imageExists?(image: string, signal: AbortSignal): Promise<boolean>;
 }

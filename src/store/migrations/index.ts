@@ -15,6 +15,7 @@ import { engineTurns } from './013-engine-turns.js';
 import { imageRemovals } from './014-image-removals.js';
 import { keyRoles } from './015-key-roles.js';
 import { auditLog } from './016-audit-log.js';
+import { buildInputs } from './017-build-inputs.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '014-image-removals': imageRemovals,
   '015-key-roles': keyRoles,
   '016-audit-log': auditLog,
+  '017-build-inputs': buildInputs,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -165,6 +165,7 @@ function splitLatest(row: JoinedRow): DeploymentWithLatest {
     image_ref: row.latest__image_ref,
     runtime_handle: row.latest__runtime_handle,
     url: row.latest__url,
+    build_inputs: row.latest__build_inputs,
     created_at: row.latest__created_at as string,
     updated_at: row.latest__updated_at as string,
   };

@@ -1,3 +1,4 @@
+import type { RevisionBuild } from '../../domain/build-inputs.js';
 import type { SourceSpelling } from '../../domain/deployment-config.js';
 import type { ResourceSpec, RevisionConfig, SourceConfig } from '../../domain/deployment-config.js';
 import type { RevisionStatus } from '../../domain/revision-status.js';
@@ -24,6 +25,13 @@ export interface RevisionRecord {
   image_ref: string | null;
   runtime_handle: string | null;
   url: string | null;
+  /** What its image was (or will be) built from; null until the engine worked it out, and for image revisions. */
+  build: RevisionBuild | null;
+  /**
+   * langgraph.json's env, encrypted: present only where the engine decided it in memory and
+   * may not have written it yet (it is not read with the revision; see configEnvOf).
+   */
+  config_env_encrypted?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -55,6 +63,7 @@ export const REVISION_COLUMNS = [
   'image_ref',
   'runtime_handle',
   'url',
+  'build_inputs',
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof Database['revisions'])[];
@@ -77,6 +86,7 @@ export function decodeRevision(row: RevisionColumns, spec: string | null): Revis
     image_ref: row.image_ref,
     runtime_handle: row.runtime_handle,
     url: row.url,
+    build: row.build_inputs === null ? null : (JSON.parse(row.build_inputs) as RevisionBuild),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -119,6 +129,9 @@ export async function insertRevision(db: Executor, revision: NewRevision): Promi
     image_digest: null,
     runtime_handle: null,
     url: null,
+    build_inputs: null,
+    build_key: null,
+    config_env_encrypted: null,
     created_at: revision.created_at,
     updated_at: revision.created_at,
   };
@@ -170,9 +183,10 @@ export async function revisionsInStatus(db: Executor, deploymentId: string, stat
   return many(selectRevisions(db).where('r.deployment_id', '=', deploymentId).where('r.status', 'in', statuses).orderBy('r.seq'));
 }
 
-/** What a status change may also write on the revision. */
+/** What a status change may also write on the revision (`config_env_encrypted`: langgraph.json's `env`, encrypted by the caller). */
 export type TransitionSet = Partial<
-  Pick<RevisionRecord, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config'> & Pick<Database['revisions'], 'image_id' | 'image_digest'>
+  Pick<RevisionRecord, 'image_ref' | 'runtime_handle' | 'url' | 'source_revision_config' | 'build' | 'config_env_encrypted'> &
+    Pick<Database['revisions'], 'image_id' | 'image_digest'>
 >;
 
 export type RevisionFence =
@@ -202,10 +216,11 @@ export async function compareAndSetRevisionStatus(
     set?: TransitionSet;
   },
 ): Promise<boolean> {
-  const { source_revision_config, ...plain } = change.set ?? {};
+  const { source_revision_config, build, ...plain } = change.set ?? {};
   const values: RevisionChanges = {
     ...plain,
     source_revision_config: source_revision_config ? JSON.stringify(source_revision_config) : undefined,
+    ...(build ? { build_inputs: JSON.stringify(build), build_key: build.key } : {}),
     status: change.to,
     status_message: change.message,
     updated_at: change.now,
@@ -345,4 +360,65 @@ export async function handoverTimes(db: Executor, revisionIds: readonly string[]
     .groupBy('revision_id')
     .execute();
   return new Map(rows.flatMap((row) => (row.revision_id && row.at ? [[row.revision_id, String(row.at)] as const] : [])));
+}
+
+/** langgraph.json's `env` as stored for the revision (encrypted), or null. */
+export async function configEnvOf(db: Executor, revisionId: string): Promise<string | null> {
+  const row = await db.selectFrom('revisions').select('config_env_encrypted').where('id', '=', revisionId).executeTakeFirst();
+  return row?.config_env_encrypted ?? null;
+}
+
+/** A revision whose image another may reuse: it has one, and its deployment is not being deleted. */
+export interface BuiltImageCandidate {
+  revision_id: string;
+  deployment_id: string;
+  seq: number;
+  image_ref: string;
+}
+
+/**
+ * Revisions of the workspace built from the same inputs, newest first. The key already
+ * holds the workspace; the join on it too is so that no key, however made, can reach
+ * another workspace's image.
+ */
+export async function builtWithKey(db: Executor, workspaceId: string, key: string, limit = 5): Promise<BuiltImageCandidate[]> {
+  const rows = await db
+    .selectFrom('revisions as r')
+    .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
+    .select(['r.id as revision_id', 'r.deployment_id', 'r.seq', 'r.image_ref'])
+    .where('r.build_key', '=', key)
+    .where('d.workspace_id', '=', workspaceId)
+    .where('d.status', '!=', 'AWAITING_DELETE')
+    .where('r.image_ref', 'is not', null)
+    .orderBy('r.created_at', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ ...row, image_ref: row.image_ref as string }));
+}
+
+/** What a revision that runs an image built before takes over from the newest revision of the deployment with that image. */
+export async function buildOfImage(
+  db: Executor,
+  deploymentId: string,
+  imageRef: string,
+  exceptId: string,
+): Promise<{ id: string; build_inputs: string | null; build_key: string | null; config_env_encrypted: string | null } | undefined> {
+  return db
+    .selectFrom('revisions')
+    .select(['id', 'build_inputs', 'build_key', 'config_env_encrypted'])
+    .where('deployment_id', '=', deploymentId)
+    .where('image_ref', '=', imageRef)
+    .where('id', '!=', exceptId)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Writes a new revision's build inputs and langgraph.json env (before the engine sees it: no status changes). */
+export async function setRevisionBuild(
+  db: Executor,
+  revisionId: string,
+  values: { build_inputs: string | null; build_key: string | null; config_env_encrypted: string | null },
+): Promise<void> {
+  await db.updateTable('revisions').set(values).where('id', '=', revisionId).execute();
 }

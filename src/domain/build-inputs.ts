@@ -1,0 +1,69 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
+
+/**
+ * Everything a built image depends on (issue 21, item 1). Two revisions with equal inputs
+ * in one workspace would build the same image, so the second reuses the first's. What is
+ * not here cannot change an image: secrets, the resource spec and the display name reach
+ * the container at run time or not at all.
+ */
+export interface BuildInputs {
+  /** `commit:<sha>` for a repository, `archive:sha256:<hex>` for an uploaded archive. */
+  source: string;
+  /** The commit the build uses (a repository source); the build checks out exactly this one. */
+  commit_sha: string | null;
+  graph_config_path: string;
+  /** SHA-256 of langgraph.json as read. */
+  graph_config_sha256: string;
+  install_command: string | null;
+  build_command: string | null;
+  /** The image in FROM, and its id in the store builds read it from. */
+  base_image: string;
+  base_image_digest: string;
+  /** Berth's Dockerfile generator: a change in what it writes changes every image. */
+  generator_version: number;
+}
+
+/** What a revision shows about its build: the inputs, their key, and the revision whose image it reused (null: it built its own). */
+export interface RevisionBuild extends BuildInputs {
+  key: string;
+  reused_from_revision_id: string | null;
+}
+
+/**
+ * The key revisions are matched by. The workspace is part of it, so a revision can only
+ * ever match revisions of its own workspace: images are never shared across workspaces,
+ * even ones built from the same public commit (an image may hold what a workspace's
+ * build wrote into it).
+ */
+export function buildKey(workspaceId: string, inputs: BuildInputs): string {
+  const { source, graph_config_path, graph_config_sha256, install_command, build_command, base_image, base_image_digest, generator_version } = inputs;
+  const identity = {
+    workspaceId,
+    source,
+    graph_config_path,
+    graph_config_sha256,
+    install_command,
+    build_command,
+    base_image,
+    base_image_digest,
+    generator_version,
+  };
+  return createHash('sha256').update(canonicalJson(identity)).digest('hex');
+}
+
+/**
+ * The environment a revision's container gets, lowest precedence first: langgraph.json's
+ * `env`, then the deployment's secrets, then what Berth provisions and sets itself. This is
+ * the LangGraph CLI's order: `langgraph up` puts the file's variables under what compose
+ * sets explicitly, and `langgraph deploy` turns `env` into the deployment's secrets, which
+ * are then the deployment's to change (so an edited secret must win over the file it came
+ * from, and nothing is applied twice).
+ */
+export function runEnvironment(layers: {
+  configEnv: Record<string, string>;
+  secrets: Record<string, string>;
+  berth: Record<string, string>;
+}): Record<string, string> {
+  return { ...layers.configEnv, ...layers.secrets, ...layers.berth };
+}
