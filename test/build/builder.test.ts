@@ -59,7 +59,9 @@ describe('image builder', () => {
   test('streams every output line, stdout and stderr, as it comes, and returns the image id', async () => {
     const lines: string[] = [];
     const tag = newTag();
-    const dockerfile = `FROM ${BASE}\nCOPY hello.txt /hello.txt\nRUN cat /hello.txt && echo "to stderr" >&2 && echo "back on stdout"\n`;
+    // The comment makes the RUN step this run's own: an identical step another run left in the
+    // layer cache would be reused, and print nothing, the first time too.
+    const dockerfile = `FROM ${BASE}\nCOPY hello.txt /hello.txt\nRUN cat /hello.txt && echo "to stderr" >&2 && echo "back on stdout" # run ${randomUUID()}\n`;
     const built = await buildImage(builder, { contextDir: context, dockerfile, tag, log: (line) => void lines.push(line) });
 
     assert.equal(built.image, tag);
