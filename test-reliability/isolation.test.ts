@@ -19,6 +19,8 @@ import { allRows, databasesToTest, type Operation, operationsOf, type RawRespons
 
 /** Routes of organization-wide resources: any key of the organization may use them by design. */
 const ORGANIZATION_ROUTES = ['/v2/auth/providers', '/v1/workspaces', '/v1/api-keys'];
+/** Routes that show admin keys the organization's own records beside the workspace's (the audit log's key and workspace rows). */
+const ORGANIZATION_VIEWS_FOR_ADMINS = ['/v1/audit-log'];
 
 interface Attacker {
   name: string;
@@ -269,6 +271,13 @@ for (const kind of databasesToTest()) {
         deployment_search_keys: (r) => deployments.has(r.deployment_id as string),
         deployment_name_search: (r) => victimNames.has(r.name as string),
         engine_step_runs: (r) => revisions.has(r.revision_id as string),
+        // The engine's round-robin turn and image removals are per workspace.
+        engine_turns: (r) => r.workspace_id === ids.workspace,
+        image_removals: (r) => r.workspace_id === ids.workspace,
+        // The victim workspace's audit rows and its organization's own (attackers' rows land in their own workspace or organization).
+        audit_log: (r) => r.organization_id === ids.organization && (r.workspace_id === ids.workspace || r.workspace_id == null),
+        // The victim workspace's rows and its organization's own (attackers' rows land in their own workspace or organization).
+        audit_log: (r) => r.organization_id === ids.organization && (r.workspace_id === ids.workspace || r.workspace_id == null),
       };
       const state: Record<string, string[]> = {};
       for (const table of await tableNames(server.berth.db)) {
@@ -348,6 +357,7 @@ for (const kind of databasesToTest()) {
         for (const [i, attacker] of attackers.entries()) {
           // Organization resources are open to every key of the organization (admin ones to admin keys).
           if (organizationRoute && attacker.sameOrganization && !(adminRoute && attacker.role === 'member')) continue;
+          if (ORGANIZATION_VIEWS_FOR_ADMINS.includes(op.path) && attacker.sameOrganization && attacker.role === 'admin') continue;
           // An admin key may act in any workspace of its organization by naming it.
           if (!organizationRoute && attacker.sameOrganization && attacker.role === 'admin' && attacker.namesVictimWorkspace) continue;
           const prefix = i % 2 === 0 ? '' : '/api-host';

@@ -129,6 +129,8 @@ function scopeSuite(kind: DatabaseKind): void {
     });
 
     after(async () => {
+      // The engine first: a deploy it had in flight could otherwise start a container after the sweep below.
+      await server?.close();
       for (const id of deployments) {
         const ids = (await run('podman', ['ps', '-aq', '--filter', `label=berth.deployment=${id}`])).stdout.split('\n').filter(Boolean);
         if (ids.length > 0) await run('podman', ['rm', '-f', '-t', '0', ...ids]);
@@ -138,7 +140,6 @@ function scopeSuite(kind: DatabaseKind): void {
         .filter((image) => registry && image.startsWith(`${registry.host}/`));
       const ours = [...pulled, ...localImages];
       if (ours.length > 0) await run('podman', ['rmi', '-f', ...ours]);
-      await server?.close();
       await registry?.stop();
       if (work) await rm(work, { recursive: true, force: true });
     });
