@@ -276,8 +276,6 @@ for (const kind of databasesToTest()) {
         image_removals: (r) => r.workspace_id === ids.workspace,
         // The victim workspace's audit rows and its organization's own (attackers' rows land in their own workspace or organization).
         audit_log: (r) => r.organization_id === ids.organization && (r.workspace_id === ids.workspace || r.workspace_id == null),
-        // The victim workspace's rows and its organization's own (attackers' rows land in their own workspace or organization).
-        audit_log: (r) => r.organization_id === ids.organization && (r.workspace_id === ids.workspace || r.workspace_id == null),
       };
       const state: Record<string, string[]> = {};
       for (const table of await tableNames(server.berth.db)) {
