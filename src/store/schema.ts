@@ -86,7 +86,7 @@ export interface Database {
     status_message: string | null;
     remote_reconciled: number;
     image_ref: string | null;
-    /** The built image's id in the local store it was built into (migration 013). */
+    /** The built image's id in the local store it was built into (migration 014). */
     image_id: string | null;
     /** The built image's manifest digest in Berth's registry, when it was pushed there. */
     image_digest: string | null;
@@ -160,12 +160,14 @@ export interface Database {
     delivery_id: string;
     received_at: string;
   };
-  /** A built image whose revision is gone, to be removed from where Berth put it (migration 013). */
+  /** A built image whose revision is gone, to be removed from where Berth put it (migration 014). */
   image_removals: {
     image_ref: string;
     workspace_id: string;
     deployment_id: string;
+    /** The image's id in the local store: only an image with this id is removed under `image_ref`. */
     image_id: string | null;
+    /** Its manifest digest in Berth's registry: only a tag naming this digest is removed there. */
     image_digest: string | null;
     attempts: number;
     next_attempt_at: string;

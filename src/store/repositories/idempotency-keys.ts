@@ -1,15 +1,7 @@
 import type { Executor } from '../database.js';
+import type { Database } from '../schema.js';
 
-export interface IdempotencyKeyRow {
-  id: string;
-  scope: string;
-  key: string;
-  fingerprint_encrypted: string;
-  response_encrypted: string | null;
-  locked_until: string;
-  created_at: string;
-  expires_at: string;
-}
+export type IdempotencyKeyRow = Database['idempotency_keys'];
 
 /** Claims a key for a first request; false when the scope already holds the key (expired or not). */
 export async function claimIdempotencyKey(db: Executor, row: IdempotencyKeyRow): Promise<boolean> {

@@ -1,19 +1,10 @@
 import { type SqlBool, sql } from 'kysely';
 import type { Executor } from '../database.js';
 import { escapeLike } from '../like.js';
+import type { Database } from '../schema.js';
 
-/** A built image to remove from wherever Berth put it; see migration 013. */
-export interface ImageRemovalRecord {
-  image_ref: string;
-  workspace_id: string;
-  deployment_id: string;
-  /** The image's id in the local store: only an image with this id is removed under `image_ref`. */
-  image_id: string | null;
-  /** Its manifest digest in Berth's registry: only a tag naming this digest is removed there. */
-  image_digest: string | null;
-  attempts: number;
-  next_attempt_at: string;
-}
+/** A built image to remove from wherever Berth put it (migration 014; the columns are described in store/schema.ts). */
+export type ImageRemovalRecord = Omit<Database['image_removals'], 'last_error' | 'created_at'>;
 
 /**
  * Queues the images Berth built for revisions of a deployment that are about to be deleted:
