@@ -62,7 +62,7 @@ describe('which graphs an agent server serves, and which its output blames', () 
     assert.deepEqual(await listedGraphs(url, GRAPHS, signal()), { kind: 'listed', missing: [] });
   });
 
-  test("a server whose authentication refuses Berth cannot be checked; any other failure fails the check", async () => {
+  test('a server whose authentication refuses Berth cannot be checked; any other failure fails the check', async () => {
     answer = { status: 403, body: { detail: 'Forbidden' } };
     assert.equal((await listedGraphs(url, GRAPHS, signal())).kind, 'unverifiable');
     answer = { status: 500, body: { detail: 'boom' } };
@@ -90,6 +90,11 @@ describe('which graphs an agent server serves, and which its output blames', () 
     assert.match(quoted, /^error: agent server: could not start: Error: broken graph module failed at import: token=\[redacted\]$/m);
     assert.match(quoted, /^error: agent server: could not start: Error: failed with \[redacted\]$/m);
     assert.ok(!quoted.includes('line two'));
-    assert.ok(quoteLines(Array.from({ length: 500 }, (_, i) => `line ${i} ${'x'.repeat(300)}`), []).length <= 2_001);
+    assert.ok(
+      quoteLines(
+        Array.from({ length: 500 }, (_, i) => `line ${i} ${'x'.repeat(300)}`),
+        [],
+      ).length <= 2_001,
+    );
   });
 });

@@ -289,12 +289,22 @@ exec '${runtime.binary}' "$@"
     const graphs = JSON.stringify({ echo: './src/graph.ts:graph' });
     await assert.rejects(
       driver.start(
-        { deploymentId, revisionId: randomUUID(), instanceName: 'nographs', image: IMAGE, env: { LANGSERVE_GRAPHS: graphs, [SECRET_NAME]: SECRET_VALUE }, resources: {} },
+        {
+          deploymentId,
+          revisionId: randomUUID(),
+          instanceName: 'nographs',
+          image: IMAGE,
+          env: { LANGSERVE_GRAPHS: graphs, [SECRET_NAME]: SECRET_VALUE },
+          resources: {},
+        },
         ctx,
       ),
       (error: unknown) => {
         assert.ok(error instanceof DriverError);
-        assert.match(error.message, /answered GET \/ok but POST \/assistants\/search answered HTTP \d+, so its graphs could not be checked; no traffic was sent/);
+        assert.match(
+          error.message,
+          /answered GET \/ok but POST \/assistants\/search answered HTTP \d+, so its graphs could not be checked; no traffic was sent/,
+        );
         assert.match(error.message, /The container's last lines:\n.*listening on 0\.0\.0\.0:8000/s);
         assert.ok(!error.message.includes(SECRET_VALUE));
         return true;

@@ -61,7 +61,10 @@ export async function listedGraphs(url: string, expected: ExpectedGraph[], signa
       redirect: 'manual',
     });
   } catch (error) {
-    return { kind: 'failed', why: `POST /assistants/search did not answer (${(error as Error).name === 'TimeoutError' ? 'timeout' : (error as Error).message})` };
+    return {
+      kind: 'failed',
+      why: `POST /assistants/search did not answer (${(error as Error).name === 'TimeoutError' ? 'timeout' : (error as Error).message})`,
+    };
   }
   // The server's own authentication (langgraph.json `auth`) may refuse Berth; that is the project's choice, not a failure.
   if (response.status === 401 || response.status === 403) {
