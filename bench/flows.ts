@@ -46,6 +46,12 @@ export interface Flow {
   exportMs: number;
   /** The container's start until it answered /ok and listed every graph. */
   runtimeMs: number;
+  /** Of which (the agent server's own log): `podman run` until the server's first line (node, tsx, the server's modules)… */
+  serverStartMs: number;
+  /** …its first line until it listens (the graphs imported)… */
+  graphLoadMs: number;
+  /** …and listening until Berth saw /ok and the graphs. */
+  healthMs: number;
   /** DEPLOYED until the SDK's run answered. */
   answerMs: number;
   /** The rest: Berth's own work between the steps (queueing, status changes, reuse checks). */
@@ -111,6 +117,7 @@ async function main(): Promise<void> {
   );
   const api = client(berth.url, { key: KEY });
   let deploymentId = '';
+  const name = `bench-flows-${randomUUID().slice(0, 8)}`;
   try {
     const integration = await api('POST', '/v1/integrations/codehost', {
       body: { provider: 'git', name: 'bench', git: { repositories: [`${http.url}/acme/echo-agent.git`] } },
@@ -125,6 +132,26 @@ async function main(): Promise<void> {
       if (!assistant) throw new Error('the echo graph has no assistant');
       const thread = await sdk.threads.create();
       return ((await sdk.runs.wait(thread.thread_id, assistant.assistant_id, { input: { input } })) as { output?: unknown }).output;
+    };
+
+    /** Where the container's start went, from the agent server's own (JSON, timestamped) log lines. */
+    const serverPhases = (revisionId: string, deploy: Line[]): Pick<Flow, 'serverStartMs' | 'graphLoadMs' | 'healthMs'> => {
+      const container = `berth-${name}-${revisionId.slice(0, 8)}`;
+      const output = execFileSync('podman', ['logs', container], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const events: Line[] = [];
+      for (const text of output.split('\n')) {
+        try {
+          const line = JSON.parse(text) as { timestamp?: string; event?: string };
+          if (line.timestamp && line.event) events.push({ message: line.event, timestamp: Date.parse(line.timestamp) });
+        } catch {
+          // Not one of the server's JSON lines.
+        }
+      }
+      const started = deploy.find((l) => l.message.startsWith('Waiting for GET /ok'))?.timestamp ?? Number.NaN;
+      const first = events[0]?.timestamp ?? Number.NaN;
+      const listening = events.find((e) => e.message.startsWith('agent server: listening'))?.timestamp ?? Number.NaN;
+      const healthy = deploy.find((l) => l.message.startsWith('Healthy after'))?.timestamp ?? Number.NaN;
+      return { serverStartMs: first - started, graphLoadMs: listening - first, healthMs: healthy - listening };
     };
 
     /** Waits for the revision to be DEPLOYED and for the agent's answer, and splits the time. */
@@ -165,7 +192,13 @@ async function main(): Promise<void> {
       };
       const totalMs = answeredAt - startedAt;
       const accounted = Object.values(parts).reduce((sum, ms) => sum + ms, 0);
-      return { totalMs, ...parts, overheadMs: totalMs - accounted, builds: timeline.some((t) => t.status === 'BUILDING') ? 1 : 0 };
+      return {
+        totalMs,
+        ...parts,
+        ...serverPhases(revisionId, deploy),
+        overheadMs: totalMs - accounted,
+        builds: timeline.some((t) => t.status === 'BUILDING') ? 1 : 0,
+      };
     };
 
     /** The revision the poller makes for a push: the deployment's newest once it is not `previous`. */
@@ -181,7 +214,7 @@ async function main(): Promise<void> {
     let startedAt = Date.now();
     const created = await api('POST', '/v2/deployments', {
       body: {
-        name: `bench-flows-${randomUUID().slice(0, 8)}`,
+        name,
         source: 'codehost',
         source_config: { integration_id: integration.body.id, repo_url: repository?.url, build_on_push: true },
         source_revision_config: { repo_ref: 'main' },

@@ -1054,7 +1054,7 @@ function flowsReport(flows: FlowsResult): string {
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const row = (name: string, f: Flow) =>
     `| ${name} | ${seconds(f.totalMs)} | ${seconds(f.pollMs)} | ${seconds(f.gitMs)} | ${seconds(f.basesMs)} | ${seconds(f.builderMs)} | ${seconds(f.exportMs)} | ` +
-    `${seconds(f.runtimeMs)} | ${seconds(f.answerMs)} | ${(f.overheadMs / 1000).toFixed(2)} s | ${f.builds} |`;
+    `${seconds(f.runtimeMs)} (${seconds(f.serverStartMs)} + ${seconds(f.graphLoadMs)} + ${seconds(f.healthMs)}) | ${seconds(f.answerMs)} | ${(f.overheadMs / 1000).toFixed(2)} s | ${f.builds} |`;
   const target = (met: boolean, text: string) => `- **${met ? 'met' : 'not met'}**: ${text}`;
   const p50 = (pick: (f: Flow) => number) => percentile(flows.pushes.map(pick), 50);
   const median: Flow = {
@@ -1065,6 +1065,9 @@ function flowsReport(flows: FlowsResult): string {
     builderMs: p50((f) => f.builderMs),
     exportMs: p50((f) => f.exportMs),
     runtimeMs: p50((f) => f.runtimeMs),
+    serverStartMs: p50((f) => f.serverStartMs),
+    graphLoadMs: p50((f) => f.graphLoadMs),
+    healthMs: p50((f) => f.healthMs),
     answerMs: p50((f) => f.answerMs),
     overheadMs: p50((f) => f.overheadMs),
     builds: p50((f) => f.builds),
@@ -1078,7 +1081,9 @@ function flowsReport(flows: FlowsResult): string {
       'integration that builds on push (BERTH_GIT_POLL_SECONDS=1), built with buildah in the build sandbox and run with podman by ' +
       'Berth compiled as `npm start` runs it. Every flow ends when the official SDK got the expected answer from the deployment. ' +
       "Push: from `git push` returning; poll: until the poller made the revision; builder: the builder's own time; export: the " +
-      "image copied out of the sandbox; container: its start until it answered /ok and listed every graph; answer: DEPLOYED until the SDK's " +
+      'image copied out of the sandbox; container: its start until it answered /ok and listed every graph, split by the agent ' +
+      "server's own log into `podman run` returning until its first line (node, tsx and the server's modules loading), its first line until it " +
+      "listens (the graphs imported) and listening until Berth saw /ok and every graph; answer: DEPLOYED until the SDK's " +
       "run answered; Berth: the rest (queueing, status changes, the build's identity and reuse checks). " +
       `Machine load (1/5/15 min) before ${load(flows.load.before)}, after ${load(flows.load.after)} on ${flows.cores} cores.`,
     '',

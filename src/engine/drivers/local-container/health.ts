@@ -7,6 +7,13 @@ import { errorMessage, formatSeconds, safeLog, throwIfAborted } from './step.js'
 
 const PROBE_TIMEOUT_MS = 2_000;
 /**
+ * A refused connection costs next to nothing, so /ok is asked often: the server gets traffic
+ * within this long of listening. The container's state costs a runtime command (a process
+ * of its own, competing with the starting server for the CPU), so it is asked less often.
+ */
+const PROBE_INTERVAL_MS = 100;
+const STATE_INTERVAL_MS = 1_000;
+/**
  * How long graphs may be missing once GET /ok answers. The LangGraph.js server loads every
  * graph before it listens, the Python one before its startup completes; the grace only
  * covers servers that register them a little later.
@@ -33,7 +40,7 @@ export async function waitHealthy(
   let answeredOkAt: number | null = null;
   let lastProblem = 'no answer yet';
   let nextProgressAt = startedAt + 10_000;
-  let delayMs = 100;
+  let nextStateAt = startedAt + STATE_INTERVAL_MS;
   for (;;) {
     throwIfAborted(context.signal, `waiting for GET /ok on port ${port}`);
     const probe = await probeOk(`${url}/ok`, context.signal);
@@ -52,8 +59,9 @@ export async function waitHealthy(
     }
     throwIfAborted(context.signal, `waiting for GET /ok on port ${port}`);
 
-    const state = await containerState(runtime, name);
-    if (state && !STARTING_STATES.has(state.status)) {
+    const state = Date.now() >= nextStateAt ? await containerState(runtime, name) : 'not asked';
+    if (state !== 'not asked') nextStateAt = Date.now() + STATE_INTERVAL_MS;
+    if (state && state !== 'not asked' && !STARTING_STATES.has(state.status)) {
       const exit = state.status === 'exited' || state.status === 'stopped' ? `exited with code ${state.exitCode}` : `is ${state.status}`;
       throw new DriverError(
         `The container ${exit} before answering GET /ok on port ${port}; see the deploy logs for its output. ` +
@@ -76,8 +84,7 @@ export async function waitHealthy(
       await context.log('INFO', `Still waiting for GET /ok after ${formatSeconds(now - startedAt)} (last attempt: ${lastProblem})`);
       nextProgressAt = now + 10_000;
     }
-    await sleep(Math.min(delayMs, Math.max(0, deadline - now)), context.signal);
-    delayMs = Math.min(delayMs * 2, 1_000);
+    await sleep(Math.min(PROBE_INTERVAL_MS, Math.max(0, deadline - now)), context.signal);
   }
 }
 
