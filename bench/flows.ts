@@ -15,7 +15,7 @@
  *
  *   node --import tsx bench/flows.ts [pushes]
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -137,7 +137,9 @@ async function main(): Promise<void> {
     /** Where the container's start went, from the agent server's own (JSON, timestamped) log lines. */
     const serverPhases = (revisionId: string, deploy: Line[]): Pick<Flow, 'serverStartMs' | 'graphLoadMs' | 'healthMs'> => {
       const container = `berth-${name}-${revisionId.slice(0, 8)}`;
-      const output = execFileSync('podman', ['logs', container], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      // The server logs requests to stdout and its own lines (listening, failures) to stderr.
+      const logs = spawnSync('podman', ['logs', container], { env, encoding: 'utf8' });
+      const output = `${logs.stdout}\n${logs.stderr}`;
       const events: Line[] = [];
       for (const text of output.split('\n')) {
         try {
@@ -148,7 +150,7 @@ async function main(): Promise<void> {
         }
       }
       const started = deploy.find((l) => l.message.startsWith('Waiting for GET /ok'))?.timestamp ?? Number.NaN;
-      const first = events[0]?.timestamp ?? Number.NaN;
+      const first = Math.min(...events.map((e) => e.timestamp));
       const listening = events.find((e) => e.message.startsWith('agent server: listening'))?.timestamp ?? Number.NaN;
       const healthy = deploy.find((l) => l.message.startsWith('Healthy after'))?.timestamp ?? Number.NaN;
       return { serverStartMs: first - started, graphLoadMs: listening - first, healthMs: healthy - listening };
