@@ -51,6 +51,8 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   [`GET ${DEPLOYMENT}`, OWN_READ],
   [`PATCH ${DEPLOYMENT}`, WRITE],
   [`DELETE ${DEPLOYMENT}`, WRITE],
+  // A deployer may roll its deployments back (redeploy), so it may also let them follow the branch again.
+  [`POST ${DEPLOYMENT}/unpin`, OWN_WRITE],
   [`GET ${DEPLOYMENT}/events`, OWN_READ],
   [`POST ${DEPLOYMENT}/upload-url`, OWN_WRITE],
   [`POST ${DEPLOYMENT}/push-token`, OWN_WRITE],
