@@ -211,8 +211,7 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
         change,
       ),
     /** Clears the pin a rollback set (idempotent), so build on push follows the branch again. */
-    unpin: (deploymentId: string) =>
-      call('unpinDeployment', () => api.POST('/v2/deployments/{deployment_id}/unpin', path({ deployment_id: deploymentId }))),
+    unpin: (deploymentId: string) => call('unpinDeployment', () => api.POST('/v2/deployments/{deployment_id}/unpin', path({ deployment_id: deploymentId }))),
     delete: (deploymentId: string, options?: WriteOptions) =>
       call('deleteDeployment', () => api.DELETE('/v2/deployments/{deployment_id}', { ...path({ deployment_id: deploymentId }), ...conditional(options) })),
   };

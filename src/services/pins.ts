@@ -59,7 +59,11 @@ export async function pinForRedeploy(
  * builds; pushes ignored meanwhile are not replayed). Idempotent: unpinning a deployment
  * that is not pinned changes nothing, writes no audit row, and answers it as it is.
  */
-export async function unpinDeployment({ db, records, bus }: Pick<DeploymentServiceDeps, 'db' | 'records' | 'bus'>, scope: WorkspaceScope, id: string): Promise<DeploymentView> {
+export async function unpinDeployment(
+  { db, records, bus }: Pick<DeploymentServiceDeps, 'db' | 'records' | 'bus'>,
+  scope: WorkspaceScope,
+  id: string,
+): Promise<DeploymentView> {
   const { view, changed } = await db.transaction().execute(async (trx) => {
     const row = await deployments.lockDeploymentAsIs(trx, scope.workspaceId, id);
     if (!row) throw deploymentNotFound(id);

@@ -50,7 +50,8 @@ describe('berth rollback and berth unpin, against a real server', () => {
     const run = await berth(['deploy', ...args]);
     assert.equal(run.code, 0, run.stderr);
   };
-  const revisionsOf = async (name: string) => JSON.parse((await berth(['revisions', 'list', name, '-o', 'json'])).stdout) as { id: string; revision_number: number }[];
+  const revisionsOf = async (name: string) =>
+    JSON.parse((await berth(['revisions', 'list', name, '-o', 'json'])).stdout) as { id: string; revision_number: number }[];
   const deploymentOf = async (name: string) => JSON.parse((await berth(['deployments', 'get', name, '-o', 'json'])).stdout);
 
   test('rollback without a revision redeploys the one that served before the current one and pins; unpin lets go, twice harmlessly', async () => {

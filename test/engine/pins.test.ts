@@ -24,6 +24,7 @@ const FULL_SHA = /^[0-9a-f]{40}$/;
  * the one the branch held.
  */
 class ResolvingBuilder extends FakeBuildDriver {
+  /** What the engine asked to build, as it asked. */
   readonly requests: BuildRequest[] = [];
 
   private async pinned(request: BuildRequest): Promise<BuildRequest> {
@@ -40,9 +41,8 @@ class ResolvingBuilder extends FakeBuildDriver {
   }
 
   override async build(request: BuildRequest, context: StepContext): Promise<BuiltImage> {
-    const pinned = await this.pinned(request);
-    this.requests.push(pinned);
-    return super.build(pinned, context);
+    this.requests.push(request);
+    return super.build(await this.pinned(request), context);
   }
 }
 
@@ -131,7 +131,13 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     }
 
     /** Each test tracks a branch of its own, so that its pushes build nothing of another test's deployments. */
-    async function codehostDeployment(name: string, integrationId: string, repoUrl: string, branch: string, options: { source?: string; buildOnPush?: boolean } = {}) {
+    async function codehostDeployment(
+      name: string,
+      integrationId: string,
+      repoUrl: string,
+      branch: string,
+      options: { source?: string; buildOnPush?: boolean } = {},
+    ) {
       const created = await api('POST', '/v2/deployments', {
         body: {
           name,
@@ -338,13 +344,18 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.equal(rolledBack.status, 200, rolledBack.text);
       const third = await finished(id, rolledBack.body.latest_revision_id);
       assert.equal(builder.builds, buildsBefore + 1, 'the image was built again');
-      assert.equal(builder.requests.at(-1)?.source.kind === 'git' && builder.requests.at(-1)?.source.ref, first.source_revision_config.repo_commit_sha);
+      const request = builder.requests.at(-1)?.source;
+      assert.equal(request?.kind === 'git' ? request.ref : undefined, first.source_revision_config.repo_commit_sha, 'the build asked for that commit');
       assert.equal(third.source_revision_config.repo_commit_sha, first.source_revision_config.repo_commit_sha, "the first revision's commit, not the branch's");
       assert.notEqual(imageOf(third.id), firstImage);
       assert.equal(third.build_inputs?.reused_from_revision_id, null);
       const log = (await api('GET', `/v2/deployments/${id}/revisions/${third.id}/logs?type=build&limit=1000`)).body.logs as { message: string }[];
       assert.ok(
-        log.some((line) => line.message === `Rebuilding: image ${firstImage} is gone from the image store; building commit ${first.source_revision_config.repo_commit_sha} again.`),
+        log.some(
+          (line) =>
+            line.message ===
+            `Rebuilding: image ${firstImage} is gone from the image store; building commit ${first.source_revision_config.repo_commit_sha} again.`,
+        ),
         JSON.stringify(log),
       );
       assert.equal(rolledBack.body.pinned_revision_id, third.id, 'and it holds all the same');
@@ -352,7 +363,13 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
 
     test('hostile: a deployer of another deployment, and a key of another workspace, can neither roll back nor unpin', async () => {
       const stamp = `${kind}-${Date.now()}`;
-      const image = (name: string) => ({ name, source: 'external_docker', source_config: {}, source_revision_config: { image_uri: 'registry.example/agent:1' }, secrets: [] });
+      const image = (name: string) => ({
+        name,
+        source: 'external_docker',
+        source_config: {},
+        source_revision_config: { image_uri: 'registry.example/agent:1' },
+        secrets: [],
+      });
       const target = (await api('POST', '/v2/deployments', { body: image(`pin-target-${stamp}`) })).body;
       const other = (await api('POST', '/v2/deployments', { body: image(`pin-other-${stamp}`) })).body;
       await finished(target.id, target.latest_revision_id);
@@ -392,7 +409,13 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     });
 
     test('concurrent rollbacks, unpins and renames: the pin is always null or the latest revision, and never lost to a rename', async () => {
-      const image = { name: `pin-race-${kind}`, source: 'external_docker', source_config: {}, source_revision_config: { image_uri: 'registry.example/agent:1' }, secrets: [] };
+      const image = {
+        name: `pin-race-${kind}`,
+        source: 'external_docker',
+        source_config: {},
+        source_revision_config: { image_uri: 'registry.example/agent:1' },
+        secrets: [],
+      };
       const created = (await api('POST', '/v2/deployments', { body: image })).body;
       await finished(created.id, created.latest_revision_id);
       const v2 = await api('PATCH', `/v2/deployments/${created.id}`, { body: { source_revision_config: { image_uri: 'registry.example/agent:2' } } });

@@ -39,15 +39,7 @@ export interface DeploymentRecord {
 /** What a use case decides about a new deployment; counters and leases are the repository's. */
 export type NewDeployment = Omit<
   DeploymentRecord,
-  | 'status'
-  | 'remote_reconciled'
-  | 'latest_revision_id'
-  | 'active_revision_id'
-  | 'revision_count'
-  | 'pinned_revision_id'
-  | 'pinned_at'
-  | 'url'
-  | 'updated_at'
+  'status' | 'remote_reconciled' | 'latest_revision_id' | 'active_revision_id' | 'revision_count' | 'pinned_revision_id' | 'pinned_at' | 'url' | 'updated_at'
 >;
 
 /** Fields a use case may change in place. */
@@ -282,12 +274,7 @@ export async function lockDeploymentAsIs(db: Executor, workspaceId: string, id: 
  * pinned) to `next`; false when another writer changed it first. Callers hold the row
  * lock, so this only fails when they read the pin outside it.
  */
-export async function setPin(
-  db: Executor,
-  id: string,
-  expected: string | null,
-  next: { revisionId: string; at: string } | null,
-): Promise<boolean> {
+export async function setPin(db: Executor, id: string, expected: string | null, next: { revisionId: string; at: string } | null): Promise<boolean> {
   const result = await db
     .updateTable('deployments')
     .set({ pinned_revision_id: next?.revisionId ?? null, pinned_at: next?.at ?? null })
