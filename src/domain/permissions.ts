@@ -12,7 +12,7 @@ import type { ErrorCode } from './errors.js';
  *   the POST forms of log queries).
  * - `deployer` keys reach only the deployments in their list, and there only what
  *   shipping a new version takes: reading the deployment, its revisions and logs, creating
- *   a revision (without secrets or configuration), redeploying and interrupting.
+ *   a revision (without secrets or configuration), redeploying, unpinning and interrupting.
  * - `listener` keys reach the listener protocol and nothing else.
  */
 export interface Permission {
