@@ -109,13 +109,13 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
         const row = await deployments.lockDeploymentAsIs(trx, deployment.workspace_id, deployment.id);
         if (!row || row.status === 'AWAITING_DELETE') return null;
         if (row.pinned_revision_id !== null) {
-          const message = pushIgnoredMessage(pushed, reason, row.pinned_revision_id);
-          await recordPushIgnored(trx, { deploymentId: row.id, pinnedRevisionId: row.pinned_revision_id, commit: pushed, message });
+          // A delivery's `after` is whatever its sender wrote: only a full sha is named as sent.
+          const named = commit ?? (pushed.replace(/[^0-9a-z]/gi, '').slice(0, 64) || 'unknown');
+          const message = pushIgnoredMessage(named, reason, row.pinned_revision_id);
+          await recordPushIgnored(trx, { deploymentId: row.id, pinnedRevisionId: row.pinned_revision_id, commit: named, message });
           ignored = true;
           return null;
         }
-        row.updated_at = now;
-        await deployments.updateDeployment(trx, row.id, { updated_at: now });
         if (commit) {
           const [newestLive] = await revisions.listRevisions(trx, row.id, { statuses: [...LIVE_REVISION_STATUSES] }, { limit: 1, offset: 0 });
           if (alreadyHeadingTo(newestLive, commit)) return null;
