@@ -112,6 +112,8 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
         latest_revision_id: revisionId,
         active_revision_id: failed ? null : revisionId,
         revision_count: 1,
+        pinned_revision_id: null,
+        pinned_at: null,
         lease_owner: null,
         lease_expires_at: null,
         url,

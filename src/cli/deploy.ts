@@ -178,6 +178,7 @@ export function registerDeployCommand(program: Command, context: CliContext): vo
             else progress();
             continue;
           }
+          if (event.event !== 'status') continue;
           status = event.data.status;
           message = event.data.message;
           if (json) line({ type: 'status', status, message, at: event.data.at, elapsed_seconds: elapsed / 1000 });

@@ -8,6 +8,7 @@ import { registerDeployCommand } from './deploy.js';
 import { EXIT, type CliIo } from './io.js';
 import { registerLoginCommand } from './login.js';
 import { registerResourceCommands } from './resources.js';
+import { registerRollbackCommands } from './rollback.js';
 import type { CliContext } from './shared.js';
 
 export { processIo } from './io.js';
@@ -17,6 +18,7 @@ export function registerClientCommands(program: Command, io: CliIo, exit: (code:
   const context: CliContext = { io, exit };
   registerDeployCommand(program, context);
   registerResourceCommands(program, context);
+  registerRollbackCommands(program, context);
   registerLoginCommand(program, context);
   registerCompletionCommand(program, context);
 }

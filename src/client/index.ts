@@ -56,7 +56,8 @@ export interface BerthClientOptions {
 /** One event of a deployment's stream: a status change or a log line. */
 export type DeploymentEvent =
   | { id: string; event: 'status'; data: { revision_id: string; status: RevisionStatus; message: string | null; at: string } }
-  | { id: string; event: 'log'; data: { revision_id: string | null; type: string; level: string; message: string; timestamp: number } };
+  | { id: string; event: 'log'; data: { revision_id: string | null; type: string; level: string; message: string; timestamp: number } }
+  | { id: string; event: 'push_ignored_pinned'; data: { revision_id: string | null; commit: string; message: string; at: string } };
 
 export interface FollowOptions {
   /** Start after this event id (what a previous stream last delivered). */
@@ -209,6 +210,8 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
         (body: Schemas['DeploymentUpdate'], options) => deployments.update(deploymentId, body, options),
         change,
       ),
+    /** Clears the pin a rollback set (idempotent), so build on push follows the branch again. */
+    unpin: (deploymentId: string) => call('unpinDeployment', () => api.POST('/v2/deployments/{deployment_id}/unpin', path({ deployment_id: deploymentId }))),
     delete: (deploymentId: string, options?: WriteOptions) =>
       call('deleteDeployment', () => api.DELETE('/v2/deployments/{deployment_id}', { ...path({ deployment_id: deploymentId }), ...conditional(options) })),
   };
@@ -396,7 +399,7 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
           .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
           .pipeThrough(new EventSourceParserStream());
         for await (const message of events as unknown as AsyncIterable<{ id?: string; event?: string; data: string }>) {
-          if (message.event !== 'status' && message.event !== 'log') continue;
+          if (message.event !== 'status' && message.event !== 'log' && message.event !== 'push_ignored_pinned') continue;
           if (message.id) last = message.id;
           yield { id: message.id ?? '', event: message.event, data: JSON.parse(message.data) } as DeploymentEvent;
         }

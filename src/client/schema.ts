@@ -70,6 +70,26 @@ export interface paths {
     patch: operations['updateDeployment'];
     trace?: never;
   };
+  '/v2/deployments/{deployment_id}/unpin': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Unpin a deployment
+     * @description Clears the pin a rollback set (`pinned_revision_id`, `pinned_at`), so build on push follows the branch again from the next push (pushes ignored while pinned are not replayed). Idempotent: a deployment that is not pinned is answered as it is. Answers the deployment.
+     */
+    post: operations['unpinDeployment'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v2/deployments/{deployment_id}/revisions': {
     parameters: {
       query?: never;
@@ -125,7 +145,7 @@ export interface paths {
     put?: never;
     /**
      * Redeploy a revision
-     * @description Creates a new revision with that revision's configuration, secrets and resources (rollback); answers the deployment.
+     * @description Creates a new revision with that revision's configuration, secrets and resources, running its image (built again from its commit when the image is gone); answers the deployment. Redeploying a revision that is not the latest is a rollback: it pins the deployment (`pinned_revision_id`, `pinned_at`) so that build on push makes no revision until POST …/unpin or an explicit new revision. Redeploying the latest revision pins nothing (a pinned deployment stays pinned, to the new revision).
      */
     post: operations['redeployRevision'];
     delete?: never;
@@ -263,7 +283,7 @@ export interface paths {
     };
     /**
      * Stream deployment events
-     * @description Server-Sent Events: `event: status` (`{revision_id, status, message, at}`) and `event: log` (`{revision_id, type, level, message, timestamp}`), each with its `id`. Resume with `Last-Event-ID` (or `?last_event_id=`); without it the stream starts at the first event. A `: keep-alive` comment comes every 15 s.
+     * @description Server-Sent Events: `event: status` (`{revision_id, status, message, at}`) and `event: log` (`{revision_id, type, level, message, timestamp}`), and `event: push_ignored_pinned` (`{revision_id, commit, message, at}`: a push build on push recorded but built nothing for, because the deployment is pinned to `revision_id`), each with its `id`. Resume with `Last-Event-ID` (or `?last_event_id=`); without it the stream starts at the first event. A `: keep-alive` comment comes every 15 s.
      */
     get: operations['streamDeploymentEvents'];
     put?: never;
@@ -909,6 +929,16 @@ export interface components {
       latest_revision_id: string | null;
       /** Format: uuid */
       active_revision_id: string | null;
+      /**
+       * Format: uuid
+       * @description Set by a rollback (a redeploy of a revision that is not the latest): the revision the redeploy made, which the deployment holds to. While set, build on push makes no revision (each ignored push is a `push_ignored_pinned` event). POST …/unpin, or any new explicit revision, clears it.
+       */
+      pinned_revision_id: string | null;
+      /**
+       * Format: date-time
+       * @description Since when the deployment is pinned; null when it is not.
+       */
+      pinned_at: string | null;
       image_version: string | null;
       remote_reconciled: boolean;
       /** Format: date-time */
@@ -2145,6 +2175,73 @@ export interface operations {
       };
       /** @description `resource_changed` */
       412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  unpinDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        deployment_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Deployment'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
         headers: {
           [name: string]: unknown;
         };

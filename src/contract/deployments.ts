@@ -191,6 +191,14 @@ export const Deployment = Type.Object(
     status: StringEnum(DEPLOYMENT_STATUSES),
     latest_revision_id: Nullable(Uuid()),
     active_revision_id: Nullable(Uuid()),
+    pinned_revision_id: Nullable(
+      Uuid({
+        description:
+          'Set by a rollback (a redeploy of a revision that is not the latest): the revision the redeploy made, which the deployment holds to. ' +
+          'While set, build on push makes no revision (each ignored push is a `push_ignored_pinned` event). POST …/unpin, or any new explicit revision, clears it.',
+      }),
+    ),
+    pinned_at: Nullable(DateTime('Since when the deployment is pinned; null when it is not.')),
     image_version: Nullable(Type.String()),
     remote_reconciled: Type.Boolean(),
     created_at: DateTime(),

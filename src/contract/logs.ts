@@ -87,9 +87,22 @@ export const LogEventData = Type.Object(
   { title: 'LogEvent' },
 );
 
+/** `event: push_ignored_pinned` of GET /v2/deployments/{id}/events: a push recorded while the deployment was pinned. */
+export const PushIgnoredEventData = Type.Object(
+  {
+    revision_id: Nullable(Type.String({ description: 'The revision the deployment is pinned to.' })),
+    commit: Type.String({ description: 'The commit the push named.' }),
+    message: Type.String(),
+    at: Type.String({ format: 'date-time' }),
+  },
+  { title: 'PushIgnoredPinnedEvent' },
+);
+
 export type LogLineView = Static<typeof LogLine>;
 export type LogPageView = Static<typeof LogPage>;
 export type TimelineEntryView = Static<typeof TimelineEntry>;
 /** One event of the deployment event stream, with its id (the SSE `id:`, for Last-Event-ID). */
 export type DeploymentEvent =
-  { id: number; event: 'status'; data: Static<typeof StatusEventData> } | { id: number; event: 'log'; data: Static<typeof LogEventData> };
+  | { id: number; event: 'status'; data: Static<typeof StatusEventData> }
+  | { id: number; event: 'log'; data: Static<typeof LogEventData> }
+  | { id: number; event: 'push_ignored_pinned'; data: Static<typeof PushIgnoredEventData> };

@@ -12,7 +12,7 @@ import type { ErrorCode } from './errors.js';
  *   the POST forms of log queries).
  * - `deployer` keys reach only the deployments in their list, and there only what
  *   shipping a new version takes: reading the deployment, its revisions and logs, creating
- *   a revision (without secrets or configuration), redeploying and interrupting.
+ *   a revision (without secrets or configuration), redeploying, unpinning and interrupting.
  * - `listener` keys reach the listener protocol and nothing else.
  */
 export interface Permission {
@@ -51,6 +51,8 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   [`GET ${DEPLOYMENT}`, OWN_READ],
   [`PATCH ${DEPLOYMENT}`, WRITE],
   [`DELETE ${DEPLOYMENT}`, WRITE],
+  // A deployer may roll its deployments back (redeploy), so it may also let them follow the branch again.
+  [`POST ${DEPLOYMENT}/unpin`, OWN_WRITE],
   [`GET ${DEPLOYMENT}/events`, OWN_READ],
   [`POST ${DEPLOYMENT}/upload-url`, OWN_WRITE],
   [`POST ${DEPLOYMENT}/push-token`, OWN_WRITE],

@@ -60,6 +60,28 @@ export async function buildOrReuse(ctx: WorkContext, deployment: DeploymentRecor
   if (config.source_tarball_path && (await flush(ctx)) === 'ok') await ctx.uploads.discard(config.source_tarball_path).catch(() => {});
 }
 
+/**
+ * A revision that came with an image (a redeploy, a rollback) runs it when it is still in
+ * the image store; when it is gone (removed with its revision, pruned), it builds that
+ * revision's commit again rather than fail the deploy, and the build log says so. True
+ * when it goes to build. A builder that cannot tell keeps the image (the deploy says if
+ * it is missing).
+ */
+export async function rebuildWhenImageGone(ctx: WorkContext, revision: RevisionRecord): Promise<boolean> {
+  const image = revision.image_ref;
+  const exists = ctx.builder.imageExists?.bind(ctx.builder);
+  if (!image || !exists) return false;
+  const present = await exists(image, AbortSignal.any([ctx.work.signal, AbortSignal.timeout(60_000)])).catch(() => false);
+  if (present || ctx.work.signal.aborted) return false;
+  const build = revision.build;
+  const commit = build?.commit_sha;
+  const what = commit ? `commit ${commit}` : build ? build.source : `ref ${revision.source_revision_config.repo_ref ?? '(default)'}`;
+  await writeLog(ctx, revision, 'build', 'INFO', `Rebuilding: image ${image} is gone from the image store; building ${what} again.`);
+  // The inputs stay (buildRequestOf builds their commit), but nothing is reused any more.
+  hop(ctx, revision, 'AWAITING_BUILD', null, { image_ref: null, ...(build ? { build: { ...build, reused_from_revision_id: null } } : {}) });
+  return true;
+}
+
 /** The build request of a revision; a revision whose inputs named a commit builds exactly that commit (the ref may have moved since). */
 export async function buildRequestOf(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord): Promise<BuildRequest> {
   const source = await buildSource(ctx, deployment, revision);

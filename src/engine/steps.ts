@@ -9,7 +9,7 @@ import { decryptConfigEnv, encryptConfigEnv } from '../security/config-env.js';
 import { runEnvironment } from '../domain/build-inputs.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
-import { buildOrReuse, buildRequestOf } from './build-reuse.js';
+import { buildOrReuse, buildRequestOf, rebuildWhenImageGone } from './build-reuse.js';
 import type { WorkContext } from './context.js';
 import { databaseEnv, missingDatabases, provisionDatabases } from './databases.js';
 import { hop, leaseFence, markDeployed, moveRevision, writeLog } from './effects.js';
@@ -54,7 +54,10 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
         await buildOrReuse(ctx, deployment, revision, handoverMessage(deployment));
         return ctx.work.signal.aborted ? 'leave' : 'again';
       }
-      if (isBuiltSource(source)) await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
+      if (isBuiltSource(source)) {
+        if (await rebuildWhenImageGone(ctx, revision)) return ctx.work.signal.aborted ? 'leave' : 'again';
+        await writeLog(ctx, revision, 'build', 'INFO', `Reusing image ${revision.image_ref}; no build needed.`);
+      }
       hop(ctx, revision, 'AWAITING_DEPLOY', handoverMessage(deployment));
       return 'again';
     }

@@ -43,6 +43,27 @@ export async function recordStatus(
   });
 }
 
+/**
+ * A push that a pinned deployment recorded but built nothing for: an event of its own
+ * (`push_ignored_pinned`) naming the commit and the revision the deployment is pinned to.
+ */
+export async function recordPushIgnored(
+  db: Executor,
+  ignored: { deploymentId: string; pinnedRevisionId: string; commit: string; message: string },
+): Promise<number> {
+  return insertEvent(db, {
+    deployment_id: ignored.deploymentId,
+    revision_id: ignored.pinnedRevisionId,
+    kind: 'push_ignored_pinned',
+    log_type: null,
+    level: 'INFO',
+    status: null,
+    message: ignored.message,
+    commit_sha: ignored.commit,
+    created_at: nowIso(),
+  });
+}
+
 /** A log line kept to be written later, with when it was said. */
 export interface LogLine {
   logType: LogType;

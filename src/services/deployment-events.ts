@@ -102,6 +102,13 @@ function streamEvent(row: EventRow): DeploymentEvent {
   if (row.kind === 'status') {
     return { id, event: 'status', data: { revision_id: row.revision_id, status: row.status ?? 'UNKNOWN', message: row.message, at: row.created_at } };
   }
+  if (row.kind === 'push_ignored_pinned') {
+    return {
+      id,
+      event: 'push_ignored_pinned',
+      data: { revision_id: row.revision_id, commit: row.commit_sha ?? '', message: row.message ?? '', at: row.created_at },
+    };
+  }
   return {
     id,
     event: 'log',

@@ -197,6 +197,8 @@ export function deploymentView(deployment: DeploymentRecord, revision: LatestFor
     status: deployment.status,
     latest_revision_id: deployment.latest_revision_id,
     active_revision_id: deployment.active_revision_id,
+    pinned_revision_id: deployment.pinned_revision_id,
+    pinned_at: deployment.pinned_at,
     image_version: deployment.image_version,
     url: deployment.url,
     remote_reconciled: deployment.remote_reconciled,

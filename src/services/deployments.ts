@@ -21,6 +21,7 @@ import type { DeploymentServiceDeps } from './index.js';
 import { findListenerForPlacement, listListenerIds } from './listeners.js';
 import { PageBudget } from './page-size.js';
 import { appendRevision } from './revision-writer.js';
+import { PIN_FIELDS, unpinDeployment, unpinForExplicitRevision } from './pins.js';
 
 export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads, registry, provisioning }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
@@ -165,10 +166,12 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
           image_version: row.image_version,
           updated_at: now,
         });
+        // A change that makes a revision is explicit: the deployment follows it, pinned or not.
+        const unpinned = plan.revision ? await unpinForExplicitRevision(trx, row) : false;
         await recordChange(trx, scope, {
           action: 'deployment.update',
           target: { type: 'deployment', id, name: row.name },
-          changedFields: fieldsSet(input),
+          changedFields: unpinned ? [...fieldsSet(input), ...PIN_FIELDS].sort() : fieldsSet(input),
           secretNames: secretNamesOf(input.secrets),
         });
         if (!plan.revision) return deploymentView(row, current.latest, state.secrets);
@@ -178,6 +181,9 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       wakeEngine(id);
       return patched;
     },
+
+    /** POST …/unpin (services/pins.ts). */
+    unpin: (scope: WorkspaceScope, id: string): Promise<DeploymentView> => unpinDeployment({ db, records, bus }, scope, id),
 
     /**
      * Marks the deployment AWAITING_DELETE; the engine stops what runs for it, removes it

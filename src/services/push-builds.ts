@@ -58,7 +58,7 @@ export function createPushBuildService({
     const created: string[] = [];
     const commit = pushedCommit(sha);
     for (const { deployment } of deployments) {
-      const revision = await revisions.rebuild(deployment, reason, commit);
+      const revision = await revisions.rebuild(deployment, reason, commit, sha);
       if (revision) created.push(revision);
     }
     return created;

@@ -3,7 +3,8 @@ import { beingDeleted, deploymentNotFound, fail, revisionNotFound } from '../dom
 import { planExplicitRevision } from '../domain/patch.js';
 import { canTransition, isInProgress } from '../domain/revision-status.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
-import { recordLog } from '../events/recorder.js';
+import { announce, recordLog, recordPushIgnored } from '../events/recorder.js';
+import { pushIgnoredMessage } from '../domain/pins.js';
 import { moveRevision } from '../lifecycle/revisions.js';
 import { type Executor, nowIso } from '../store/database.js';
 import * as deployments from '../store/repositories/deployments.js';
@@ -16,6 +17,7 @@ import { deploymentView, revisionView } from './deployment-records.js';
 import type { DeploymentServiceDeps } from './index.js';
 import { PageBudget } from './page-size.js';
 import { appendRevision } from './revision-writer.js';
+import { PIN_FIELDS, pinForRedeploy, unpinForExplicitRevision } from './pins.js';
 
 export function createRevisionService({ db, records, bus, revisionsKept, uploads }: DeploymentServiceDeps) {
   const wakeEngine = (deploymentId: string) => bus.publish({ topic: 'work', deploymentId });
@@ -77,10 +79,11 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
           await deployments.updateDeployment(trx, deploymentId, { source_config: sourceConfig, updated_at: now });
         }
         const revision = await appendRevision(trx, records, row, plan, { now, keep: revisionsKept });
+        const unpinned = await unpinForExplicitRevision(trx, row);
         await recordChange(trx, scope, {
           action: 'revision.create',
           target: { type: 'revision', id: revision.id, name: row.name },
-          changedFields: fieldsSet(input),
+          changedFields: unpinned ? [...fieldsSet(input), ...PIN_FIELDS].sort() : fieldsSet(input),
           secretNames: secretNamesOf(secrets),
         });
         return revisionView(revision);
@@ -95,13 +98,24 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
      * names). Until it is built, its `repo_commit_sha` is the pushed commit. Null for a
      * deployment being deleted, and for one already heading to that commit (see
      * alreadyHeadingTo): decided under the deployment's row lock, so two deliveries of one
-     * push, on any replica, make one revision.
+     * push, on any replica, make one revision. Null too for a pinned deployment, which
+     * records the push as a `push_ignored_pinned` event instead (under the same lock, so
+     * a rollback and a push never both win).
      */
-    async rebuild(deployment: deployments.DeploymentRecord, reason: string, commit: string | null): Promise<string | null> {
+    async rebuild(deployment: deployments.DeploymentRecord, reason: string, commit: string | null, pushed: string): Promise<string | null> {
+      let ignored = false;
       const created = await db.transaction().execute(async (trx) => {
         const now = nowIso();
-        const row = await deployments.lockDeployment(trx, deployment.workspace_id, deployment.id, now);
+        const row = await deployments.lockDeploymentAsIs(trx, deployment.workspace_id, deployment.id);
         if (!row || row.status === 'AWAITING_DELETE') return null;
+        if (row.pinned_revision_id !== null) {
+          // A delivery's `after` is whatever its sender wrote: only a full sha is named as sent.
+          const named = commit ?? (pushed.replace(/[^0-9a-z]/gi, '').slice(0, 64) || 'unknown');
+          const message = pushIgnoredMessage(named, reason, row.pinned_revision_id);
+          await recordPushIgnored(trx, { deploymentId: row.id, pinnedRevisionId: row.pinned_revision_id, commit: named, message });
+          ignored = true;
+          return null;
+        }
         if (commit) {
           const [newestLive] = await revisions.listRevisions(trx, row.id, { statuses: [...LIVE_REVISION_STATUSES] }, { limit: 1, offset: 0 });
           if (alreadyHeadingTo(newestLive, commit)) return null;
@@ -113,12 +127,15 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
         return revision.id;
       });
       if (created) wakeEngine(deployment.id);
+      if (ignored) announce(bus, deployment.id);
       return created;
     },
 
     /**
      * A new revision with an earlier revision's configuration, secrets and resources
-     * (rollback). The commit is kept, so the same code is deployed again.
+     * (rollback). The commit is kept, so the same code is deployed again, from its image
+     * when that still exists (the engine builds the commit again when it is gone). A
+     * redeploy of a revision that is not the latest pins the deployment (domain/pins.ts).
      */
     async redeploy(scope: WorkspaceScope, deploymentId: string, revisionId: string): Promise<DeploymentView> {
       const redeployed = await db.transaction().execute(async (trx) => {
@@ -134,8 +151,13 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
         }
         const secrets = await records.secretsOfRevision(trx, source);
         const plan = { config: source.source_revision_config, resourceSpec: source.resource_spec ?? {}, secrets, imageRef: source.image_ref };
+        // The pin is decided on the row as it was: appendRevision makes the new revision the latest.
+        const before = { ...row };
         const revision = await appendRevision(trx, records, row, plan, { now, keep: revisionsKept });
         await recordChange(trx, scope, { action: 'revision.redeploy', target: { type: 'revision', id: revision.id, name: row.name }, changedFields: [] });
+        await pinForRedeploy(trx, scope, before, source.id, revision.id, now);
+        row.pinned_revision_id = before.pinned_revision_id;
+        row.pinned_at = before.pinned_at;
         return deploymentView(row, revision, secrets);
       });
       wakeEngine(deploymentId);

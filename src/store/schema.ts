@@ -67,6 +67,9 @@ export interface Database {
     latest_revision_id: string | null;
     active_revision_id: string | null;
     revision_count: number;
+    /** The revision a rollback pinned the deployment to (build on push then makes none), and since when. */
+    pinned_revision_id: string | null;
+    pinned_at: string | null;
     lease_owner: string | null;
     lease_expires_at: string | null;
     url: string | null;
@@ -216,11 +219,13 @@ export interface Database {
     id: Generated<number>;
     deployment_id: string;
     revision_id: string | null;
-    kind: 'status' | 'log';
+    kind: 'status' | 'log' | 'push_ignored_pinned';
     log_type: 'build' | 'deploy' | null;
     level: string | null;
     status: RevisionStatus | null;
     message: string | null;
+    /** For `push_ignored_pinned`: the commit the push named. */
+    commit_sha: string | null;
     created_at: string;
   };
   /** When each workspace last got an engine slot (fair claims, store/repositories/leases.ts). */

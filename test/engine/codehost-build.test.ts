@@ -261,6 +261,24 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     const serving = (await api('GET', `/v2/deployments/${id}`)).body;
     assert.equal(serving.active_revision_id, third.body.latest_revision_id, 'the failed revision never became active');
     assert.equal(await ask(serving.source_config.custom_url, 'hello'), 'from-env-file from-secret no-file: hello', 'the earlier revision keeps serving');
+    // A rollback to revision 1 (issue 21, item 2): its image serves again, nothing is fetched or built, and the deployment is pinned.
+    const rollback = await api('POST', `/v2/deployments/${id}/revisions/${created.body.latest_revision_id}/redeploy`);
+    assert.equal(rollback.status, 200, rollback.text);
+    assert.equal(rollback.body.pinned_revision_id, rollback.body.latest_revision_id, 'a rollback pins');
+    const rolledBack = await finished(id, rollback.body.latest_revision_id);
+    assert.equal(rolledBack.status, 'DEPLOYED', rolledBack.status_message ?? '');
+    const rollbackTimeline = (await api('GET', `/v2/deployments/${id}/revisions/${rollback.body.latest_revision_id}/timeline`)).body.resources as {
+      status: string;
+    }[];
+    assert.deepEqual(
+      rollbackTimeline.map((t) => t.status),
+      ['QUEUED', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'],
+      'a rollback never builds',
+    );
+    const rollbackLog = await logsOf(id, rollback.body.latest_revision_id);
+    assert.ok(!rollbackLog.some((m) => /STEP \d+\/\d+|COMMIT|Fetching/.test(m)), rollbackLog.join('\n'));
+    assert.equal(rolledBack.source_revision_config.repo_commit_sha, head);
+    assert.equal(await ask((await api('GET', `/v2/deployments/${id}`)).body.source_config.custom_url, 'hello'), 'echo: hello', 'the first graph answers again');
 
     // The image was pushed to the registry, and holds no secret: they reach the container at run time only.
     const repository = `${created.body.tenant_id}/${id}`;

@@ -227,6 +227,7 @@ describeOnEachDatabase('the permission table', (ctx) => {
     assert.equal((await deployer('GET', `/v2/deployments/${x.id}`)).status, 200);
     assert.equal((await deployer('POST', `/v2/deployments/${x.id}/revisions`, { body: {} })).status, 201);
     assert.notEqual((await deployer('POST', `/v2/deployments/${x.id}/revisions/${x.latest_revision_id}/redeploy`)).status, 403);
+    assert.equal((await deployer('POST', `/v2/deployments/${x.id}/unpin`)).status, 200);
 
     const attempts: [string, string, object?][] = [];
     for (const target of [y, z]) {
@@ -239,6 +240,7 @@ describeOnEachDatabase('the permission table', (ctx) => {
         ['GET', `/v2/deployments/${target.id}/revisions`],
         ['POST', `${revision}/redeploy`],
         ['POST', `${revision}/interruption`],
+        ['POST', `/v2/deployments/${target.id}/unpin`],
         ['GET', `${revision}/logs`],
         ['POST', `/v1/projects/${target.id}/deploy_logs`, {}],
         ['GET', `/v2/deployments/${target.id}/events`],

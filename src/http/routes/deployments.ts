@@ -130,6 +130,27 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
     },
   );
 
+  app.post(
+    '/v2/deployments/:deployment_id/unpin',
+    {
+      schema: {
+        operationId: 'unpinDeployment',
+        summary: 'Unpin a deployment',
+        description:
+          'Clears the pin a rollback set (`pinned_revision_id`, `pinned_at`), so build on push follows the branch again from the next push ' +
+          '(pushes ignored while pinned are not replayed). Idempotent: a deployment that is not pinned is answered as it is. Answers the deployment.',
+        tags,
+        params: DeploymentParams,
+        response: { 200: Deployment, ...errorResponses('deployment_not_found') },
+      },
+    },
+    async (request, reply) => {
+      const view = await deployments.unpin(scopeOf(request), request.params.deployment_id);
+      reply.header('etag', deploymentTag(view));
+      return view;
+    },
+  );
+
   app.delete(
     '/v2/deployments/:deployment_id',
     {

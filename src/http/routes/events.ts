@@ -21,7 +21,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ services: Services; writeT
         summary: 'Stream deployment events',
         description:
           'Server-Sent Events: `event: status` (`{revision_id, status, message, at}`) and `event: log` ' +
-          '(`{revision_id, type, level, message, timestamp}`), each with its `id`. Resume with `Last-Event-ID` ' +
+          '(`{revision_id, type, level, message, timestamp}`), and `event: push_ignored_pinned` (`{revision_id, commit, message, at}`: a push build on push ' +
+          'recorded but built nothing for, because the deployment is pinned to `revision_id`), each with its `id`. Resume with `Last-Event-ID` ' +
           '(or `?last_event_id=`); without it the stream starts at the first event. A `: keep-alive` comment comes every 15 s.',
         tags: ['logs'],
         params: DeploymentParams,

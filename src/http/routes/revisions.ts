@@ -115,7 +115,10 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
       schema: {
         operationId: 'redeployRevision',
         summary: 'Redeploy a revision',
-        description: "Creates a new revision with that revision's configuration, secrets and resources (rollback); answers the deployment.",
+        description:
+          "Creates a new revision with that revision's configuration, secrets and resources, running its image (built again from its commit when the image is gone); answers the deployment. " +
+          'Redeploying a revision that is not the latest is a rollback: it pins the deployment (`pinned_revision_id`, `pinned_at`) so that build on push makes no revision until POST …/unpin or an explicit new revision. ' +
+          'Redeploying the latest revision pins nothing (a pinned deployment stays pinned, to the new revision).',
         tags,
         params: RevisionParams,
         response: { 200: Deployment, ...errorResponses('deployment_not_found', 'revision_not_found', 'revision_in_progress', 'deployment_deleting') },

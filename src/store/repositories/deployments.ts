@@ -28,6 +28,9 @@ export interface DeploymentRecord {
   active_revision_id: string | null;
   /** How many revisions were ever made: the next one is numbered one more. */
   revision_count: number;
+  /** Set by a rollback: build on push makes no revision while it is (see `setPin`). */
+  pinned_revision_id: string | null;
+  pinned_at: string | null;
   url: string | null;
   created_at: string;
   updated_at: string;
@@ -36,7 +39,7 @@ export interface DeploymentRecord {
 /** What a use case decides about a new deployment; counters and leases are the repository's. */
 export type NewDeployment = Omit<
   DeploymentRecord,
-  'status' | 'remote_reconciled' | 'latest_revision_id' | 'active_revision_id' | 'revision_count' | 'url' | 'updated_at'
+  'status' | 'remote_reconciled' | 'latest_revision_id' | 'active_revision_id' | 'revision_count' | 'pinned_revision_id' | 'pinned_at' | 'url' | 'updated_at'
 >;
 
 /** Fields a use case may change in place. */
@@ -75,6 +78,8 @@ export const DEPLOYMENT_COLUMNS = [
   'latest_revision_id',
   'active_revision_id',
   'revision_count',
+  'pinned_revision_id',
+  'pinned_at',
   'url',
   'created_at',
   'updated_at',
@@ -99,6 +104,8 @@ export function decodeDeployment(row: DeploymentColumns): DeploymentRecord {
     latest_revision_id: row.latest_revision_id,
     active_revision_id: row.active_revision_id,
     revision_count: row.revision_count,
+    pinned_revision_id: row.pinned_revision_id,
+    pinned_at: row.pinned_at,
     url: row.url,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -115,6 +122,8 @@ export async function insertDeployment(db: Executor, deployment: NewDeployment):
     latest_revision_id: null,
     active_revision_id: null,
     revision_count: 0,
+    pinned_revision_id: null,
+    pinned_at: null,
     lease_owner: null,
     lease_expires_at: null,
     url: null,
@@ -258,6 +267,21 @@ export async function lockDeploymentAsIs(db: Executor, workspaceId: string, id: 
     .returning(DEPLOYMENT_COLUMNS)
     .executeTakeFirst();
   return row && decodeDeployment(row);
+}
+
+/**
+ * Compare-and-set of the pin: moves it from `expected` (a revision id, or null for not
+ * pinned) to `next`; false when another writer changed it first. Callers hold the row
+ * lock, so this only fails when they read the pin outside it.
+ */
+export async function setPin(db: Executor, id: string, expected: string | null, next: { revisionId: string; at: string } | null): Promise<boolean> {
+  const result = await db
+    .updateTable('deployments')
+    .set({ pinned_revision_id: next?.revisionId ?? null, pinned_at: next?.at ?? null })
+    .where('id', '=', id)
+    .where((eb) => (expected === null ? eb('pinned_revision_id', 'is', null) : eb('pinned_revision_id', '=', expected)))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }
 
 export async function updateDeployment(db: Executor, id: string, changes: DeploymentChanges): Promise<void> {
