@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import type { Config } from '../../src/config.js';
 import { DEFAULT_LIMITS, type RequestLimits } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
+import { tempBuildDir } from './build-sandbox.js';
 import { testConfig } from './config.js';
 import { FakeBuildDriver } from './drivers/fake-build.js';
 import { InProcessRuntime } from './drivers/in-process.js';
@@ -101,6 +102,8 @@ export interface TestServerOptions {
  */
 export async function startTestServer(kind: DatabaseKind, options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-test-'));
+  // Never the host's /var/lib/berth-build: a test that builds mounts workspaces' disks here, released on close.
+  const builds = await tempBuildDir();
   const postgres =
     kind === 'postgres' ? (options.postgresUrl ? { url: options.postgresUrl, drop: async () => {} } : await createPostgresDatabase()) : undefined;
   const adminKey = options.bootstrapApiKey ?? `berth_test_${randomUUID()}`;
@@ -109,6 +112,7 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     {
       PORT: '0',
       BERTH_DATA_DIR: dataDir,
+      BERTH_BUILD_DIR: builds.path,
       BERTH_BOOTSTRAP_API_KEY: adminKey,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info',
       BERTH_ENGINE: options.engine === false ? 'off' : 'on',
@@ -132,15 +136,33 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
       callback();
     },
   });
-  const berth = await startBerth(config, createLogger(config.logLevel, sink), {
-    builder: new FakeBuildDriver(),
-    ...options.overrides,
-    runtime,
-    engineSettings: { leaseMs: 3000, sweepMs: 250, ...options.overrides?.engineSettings },
-  });
+  let berth: Berth | undefined;
+  // Every step runs even when one before it fails: a failed start or close leaves nothing behind.
+  const release = () =>
+    inTurn(
+      () => berth?.close(),
+      () => (runtime instanceof InProcessRuntime ? runtime.closeAll() : undefined),
+      () => postgres?.drop(),
+      () => builds.remove(),
+      () => fs.rmSync(dataDir, { recursive: true, force: true }),
+    );
+  try {
+    berth = await startBerth(config, createLogger(config.logLevel, sink), {
+      builder: new FakeBuildDriver(),
+      ...options.overrides,
+      runtime,
+      engineSettings: { leaseMs: 3000, sweepMs: 250, ...options.overrides?.engineSettings },
+    });
+  } catch (error) {
+    await release().catch(() => {});
+    throw error;
+  }
   const address = berth.address;
   const principal = await berth.services.tenancy.authenticate(adminKey);
-  if (!principal?.boundWorkspaceId) throw new Error('bootstrap did not create a bound admin key');
+  if (!principal?.boundWorkspaceId) {
+    await release().catch(() => {});
+    throw new Error('bootstrap did not create a bound admin key');
+  }
   return {
     kind,
     url: address,
@@ -151,11 +173,19 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     dataDir,
     logs,
     runtime,
-    async close() {
-      await berth.close();
-      if (runtime instanceof InProcessRuntime) await runtime.closeAll();
-      await postgres?.drop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
+    close: release,
   };
+}
+
+/** Runs every step, in order, then throws the first error any of them threw. */
+async function inTurn(...steps: (() => unknown)[]): Promise<void> {
+  const errors: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      errors.push(error);
+    }
+  }
+  if (errors.length > 0) throw errors[0];
 }
