@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { type Client, client } from '../support/http.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { otherTenants } from '../support/suite.js';
+import { describeOnEachDatabase, otherTenants } from '../support/suite.js';
 import { deploymentTag } from '../../src/services/deployments.js';
-import { describeEachDatabase } from '../support/database.js';
 
 const imageBody = () => ({
   name: `etag-${randomUUID().slice(0, 8)}`,
@@ -16,14 +14,8 @@ const imageBody = () => ({
 });
 
 // The engine is off: nothing but the test changes a deployment between its read and its write.
-describeEachDatabase('ETag and conditional requests', (kind) => {
-  let server: TestServer;
-  let api: Client;
-  before(async () => {
-    server = await startTestServer(kind, { engine: false });
-    api = client(server.url, { key: server.adminKey });
-  });
-  after(async () => server?.close());
+describeOnEachDatabase('ETag and conditional requests', { engine: false }, (ctx) => {
+  const api: Client = (method, route, options) => ctx().api(method, route, options);
 
   const newDeployment = async () => {
     const created = await api('POST', '/v2/deployments', { body: imageBody() });
@@ -198,9 +190,9 @@ describeEachDatabase('ETag and conditional requests', (kind) => {
   test('another workspace learns nothing through conditional requests', async () => {
     const id = await newDeployment();
     const { tag } = await read(id);
-    const { otherWorkspaceKey, otherOrganizationKey } = await otherTenants({ server, api, anonymous: client(server.url) });
+    const { otherWorkspaceKey, otherOrganizationKey } = await otherTenants(ctx());
     for (const hostileKey of [otherWorkspaceKey, otherOrganizationKey]) {
-      const hostile = client(server.url, { key: hostileKey });
+      const hostile = client(ctx().server.url, { key: hostileKey });
       const peek = await hostile('GET', `/v2/deployments/${id}`, { headers: { 'If-None-Match': tag } });
       assert.equal(peek.status, 404, peek.text);
       assert.equal(peek.headers.get('etag'), null);
@@ -214,7 +206,7 @@ describeEachDatabase('ETag and conditional requests', (kind) => {
     assert.equal((await read(id)).tag, tag);
     const listenerPath = await resources[0]!.create();
     const listenerTag = (await api('GET', listenerPath)).headers.get('etag') as string;
-    const hostile = client(server.url, { key: otherWorkspaceKey });
+    const hostile = client(ctx().server.url, { key: otherWorkspaceKey });
     assert.equal((await hostile('GET', listenerPath, { headers: { 'If-None-Match': listenerTag } })).status, 404);
     assert.equal((await hostile('DELETE', listenerPath, { headers: { 'If-Match': listenerTag } })).status, 404);
     assert.equal((await api('GET', listenerPath)).status, 200);

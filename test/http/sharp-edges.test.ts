@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { type Client, client } from '../support/http.js';
-import { startTestServer, type TestServer } from '../support/server.js';
 import { deadline } from '../support/deadline.js';
-import { describeEachDatabase } from '../support/database.js';
+import { describeOnEachDatabase } from '../support/suite.js';
 
 const MARKER = 'sharp-secret-marker';
 
@@ -26,15 +25,9 @@ const provider = (providerId: string) => ({
   token_url: 'https://auth.example.com/token',
 });
 
-describeEachDatabase('sharp edges', (kind) => {
-  let server: TestServer;
-  let api: Client;
-  before(async () => {
-    // No engine: a deployment being deleted stays so, and nothing else writes.
-    server = await startTestServer(kind, { engine: false });
-    api = client(server.url, { key: server.adminKey });
-  });
-  after(async () => server?.close());
+// No engine: a deployment being deleted stays so, and nothing else writes.
+describeOnEachDatabase('sharp edges', { engine: false }, (ctx) => {
+  const api: Client = (method, route, options) => ctx().api(method, route, options);
 
   test('no error echoes anything under secrets, client_secret or integration credentials, whatever its shape', async () => {
     const created = await api('POST', '/v2/deployments', { body: imageDeployment() });
@@ -90,7 +83,7 @@ describeEachDatabase('sharp edges', (kind) => {
       assert.equal(res.body.detail[0].type, 'finite_number');
       assert.deepEqual(res.body.detail[0].loc, ['body', 'source_config', 'resource_spec', ...loc]);
     }
-    const stored = await server.berth.db.selectFrom('resource_specs').select('spec').execute();
+    const stored = await ctx().server.berth.db.selectFrom('resource_specs').select('spec').execute();
     assert.ok(
       stored.every((row) => !row.spec.includes('null')),
       'no limit was stored as null',
@@ -99,11 +92,17 @@ describeEachDatabase('sharp edges', (kind) => {
 
   test('HEAD of an event stream answers its headers and no body', { timeout: deadline(10_000) }, async () => {
     const created = await api('POST', '/v2/deployments', { body: imageDeployment() });
-    const res = await fetch(`${server.url}/v2/deployments/${created.body.id}/events`, { method: 'HEAD', headers: { 'x-api-key': server.adminKey } });
+    const res = await fetch(`${ctx().server.url}/v2/deployments/${created.body.id}/events`, {
+      method: 'HEAD',
+      headers: { 'x-api-key': ctx().server.adminKey },
+    });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
     assert.equal(await res.text(), '');
-    const absent = await fetch(`${server.url}/v2/deployments/${randomUUID()}/events`, { method: 'HEAD', headers: { 'x-api-key': server.adminKey } });
+    const absent = await fetch(`${ctx().server.url}/v2/deployments/${randomUUID()}/events`, {
+      method: 'HEAD',
+      headers: { 'x-api-key': ctx().server.adminKey },
+    });
     assert.equal(absent.status, 404);
   });
 
@@ -227,14 +226,14 @@ describeEachDatabase('sharp edges', (kind) => {
   });
 
   test('every route, the health check, the OpenAPI document and the reference included, is served under /api-host', async () => {
-    const health = await client(server.url)('GET', '/api-host/ok');
+    const health = await client(ctx().server.url)('GET', '/api-host/ok');
     assert.equal(health.status, 200);
     assert.deepEqual(health.body, { ok: true });
-    const doc = await client(server.url)('GET', '/api-host/openapi.json');
+    const doc = await client(ctx().server.url)('GET', '/api-host/openapi.json');
     assert.equal(doc.status, 200);
     assert.equal(doc.body.openapi, '3.1.0');
     assert.equal(doc.body.paths['/api-host/ok'], undefined, 'the prefixed copies stay out of the document');
-    assert.equal((await client(server.url)('GET', '/api-host/docs')).status, 200);
+    assert.equal((await client(ctx().server.url)('GET', '/api-host/docs')).status, 200);
   });
 
   test('a deployment being deleted answers 409 alike to a PATCH, a new revision and a redeploy', async () => {

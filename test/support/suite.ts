@@ -1,7 +1,7 @@
 import { after, before } from 'node:test';
 import { describeEachDatabase } from './database.js';
 import { type Client, client } from './http.js';
-import { startTestServer, type TestServer } from './server.js';
+import { startTestServer, type TestServer, type TestServerOptions } from './server.js';
 
 export interface SuiteContext {
   server: TestServer;
@@ -11,15 +11,19 @@ export interface SuiteContext {
   anonymous: Client;
 }
 
+type Body = (ctx: () => SuiteContext) => void;
+
 /**
  * Runs the same suite against SQLite and PostgreSQL, each with its own fresh server.
- * PostgreSQL suites skip, saying why, only when no PostgreSQL server is there.
+ * PostgreSQL suites skip, saying why, only when no PostgreSQL server is there. `options`
+ * are the servers' (`{ engine: false }` for a suite in which only its tests write).
  */
-export function describeOnEachDatabase(name: string, body: (ctx: () => SuiteContext) => void): void {
+export function describeOnEachDatabase(name: string, ...args: [body: Body] | [options: TestServerOptions, body: Body]): void {
+  const [options, body] = args.length === 1 ? [{}, args[0]] : args;
   describeEachDatabase(name, (kind) => {
     let context: SuiteContext | undefined;
     before(async () => {
-      const server = await startTestServer(kind);
+      const server = await startTestServer(kind, options);
       context = { server, api: client(server.url, { key: server.adminKey }), anonymous: client(server.url) };
     });
     after(async () => {
