@@ -165,7 +165,14 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
   if (limitMs <= 0) {
     const problem = `not started: the run's budget of ${formatDuration(RUN_BUDGET_MS)} is spent`;
     process.stdout.write(`✖ ${entry.file}: ${problem}\n`);
-    return { ...entry, limitMs: 0, code: null, durationMs: 0, counts: Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<Count, number>, problems: [problem] };
+    return {
+      ...entry,
+      limitMs: 0,
+      code: null,
+      durationMs: 0,
+      counts: Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<Count, number>,
+      problems: [problem],
+    };
   }
   const eventsFile = path.join(eventsDir, `${entry.file.replaceAll(path.sep, '_')}.jsonl`);
   const started = Date.now();
