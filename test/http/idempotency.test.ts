@@ -262,7 +262,7 @@ for (const kind of DATABASE_KINDS) {
       first = await client(before.url, { key: before.adminKey })('POST', '/v2/deployments', { body, headers: { 'Idempotency-Key': key } });
       assert.equal(first.status, 201, first.text);
     } finally {
-      await before.berth.close();
+      await before.close();
     }
     const restarted = await startTestServer(kind, options);
     try {
