@@ -15,19 +15,10 @@
  * else SQLite in a temporary directory.
  */
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Config } from '../src/config.js';
 import { IN_PROGRESS_STATUSES, TERMINAL_STATUSES } from '../src/domain/revision-status.js';
-import { FakeBuildDriver } from '../test/support/drivers/fake-build.js';
-import { DEFAULT_LIMITS } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
-import { testConfig } from '../test/support/config.js';
-import { startBerth } from '../src/server.js';
 import type { Db } from '../src/store/database.js';
-import { InstantRuntime } from './instant-runtime.js';
+import { pickupDelays, startBenchBerth } from './in-process.js';
 import { percentile } from './stats.js';
 
 const { values } = parseArgs({
@@ -47,27 +38,7 @@ const TERMINAL = [...TERMINAL_STATUSES];
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
 
 async function main(): Promise<void> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-engine-'));
-  const url = process.env.DATABASE_URL?.trim();
-  const postgres = url && /^postgres(ql)?:\/\//.test(url) ? url : undefined;
-  const adminKey = `berth_bench_${randomUUID()}`;
-  const config: Config = testConfig(
-    {
-      PORT: '0',
-      BERTH_DATA_DIR: dataDir,
-      BERTH_BOOTSTRAP_API_KEY: adminKey,
-      LOG_LEVEL: 'warn',
-      BERTH_CONTAINER_RUNTIME: 'none',
-      BERTH_BUILDER: 'none',
-      BERTH_ENGINE_CONCURRENCY: process.env.BERTH_ENGINE_CONCURRENCY ?? '4',
-      ...(process.env.BERTH_ENCRYPTION_KEY ? { BERTH_ENCRYPTION_KEY: process.env.BERTH_ENCRYPTION_KEY } : {}),
-      ...(postgres ? { DATABASE_URL: postgres } : {}),
-    },
-    { limits: { ...DEFAULT_LIMITS, rateLimitPerMinute: 0 } },
-  );
-
-  const runtime = new InstantRuntime();
-  const berth = await startBerth(config, createLogger('warn'), { runtime, builder: new FakeBuildDriver() });
+  const { berth, config, adminKey, close } = await startBenchBerth({ name: 'engine' });
   try {
     const principal = await berth.services.tenancy.authenticate(adminKey);
     if (!principal?.boundWorkspaceId) throw new Error('bootstrap did not create a bound key');
@@ -151,9 +122,7 @@ async function main(): Promise<void> {
       })}\n`,
     );
   } finally {
-    await berth.close();
-    await runtime.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await close();
   }
 }
 
@@ -182,23 +151,6 @@ async function waitTerminal(db: Db, ids: string[], timeoutMs: number): Promise<v
     done += Number(row.n);
   }
   if (done !== ids.length) throw new Error(`only ${done} of ${ids.length} revisions reached a terminal status`);
-}
-
-/** Milliseconds from each revision's creation to its first QUEUED event. */
-async function pickupDelays(db: Db, ids: string[]): Promise<number[]> {
-  const delays: number[] = [];
-  for (let at = 0; at < ids.length; at += 500) {
-    const rows = await db
-      .selectFrom('revisions as r')
-      .innerJoin('deployment_events as e', (join) => join.onRef('e.revision_id', '=', 'r.id').on('e.kind', '=', 'status').on('e.status', '=', 'QUEUED'))
-      .select(['r.id', 'r.created_at', (eb) => eb.fn.min('e.created_at').as('queued_at')])
-      .where('r.id', 'in', ids.slice(at, at + 500))
-      .groupBy(['r.id', 'r.created_at'])
-      .execute();
-    for (const row of rows) delays.push(Date.parse(String(row.queued_at)) - Date.parse(row.created_at));
-  }
-  if (delays.length !== ids.length) throw new Error(`${ids.length - delays.length} revisions have no QUEUED event`);
-  return delays;
 }
 
 main().then(

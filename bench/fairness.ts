@@ -10,27 +10,23 @@
  * picked up at all while B's builds run, which the baseline reports after waiting
  * `--baseline-wait-ms`.
  *
- * Berth runs in this process (startBerth, the instant runtime of bench/instant-runtime.ts),
- * with the product's engine settings unless BERTH_ENGINE_CONCURRENCY /
- * BERTH_ENGINE_WORKSPACE_SLOTS say otherwise. Run by bench/run.ts; prints one JSON line.
+ * Berth runs in this process as in bench/engine.ts (bench/in-process.ts), with the
+ * product's engine settings unless BERTH_ENGINE_CONCURRENCY / BERTH_ENGINE_WORKSPACE_SLOTS
+ * say otherwise. Run by bench/run.ts; prints one JSON line.
  * DATABASE_URL = postgres://… for PostgreSQL, else SQLite in a temporary directory.
  */
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_LIMITS, type Config } from '../src/config.js';
+
 import type { BuildRequest, BuiltImage, StepContext } from '../src/engine/drivers/types.js';
-import { createLogger } from '../src/logger.js';
-import { startBerth } from '../src/server.js';
+
 import type { Db } from '../src/store/database.js';
 import { gitIntegration } from '../test/support/codehost.js';
-import { testConfig } from '../test/support/config.js';
-import { createPostgresDatabase } from '../test/support/server.js';
+
 import { FakeBuildDriver } from '../test/support/drivers/fake-build.js';
 import { type Client, client } from '../test/support/http.js';
-import { InstantRuntime } from './instant-runtime.js';
+
+import { pickupDelays, startBenchBerth } from './in-process.js';
 import { percentile } from './stats.js';
 
 const { values } = parseArgs({
@@ -79,34 +75,15 @@ interface Measured {
 }
 
 async function scenario(share: number | undefined, rounds: number, waitMs: number): Promise<Measured> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-fairness-'));
-  const url = process.env.DATABASE_URL?.trim();
-  // Each run on a database of its own (the bootstrap key and B's builds belong to one run).
-  const database = url && /^postgres(ql)?:\/\//.test(url) ? await createPostgresDatabase(url, 'berth_bench_fairness') : undefined;
-  const postgres = database?.url;
-  const adminKey = `berth_bench_${randomUUID()}`;
-  const config: Config = testConfig(
-    {
-      PORT: '0',
-      BERTH_DATA_DIR: dataDir,
-      BERTH_BOOTSTRAP_API_KEY: adminKey,
-      LOG_LEVEL: 'warn',
-      BERTH_CONTAINER_RUNTIME: 'none',
-      BERTH_BUILDER: 'none',
-      BERTH_ENGINE_CONCURRENCY: process.env.BERTH_ENGINE_CONCURRENCY ?? '4',
-      ...(share !== undefined
-        ? { BERTH_ENGINE_WORKSPACE_SLOTS: String(share) }
-        : process.env.BERTH_ENGINE_WORKSPACE_SLOTS
-          ? { BERTH_ENGINE_WORKSPACE_SLOTS: process.env.BERTH_ENGINE_WORKSPACE_SLOTS }
-          : {}),
-      ...(process.env.BERTH_ENCRYPTION_KEY ? { BERTH_ENCRYPTION_KEY: process.env.BERTH_ENCRYPTION_KEY } : {}),
-      ...(postgres ? { DATABASE_URL: postgres } : {}),
-    },
-    { limits: { ...DEFAULT_LIMITS, rateLimitPerMinute: 0 } },
-  );
-  const runtime = new InstantRuntime();
+  const slots = share !== undefined ? String(share) : process.env.BERTH_ENGINE_WORKSPACE_SLOTS;
   const builder = new EndlessBuilds();
-  const berth = await startBerth(config, createLogger('warn'), { runtime, builder });
+  // Each run on a database of its own (the bootstrap key and B's builds belong to one run).
+  const { berth, adminKey, close } = await startBenchBerth({
+    name: 'fairness',
+    builder,
+    ownDatabase: true,
+    env: slots ? { BERTH_ENGINE_WORKSPACE_SLOTS: slots } : {},
+  });
   const settings = berth.engine?.settings;
   if (!settings) throw new Error('the engine is off');
   let integration: { remove(): Promise<void> } | undefined;
@@ -149,16 +126,13 @@ async function scenario(share: number | undefined, rounds: number, waitMs: numbe
       );
       if (!deployed) break;
       deployedMs.push(performance.now() - started);
-      pickupMs.push(await pickupDelay(berth.db, revisionId));
+      pickupMs.push(...(await pickupDelays(berth.db, [revisionId])));
     }
     return { share: settings.workspaceSlots, concurrency: settings.concurrency, hostileBuilding, pickupMs, deployedMs };
   } finally {
     builder.releaseAll();
-    await berth.close();
-    await runtime.close();
+    await close();
     await integration?.remove();
-    await database?.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -171,18 +145,6 @@ async function memberOf(admin: Client, baseUrl: string, name: string): Promise<C
 
 async function statusOf(db: Db, revisionId: string): Promise<string | undefined> {
   return (await db.selectFrom('revisions').select('status').where('id', '=', revisionId).executeTakeFirst())?.status;
-}
-
-/** The revision's first QUEUED event minus its created_at. */
-async function pickupDelay(db: Db, revisionId: string): Promise<number> {
-  const row = await db
-    .selectFrom('revisions as r')
-    .innerJoin('deployment_events as e', (join) => join.onRef('e.revision_id', '=', 'r.id').on('e.kind', '=', 'status').on('e.status', '=', 'QUEUED'))
-    .select(['r.created_at', (eb) => eb.fn.min('e.created_at').as('queued_at')])
-    .where('r.id', '=', revisionId)
-    .groupBy('r.created_at')
-    .executeTakeFirstOrThrow();
-  return Date.parse(String(row.queued_at)) - Date.parse(row.created_at);
 }
 
 async function until(probe: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {

@@ -5,8 +5,10 @@
 //           processes), one at a time after the fast tier.
 // The one timeout policy: a file may run for what it declares (the sum of its tests'
 // `timeout: deadline(…)`) plus a base for what it does not declare, plus the wait for the
-// machine turn when it takes one, all scaled by BERTH_TEST_DEADLINE_FACTOR. Past its limit
-// its process group is stopped and the file fails, naming the tests still running.
+// machine turn when it takes one, all scaled by BERTH_TEST_DEADLINE_FACTOR, capped at
+// FILE_CAP_MS and at what is left of the run's budget (RUN_BUDGET_MS, below). Past its limit
+// its process group is stopped and the file fails, naming the tests still running; a file
+// with no budget left is not started and fails.
 // Ends with the time of every file, slowest first, and node's counts summed over all files.
 //
 //   node --import tsx scripts/run-tests.ts [--tier=fast|images] [--list] [root or file …]
@@ -21,6 +23,20 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const REPORTER = path.join(ROOT, 'scripts/test-events-reporter.mjs');
 /** What a file may take beyond the timeouts its tests declare (its hooks, its undeclared tests). */
 const UNDECLARED_BASE_MS = 5 * 60_000;
+/**
+ * CI's budget for a whole run, wall-clock. Declared timeouts are worst cases and the factor
+ * multiplies them (hostile-build.test.ts declares 145 min, 580 min at CI's factor 4): left
+ * alone, one hung file would outlast the budget. `.ci/run` sets BERTH_TEST_RUN_STARTED_AT
+ * (Unix seconds) once, so the runs it makes (npm test, the listener's, the reliability
+ * suite) share one budget counted from its start; otherwise a run counts from its own.
+ */
+const RUN_BUDGET_MS = 90 * 60_000;
+/**
+ * No file may take more than this, whatever it declares: a run on a busy machine takes
+ * about 40 min (issue 26's bound for three busy runs), so a file stopped at its cap
+ * still leaves the run inside the budget: 40 + 45 = 85 min of 90.
+ */
+const FILE_CAP_MS = 45 * 60_000;
 /** How long a stopped file gets to end before its process group is killed. */
 const STOP_GRACE_MS = 10_000;
 /** How long the processes a file started get to end after it. */
@@ -96,8 +112,17 @@ function classify(file: string): TestFile {
   return {
     file,
     tier: takesTurn ? 'images' : 'fast',
-    limitMs: deadline(UNDECLARED_BASE_MS + declaredMs + (takesTurn ? TURN_TIMEOUT_MS : 0)),
+    limitMs: Math.min(FILE_CAP_MS, deadline(UNDECLARED_BASE_MS + declaredMs + (takesTurn ? TURN_TIMEOUT_MS : 0))),
   };
+}
+
+/** When the run's budget ends (ms since the epoch): RUN_BUDGET_MS after `.ci/run` started, or after now. */
+function budgetEnd(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.BERTH_TEST_RUN_STARTED_AT;
+  if (raw === undefined || raw.trim() === '') return Date.now() + RUN_BUDGET_MS;
+  const seconds = Number(raw);
+  if (!Number.isInteger(seconds) || seconds <= 0) throw new Error(`BERTH_TEST_RUN_STARTED_AT must be a time in Unix seconds, not ${JSON.stringify(raw)}`);
+  return seconds * 1000 + RUN_BUDGET_MS;
 }
 
 function groupAlive(pid: number): boolean {
@@ -135,7 +160,20 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-async function runFile(entry: TestFile, stream: boolean, eventsDir: string): Promise<Outcome> {
+async function runFile(entry: TestFile, stream: boolean, eventsDir: string, endsAt: number): Promise<Outcome> {
+  const limitMs = Math.min(entry.limitMs, endsAt - Date.now());
+  if (limitMs <= 0) {
+    const problem = `not started: the run's budget of ${formatDuration(RUN_BUDGET_MS)} is spent`;
+    process.stdout.write(`✖ ${entry.file}: ${problem}\n`);
+    return {
+      ...entry,
+      limitMs: 0,
+      code: null,
+      durationMs: 0,
+      counts: Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<Count, number>,
+      problems: [problem],
+    };
+  }
   const eventsFile = path.join(eventsDir, `${entry.file.replaceAll(path.sep, '_')}.jsonl`);
   const started = Date.now();
   const child = spawn(
@@ -163,7 +201,7 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string): Pro
     timedOut = true;
     signalGroup(child.pid as number, 'SIGTERM');
     setTimeout(() => signalGroup(child.pid as number, 'SIGKILL'), STOP_GRACE_MS).unref();
-  }, entry.limitMs);
+  }, limitMs);
   const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
   clearTimeout(limit);
   running.delete(child.pid as number);
@@ -190,24 +228,24 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string): Pro
       if (event === 'start') unfinished.push(`${'  '.repeat(nesting ?? 0)}${name}`);
       else if (event === 'end') unfinished.splice(unfinished.lastIndexOf(`${'  '.repeat(nesting ?? 0)}${name}`), 1);
     }
-    problems.push(`stopped at its limit of ${formatDuration(entry.limitMs)}; still running:\n${unfinished.join('\n') || '(no test had started)'}`);
+    problems.push(`stopped at its limit of ${formatDuration(limitMs)}; still running:\n${unfinished.join('\n') || '(no test had started)'}`);
   } else if (code !== 0 && counts.fail === 0 && counts.cancelled === 0) {
     problems.push(`exited with code ${code} (signal ${child.signalCode ?? 'none'}) with no failing test`);
   }
   if (!stream) process.stdout.write(Buffer.concat(output));
   for (const problem of problems) process.stdout.write(`✖ ${entry.file}: ${problem}\n`);
-  return { ...entry, code, durationMs, counts, problems };
+  return { ...entry, limitMs, code, durationMs, counts, problems };
 }
 
-async function runTier(files: TestFile[], concurrency: number, eventsDir: string): Promise<Outcome[]> {
+async function runTier(files: TestFile[], concurrency: number, eventsDir: string, endsAt: number): Promise<Outcome[]> {
   const queue = [...files];
   const outcomes: Outcome[] = [];
   // Output of files run side by side is printed whole as each ends; a lone file streams.
   const stream = concurrency === 1;
   const lane = async () => {
     for (let entry = queue.shift(); entry; entry = queue.shift()) {
-      process.stdout.write(`▶ ${entry.file} (limit ${formatDuration(entry.limitMs)})\n`);
-      const outcome = await runFile(entry, stream, eventsDir);
+      process.stdout.write(`▶ ${entry.file} (limit ${formatDuration(Math.max(0, Math.min(entry.limitMs, endsAt - Date.now())))})\n`);
+      const outcome = await runFile(entry, stream, eventsDir, endsAt);
       const passed = outcome.code === 0 && outcome.problems.length === 0;
       process.stdout.write(`${passed ? '■' : '✖'} ${entry.file} ${passed ? 'passed' : 'failed'} in ${formatDuration(outcome.durationMs)}\n`);
       outcomes.push(outcome);
@@ -231,6 +269,7 @@ async function main(): Promise<number> {
     for (const entry of files) process.stdout.write(`${entry.tier}\t${formatDuration(entry.limitMs)}\t${entry.file}\n`);
     return 0;
   }
+  const endsAt = budgetEnd();
   const eventsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-test-events-'));
   const started = Date.now();
   const outcomes: Outcome[] = [];
@@ -239,8 +278,9 @@ async function main(): Promise<number> {
       const inTier = files.filter((entry) => entry.tier === tier);
       if (inTier.length === 0) continue;
       const concurrency = tier === 'fast' ? Number(process.env.BERTH_TEST_CONCURRENCY ?? 2) : 1;
-      process.stdout.write(`== ${tier} tier: ${inTier.length} files, ${concurrency} at a time, deadline factor ${factor}\n`);
-      outcomes.push(...(await runTier(inTier, concurrency, eventsDir)));
+      const left = formatDuration(Math.max(0, endsAt - Date.now()));
+      process.stdout.write(`== ${tier} tier: ${inTier.length} files, ${concurrency} at a time, deadline factor ${factor}, ${left} of the budget left\n`);
+      outcomes.push(...(await runTier(inTier, concurrency, eventsDir, endsAt)));
     }
   } finally {
     fs.rmSync(eventsDir, { recursive: true, force: true });

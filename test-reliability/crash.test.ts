@@ -16,9 +16,10 @@ import { loadEncryptionKey, parseEncryptionKey, Encryptor } from '../src/securit
 import { decryptSecretSet } from '../src/security/secret-sets.js';
 import { type Client, client } from '../test/support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../test/support/process.js';
-import { createPostgresDatabase, postgresUnavailable } from '../test/support/server.js';
+import { createPostgresDatabase } from '../test/support/server.js';
 import { databasesToTest, type Db, openPostgres, openSqliteReadonly, runSeed, seededRandom, sleep } from './support.js';
 import { deadline } from '../test/support/deadline.js';
+import { skippedWithout } from '../test/support/database.js';
 
 const KILLS = Number(process.env.RELIABILITY_KILLS ?? 10);
 const CLIENT_LOOPS = 4;
@@ -64,10 +65,7 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
 
   for (const kind of databasesToTest()) {
     test(`[${kind}] ${KILLS} kills: every acknowledged write survives whole, every revision ends`, { timeout: deadline(300_000) }, async (t) => {
-      if (kind === 'postgres') {
-        const skip = await postgresUnavailable();
-        if (skip) return t.skip(skip);
-      }
+      if (await skippedWithout(kind, t)) return;
       const seed = runSeed();
       t.diagnostic(`seed ${seed} (replay with RELIABILITY_SEED=${seed})`);
       const rnd = seededRandom(seed);

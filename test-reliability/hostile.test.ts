@@ -15,12 +15,12 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { DEFAULT_LIMITS } from '../src/config.js';
 import { createRepository, type TempDir, tempDir } from '../test/support/git-repos.js';
 import { client } from '../test/support/http.js';
-import { postgresUnavailable, startTestServer, type TestServer } from '../test/support/server.js';
+import { startTestServer, type TestServer } from '../test/support/server.js';
 import { HOSTILE_STRINGS, valueFor } from './arbitraries.js';
 import { EXAMPLE_BODIES, exampleRepository, SECRET_MARKER } from './examples.js';
 import {
@@ -37,6 +37,7 @@ import {
   type Snapshot,
 } from './support.js';
 import { deadline } from '../test/support/deadline.js';
+import { describeEachDatabase } from '../test/support/database.js';
 
 const BODY_LIMIT = DEFAULT_LIMITS.bodyLimitBytes;
 const NUM_RUNS = Number(process.env.RELIABILITY_RUNS ?? 200);
@@ -364,14 +365,10 @@ class Hunt {
 
 // ---------------------------------------------------------------------------------------
 
-for (const kind of DATABASES) {
-  // About 4 min (SQLite) and 6 min (PostgreSQL) on a loaded machine.
-  describe(`hostile input [${kind}]`, { timeout: deadline(15 * 60_000) }, async () => {
-    const skip = kind === 'postgres' ? await postgresUnavailable() : null;
-    if (skip) {
-      test('skipped', { skip }, () => {});
-      return;
-    }
+// About 4 min (SQLite) and 6 min (PostgreSQL) on a loaded machine.
+describeEachDatabase(
+  'hostile input',
+  (kind) => {
     let server: TestServer;
     let hunt: Hunt;
     let operations: Operation[];
@@ -703,8 +700,9 @@ for (const kind of DATABASES) {
       );
       hunt.assertClean('generated paths');
     });
-  });
-}
+  },
+  { kinds: DATABASES, timeout: deadline(15 * 60_000) },
+);
 
 /** What kind of answer it was, with ids and numbers taken out, to group alike failures. */
 function answerClass(res: RawResponse | undefined, detail: string): string {

@@ -7,15 +7,16 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { createRepository, type TempDir, tempDir } from '../test/support/git-repos.js';
 import { type Client, client } from '../test/support/http.js';
 import { eventually } from '../test/support/runtimes.js';
-import { postgresUnavailable, startTestServer, type TestServer } from '../test/support/server.js';
+import { startTestServer, type TestServer } from '../test/support/server.js';
 import { EXAMPLE_BODIES, exampleRepository, SECRET_MARKER, secretValue } from './examples.js';
 import { valueFor } from './arbitraries.js';
 import { allRows, databasesToTest, type Operation, operationsOf, type RawResponse, sendRaw, tableNames, textCells } from './support.js';
+import { describeEachDatabase } from '../test/support/database.js';
 
 /** Routes of organization-wide resources: any key of the organization may use them by design. */
 const ORGANIZATION_ROUTES = ['/v2/auth/providers', '/v1/workspaces', '/v1/api-keys'];
@@ -32,13 +33,9 @@ interface Attacker {
   namesVictimWorkspace: boolean;
 }
 
-for (const kind of databasesToTest()) {
-  describe(`isolation between workspaces and organizations [${kind}]`, async () => {
-    const skip = kind === 'postgres' ? await postgresUnavailable() : null;
-    if (skip) {
-      test('skipped', { skip }, () => {});
-      return;
-    }
+describeEachDatabase(
+  'isolation between workspaces and organizations',
+  (kind) => {
     let server: TestServer;
     let api: Client;
     let operations: Operation[];
@@ -458,5 +455,6 @@ for (const kind of databasesToTest()) {
       // Keys that were wrong by a suffix still must not be logged whole.
       assert.ok(!logs.includes(`${server.adminKey}-wrong`) && !logs.includes(`${server.adminKey}x`));
     });
-  });
-}
+  },
+  { kinds: databasesToTest() },
+);

@@ -15,9 +15,10 @@ import { gitIntegrationOf } from '../test/support/codehost.js';
 import { createRepository, tempDir } from '../test/support/git-repos.js';
 import { type Client, client } from '../test/support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../test/support/process.js';
-import { createPostgresDatabase, postgresUnavailable } from '../test/support/server.js';
+import { createPostgresDatabase } from '../test/support/server.js';
 import { openPostgres, sleep } from './support.js';
 import { deadline } from '../test/support/deadline.js';
+import { skippedWithout } from '../test/support/database.js';
 
 const REPLICAS = 3;
 const DEPLOYMENTS = 10;
@@ -34,8 +35,7 @@ describe('three replicas on one PostgreSQL', () => {
   });
 
   test(`${PATCHES} concurrent PATCHes over ${DEPLOYMENTS} deployments through ${REPLICAS} replicas`, { timeout: deadline(300_000) }, async (t) => {
-    const skip = await postgresUnavailable();
-    if (skip) return t.skip(skip);
+    if (await skippedWithout('postgres', t)) return;
     const database = await createPostgresDatabase();
     cleanups.push(database.drop);
     const key = `berth_test_${randomUUID()}`;

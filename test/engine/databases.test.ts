@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { legacyPostgresNames } from '../../src/provisioning/postgres.js';
@@ -9,7 +9,8 @@ import { type Client, client } from '../support/http.js';
 import { freePort } from '../support/process.js';
 import { connectRedis, redisServerMissing, startRedis, type TestRedis } from '../support/redis.js';
 import { eventually, GatedRuntime } from '../support/runtimes.js';
-import { type DatabaseKind, POSTGRES_ADMIN_URL, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+import { POSTGRES_ADMIN_URL, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+import { describeEachDatabase } from '../support/database.js';
 
 async function postgresRows<T>(url: string, sql: string, values: unknown[] = []): Promise<T[]> {
   const db = new pg.Client({ connectionString: url });
@@ -32,13 +33,9 @@ const PER_WORKSPACE = 2;
  * *_URI_CUSTOM secrets skip them; each workspace has at most
  * BERTH_DEPLOYMENT_DATABASES_PER_WORKSPACE of each, whatever other workspaces hold.
  */
-for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
-  describe(`databases per deployment (real PostgreSQL and Redis) [${kind}]`, async () => {
-    const skip = (await postgresUnavailable()) ?? redisServerMissing();
-    if (skip) {
-      test('needs PostgreSQL and redis-server', { skip }, () => {});
-      return;
-    }
+describeEachDatabase(
+  'databases per deployment (real PostgreSQL and Redis)',
+  (kind) => {
     let redis: TestRedis;
     let server: TestServer;
     let api: Client;
@@ -310,5 +307,9 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
         }
       });
     }
-  });
-}
+  },
+  {
+    // Deployments' own databases live on PostgreSQL and Redis whichever database Berth itself runs on.
+    needs: async () => (await postgresUnavailable()) ?? redisServerMissing(),
+  },
+);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { type GitIntegrationFixture, gitIntegration } from '../support/codehost.js';
 import { type Client, client } from '../support/http.js';
 import { GatedRuntime, eventually } from '../support/runtimes.js';
-import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { describeEachDatabase } from '../support/database.js';
 
 const imageDeployment = (name: string, extra: Record<string, unknown> = {}) => ({
   name,
@@ -23,194 +24,187 @@ async function revisionStatus(api: Client, deploymentId: string, revisionId: str
   );
 }
 
-for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
-  describe(`revision engine [${kind}]`, async () => {
-    const skip = kind === 'postgres' ? await postgresUnavailable() : null;
-    if (skip) {
-      process.stdout.write(`# SKIP revision engine [postgres]: ${skip}\n`);
-      return;
-    }
-    let server: TestServer;
-    let api: Client;
-    let runtime: GatedRuntime;
-    let integration: GitIntegrationFixture;
-    before(async () => {
-      runtime = new GatedRuntime();
-      runtime.open();
-      server = await startTestServer(kind, { overrides: { runtime } });
-      api = client(server.url, { key: server.adminKey });
-      integration = await gitIntegration(api);
-    });
-    after(async () => {
-      await server.close();
-      await integration.remove();
-    });
-
-    test('an image deployment reaches DEPLOYED on its own, healthy at its URL', async () => {
-      const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-basic') });
-      assert.equal(created.status, 201);
-      const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
-      const deployment = (await api('GET', `/v2/deployments/${created.body.id}`)).body;
-      assert.equal(deployment.status, 'READY');
-      assert.equal(deployment.active_revision_id, revision.id);
-      assert.match(deployment.url, /^http:\/\/127\.0\.0\.1:\d+$/);
-      assert.equal(deployment.source_config.custom_url, deployment.url);
-      assert.equal((await fetch(`${deployment.url}/ok`)).status, 200);
-
-      const events = await server.berth.db
-        .selectFrom('deployment_events')
-        .select(['status'])
-        .where('revision_id', '=', revision.id)
-        .where('kind', '=', 'status')
-        .orderBy('id')
-        .execute();
-      assert.deepEqual(
-        events.map((e) => e.status),
-        ['QUEUED', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'],
-      );
-      const started = runtime.started.find((r) => r.revisionId === revision.id);
-      assert.equal(started?.env.OPENAI_API_KEY, 'sk-engine-secret-1', 'secrets reach the runtime as environment');
-      assert.deepEqual(started?.resources, { cpu: 2, memoryMb: 4096 });
-    });
-
-    test('a PATCH makes a new revision that takes over; the old one keeps DEPLOYED and stops running', async () => {
-      const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-patch') });
-      const first = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
-      const patched = await api('PATCH', `/v2/deployments/${created.body.id}`, { body: { source_revision_config: { image_uri: 'registry.local/agent:v2' } } });
-      assert.equal(patched.status, 200);
-      const second = await revisionStatus(api, created.body.id, patched.body.latest_revision_id, ['DEPLOYED']);
-      const deployment = (await api('GET', `/v2/deployments/${created.body.id}`)).body;
-      assert.equal(deployment.active_revision_id, second.id);
-      assert.equal((await api('GET', `/v2/deployments/${created.body.id}/revisions/${first.id}`)).body.status, 'DEPLOYED');
-      assert.equal((await fetch(`${second.url}/ok`)).status, 200);
-      await assert.rejects(fetch(`${first.url}/ok`), 'the replaced revision no longer serves');
-    });
-
-    test('a code-host revision goes through the build states and records its commit', async () => {
-      const created = await api('POST', '/v2/deployments', {
-        body: {
-          name: 'engine-codehost',
-          source: 'github',
-          source_config: { integration_id: integration.integrationId, repo_url: integration.repoUrl },
-          source_revision_config: { repo_ref: 'main', langgraph_config_path: 'langgraph.json' },
-          secrets: [],
-        },
-      });
-      const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
-      assert.match(revision.source_revision_config.repo_commit_sha, /^[0-9a-f]{40}$/);
-      const statuses = await server.berth.db
-        .selectFrom('deployment_events')
-        .select('status')
-        .where('revision_id', '=', revision.id)
-        .where('kind', '=', 'status')
-        .orderBy('id')
-        .execute();
-      assert.deepEqual(
-        statuses.map((s) => s.status),
-        ['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'],
-      );
-    });
-
-    test('an unhealthy image ends DEPLOY_FAILED with a message a person can act on', async () => {
-      const body = imageDeployment('engine-unhealthy');
-      body.source_revision_config.image_uri = 'registry.local/unhealthy:v1';
-      const created = await api('POST', '/v2/deployments', { body });
-      const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOY_FAILED']);
-      assert.match(revision.status_message, /^Deploy failed: GET \/ok on http:\/\/127\.0\.0\.1:\d+ answered 503/);
-      const deployment = await eventually(async () => {
-        const res = await api('GET', `/v2/deployments/${created.body.id}`);
-        return res.body.status === 'UNUSED' ? res.body : undefined;
-      }, 'deployment to become UNUSED');
-      assert.equal(deployment.active_revision_id, null);
-    });
-
-    test('latest wins: queued older revisions are SKIPPED while one is in flight, then the newest deploys', async () => {
-      runtime.close();
-      try {
-        const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-queue') });
-        const id = created.body.id;
-        await eventually(async () => runtime.waiting.has(created.body.latest_revision_id), 'first revision to start deploying');
-        const patches = [];
-        for (const tag of ['v2', 'v3', 'v4']) {
-          patches.push((await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { image_uri: `registry.local/agent:${tag}` } } })).body);
-        }
-        const newest = patches[2].latest_revision_id;
-        await revisionStatus(api, id, patches[0].latest_revision_id, ['SKIPPED']);
-        await revisionStatus(api, id, patches[1].latest_revision_id, ['SKIPPED']);
-        const queued = await revisionStatus(api, id, newest, ['QUEUED']);
-        assert.match(queued.status_message, /Waiting for revision 1 to finish/);
-        runtime.open();
-        await revisionStatus(api, id, created.body.latest_revision_id, ['DEPLOYED']);
-        await revisionStatus(api, id, newest, ['DEPLOYED']);
-      } finally {
-        runtime.open();
-      }
-    });
-
-    test('interruption stops an in-flight revision at once and lets the next one run', async () => {
-      runtime.close();
-      try {
-        const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-interrupt') });
-        const id = created.body.id;
-        const first = created.body.latest_revision_id;
-        await eventually(async () => runtime.waiting.has(first), 'first revision to start deploying');
-        const next = (await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { image_uri: 'registry.local/agent:v9' } } })).body;
-        const interrupted = await api('POST', `/v2/deployments/${id}/revisions/${first}/interruption`);
-        assert.equal(interrupted.status, 200);
-        assert.equal(interrupted.body.status, 'INTERRUPTED');
-        await eventually(async () => runtime.aborted.includes(first), 'the running step to be aborted');
-        runtime.open();
-        await revisionStatus(api, id, next.latest_revision_id, ['DEPLOYED']);
-        assert.equal((await api('GET', `/v2/deployments/${id}/revisions/${first}`)).body.status, 'INTERRUPTED');
-      } finally {
-        runtime.open();
-      }
-    });
-
-    test('a step that outlives its per-deployment timeout fails with the setting to raise', async () => {
-      runtime.close();
-      try {
-        const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-timeout', { deploy_timeout_seconds: 1 }) });
-        const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOY_FAILED']);
-        assert.match(revision.status_message, /Deploy timed out after 1 s.*source_config\.deploy_timeout_seconds/);
-      } finally {
-        runtime.open();
-      }
-    });
-
-    test('delete tears down what runs, passes through AWAITING_DELETE, then answers 404', async () => {
-      const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-delete') });
-      const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
-      const running = runtime.running().filter((h) => h.endsWith(revision.id));
-      assert.equal(running.length, 1);
-      const deleted = await api('DELETE', `/v2/deployments/${created.body.id}`);
-      assert.equal(deleted.status, 204);
-      assert.equal(deleted.text, '');
-      await eventually(async () => (await api('GET', `/v2/deployments/${created.body.id}`)).status === 404, 'deployment to be gone');
-      assert.equal(runtime.running().filter((h) => h.endsWith(revision.id)).length, 0);
-      await assert.rejects(fetch(`${revision.url}/ok`));
-    });
-
-    test('redeploying a code-host revision reuses its image without building again', async () => {
-      const created = await api('POST', '/v2/deployments', {
-        body: {
-          name: 'engine-rollback',
-          source: 'codehost',
-          source_config: { integration_id: integration.integrationId, repo_url: integration.repoUrl },
-          source_revision_config: { repo_ref: 'main' },
-          secrets: [],
-        },
-      });
-      const first = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
-      const redeployed = await api('POST', `/v2/deployments/${created.body.id}/revisions/${first.id}/redeploy`);
-      assert.equal(redeployed.status, 200);
-      const second = await revisionStatus(api, created.body.id, redeployed.body.latest_revision_id, ['DEPLOYED']);
-      assert.equal(second.source_revision_config.repo_commit_sha, first.source_revision_config.repo_commit_sha);
-      const steps = await server.berth.db.selectFrom('engine_step_runs').select('step').where('revision_id', '=', second.id).execute();
-      assert.deepEqual(
-        steps.map((s) => s.step),
-        ['deploy'],
-      );
-    });
+describeEachDatabase('revision engine', (kind) => {
+  let server: TestServer;
+  let api: Client;
+  let runtime: GatedRuntime;
+  let integration: GitIntegrationFixture;
+  before(async () => {
+    runtime = new GatedRuntime();
+    runtime.open();
+    server = await startTestServer(kind, { overrides: { runtime } });
+    api = client(server.url, { key: server.adminKey });
+    integration = await gitIntegration(api);
   });
-}
+  after(async () => {
+    await server.close();
+    await integration.remove();
+  });
+
+  test('an image deployment reaches DEPLOYED on its own, healthy at its URL', async () => {
+    const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-basic') });
+    assert.equal(created.status, 201);
+    const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
+    const deployment = (await api('GET', `/v2/deployments/${created.body.id}`)).body;
+    assert.equal(deployment.status, 'READY');
+    assert.equal(deployment.active_revision_id, revision.id);
+    assert.match(deployment.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(deployment.source_config.custom_url, deployment.url);
+    assert.equal((await fetch(`${deployment.url}/ok`)).status, 200);
+
+    const events = await server.berth.db
+      .selectFrom('deployment_events')
+      .select(['status'])
+      .where('revision_id', '=', revision.id)
+      .where('kind', '=', 'status')
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      events.map((e) => e.status),
+      ['QUEUED', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'],
+    );
+    const started = runtime.started.find((r) => r.revisionId === revision.id);
+    assert.equal(started?.env.OPENAI_API_KEY, 'sk-engine-secret-1', 'secrets reach the runtime as environment');
+    assert.deepEqual(started?.resources, { cpu: 2, memoryMb: 4096 });
+  });
+
+  test('a PATCH makes a new revision that takes over; the old one keeps DEPLOYED and stops running', async () => {
+    const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-patch') });
+    const first = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
+    const patched = await api('PATCH', `/v2/deployments/${created.body.id}`, { body: { source_revision_config: { image_uri: 'registry.local/agent:v2' } } });
+    assert.equal(patched.status, 200);
+    const second = await revisionStatus(api, created.body.id, patched.body.latest_revision_id, ['DEPLOYED']);
+    const deployment = (await api('GET', `/v2/deployments/${created.body.id}`)).body;
+    assert.equal(deployment.active_revision_id, second.id);
+    assert.equal((await api('GET', `/v2/deployments/${created.body.id}/revisions/${first.id}`)).body.status, 'DEPLOYED');
+    assert.equal((await fetch(`${second.url}/ok`)).status, 200);
+    await assert.rejects(fetch(`${first.url}/ok`), 'the replaced revision no longer serves');
+  });
+
+  test('a code-host revision goes through the build states and records its commit', async () => {
+    const created = await api('POST', '/v2/deployments', {
+      body: {
+        name: 'engine-codehost',
+        source: 'github',
+        source_config: { integration_id: integration.integrationId, repo_url: integration.repoUrl },
+        source_revision_config: { repo_ref: 'main', langgraph_config_path: 'langgraph.json' },
+        secrets: [],
+      },
+    });
+    const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
+    assert.match(revision.source_revision_config.repo_commit_sha, /^[0-9a-f]{40}$/);
+    const statuses = await server.berth.db
+      .selectFrom('deployment_events')
+      .select('status')
+      .where('revision_id', '=', revision.id)
+      .where('kind', '=', 'status')
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      statuses.map((s) => s.status),
+      ['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'],
+    );
+  });
+
+  test('an unhealthy image ends DEPLOY_FAILED with a message a person can act on', async () => {
+    const body = imageDeployment('engine-unhealthy');
+    body.source_revision_config.image_uri = 'registry.local/unhealthy:v1';
+    const created = await api('POST', '/v2/deployments', { body });
+    const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOY_FAILED']);
+    assert.match(revision.status_message, /^Deploy failed: GET \/ok on http:\/\/127\.0\.0\.1:\d+ answered 503/);
+    const deployment = await eventually(async () => {
+      const res = await api('GET', `/v2/deployments/${created.body.id}`);
+      return res.body.status === 'UNUSED' ? res.body : undefined;
+    }, 'deployment to become UNUSED');
+    assert.equal(deployment.active_revision_id, null);
+  });
+
+  test('latest wins: queued older revisions are SKIPPED while one is in flight, then the newest deploys', async () => {
+    runtime.close();
+    try {
+      const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-queue') });
+      const id = created.body.id;
+      await eventually(async () => runtime.waiting.has(created.body.latest_revision_id), 'first revision to start deploying');
+      const patches = [];
+      for (const tag of ['v2', 'v3', 'v4']) {
+        patches.push((await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { image_uri: `registry.local/agent:${tag}` } } })).body);
+      }
+      const newest = patches[2].latest_revision_id;
+      await revisionStatus(api, id, patches[0].latest_revision_id, ['SKIPPED']);
+      await revisionStatus(api, id, patches[1].latest_revision_id, ['SKIPPED']);
+      const queued = await revisionStatus(api, id, newest, ['QUEUED']);
+      assert.match(queued.status_message, /Waiting for revision 1 to finish/);
+      runtime.open();
+      await revisionStatus(api, id, created.body.latest_revision_id, ['DEPLOYED']);
+      await revisionStatus(api, id, newest, ['DEPLOYED']);
+    } finally {
+      runtime.open();
+    }
+  });
+
+  test('interruption stops an in-flight revision at once and lets the next one run', async () => {
+    runtime.close();
+    try {
+      const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-interrupt') });
+      const id = created.body.id;
+      const first = created.body.latest_revision_id;
+      await eventually(async () => runtime.waiting.has(first), 'first revision to start deploying');
+      const next = (await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { image_uri: 'registry.local/agent:v9' } } })).body;
+      const interrupted = await api('POST', `/v2/deployments/${id}/revisions/${first}/interruption`);
+      assert.equal(interrupted.status, 200);
+      assert.equal(interrupted.body.status, 'INTERRUPTED');
+      await eventually(async () => runtime.aborted.includes(first), 'the running step to be aborted');
+      runtime.open();
+      await revisionStatus(api, id, next.latest_revision_id, ['DEPLOYED']);
+      assert.equal((await api('GET', `/v2/deployments/${id}/revisions/${first}`)).body.status, 'INTERRUPTED');
+    } finally {
+      runtime.open();
+    }
+  });
+
+  test('a step that outlives its per-deployment timeout fails with the setting to raise', async () => {
+    runtime.close();
+    try {
+      const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-timeout', { deploy_timeout_seconds: 1 }) });
+      const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOY_FAILED']);
+      assert.match(revision.status_message, /Deploy timed out after 1 s.*source_config\.deploy_timeout_seconds/);
+    } finally {
+      runtime.open();
+    }
+  });
+
+  test('delete tears down what runs, passes through AWAITING_DELETE, then answers 404', async () => {
+    const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-delete') });
+    const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
+    const running = runtime.running().filter((h) => h.endsWith(revision.id));
+    assert.equal(running.length, 1);
+    const deleted = await api('DELETE', `/v2/deployments/${created.body.id}`);
+    assert.equal(deleted.status, 204);
+    assert.equal(deleted.text, '');
+    await eventually(async () => (await api('GET', `/v2/deployments/${created.body.id}`)).status === 404, 'deployment to be gone');
+    assert.equal(runtime.running().filter((h) => h.endsWith(revision.id)).length, 0);
+    await assert.rejects(fetch(`${revision.url}/ok`));
+  });
+
+  test('redeploying a code-host revision reuses its image without building again', async () => {
+    const created = await api('POST', '/v2/deployments', {
+      body: {
+        name: 'engine-rollback',
+        source: 'codehost',
+        source_config: { integration_id: integration.integrationId, repo_url: integration.repoUrl },
+        source_revision_config: { repo_ref: 'main' },
+        secrets: [],
+      },
+    });
+    const first = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOYED']);
+    const redeployed = await api('POST', `/v2/deployments/${created.body.id}/revisions/${first.id}/redeploy`);
+    assert.equal(redeployed.status, 200);
+    const second = await revisionStatus(api, created.body.id, redeployed.body.latest_revision_id, ['DEPLOYED']);
+    assert.equal(second.source_revision_config.repo_commit_sha, first.source_revision_config.repo_commit_sha);
+    const steps = await server.berth.db.selectFrom('engine_step_runs').select('step').where('revision_id', '=', second.id).execute();
+    assert.deepEqual(
+      steps.map((s) => s.step),
+      ['deploy'],
+    );
+  });
+});

@@ -10,8 +10,9 @@ import { LocalContainerRuntime } from '../../src/engine/drivers/local-container/
 import { type Client, client } from '../support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../support/process.js';
 import { eventually } from '../support/runtimes.js';
-import { createPostgresDatabase, postgresUnavailable } from '../support/server.js';
+import { createPostgresDatabase } from '../support/server.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
+import { skippedWithout } from '../support/database.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const IMAGE = 'localhost/berth-test-agent:v1';
@@ -132,12 +133,8 @@ describe('engine recovery with real processes and containers', async () => {
     await stopBerth(berth);
   });
 
-  test('two server processes on one PostgreSQL never run a step of a revision twice at once', async () => {
-    const skip = await postgresUnavailable();
-    if (skip) {
-      process.stdout.write(`# SKIP two processes on PostgreSQL: ${skip}\n`);
-      return;
-    }
+  test('two server processes on one PostgreSQL never run a step of a revision twice at once', async (t) => {
+    if (await skippedWithout('postgres', t)) return;
     const database = await createPostgresDatabase();
     cleanups.push(database.drop);
     const key = `berth_test_${randomUUID()}`;

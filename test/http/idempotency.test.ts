@@ -5,8 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { client } from '../support/http.js';
-import { createPostgresDatabase, type DatabaseKind, postgresUnavailable, startTestServer } from '../support/server.js';
+import { createPostgresDatabase, startTestServer } from '../support/server.js';
 import { describeOnEachDatabase, otherTenants } from '../support/suite.js';
+import { skippedWithout, DATABASE_KINDS } from '../support/database.js';
 
 type Body = Record<string, any>;
 
@@ -238,10 +239,9 @@ describeOnEachDatabase('Idempotency-Key', (ctx) => {
   });
 });
 
-for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
+for (const kind of DATABASE_KINDS) {
   test(`a retry after a restart replays the answer [${kind}]`, async (t) => {
-    const skip = kind === 'postgres' ? await postgresUnavailable() : null;
-    if (skip) return t.skip(skip);
+    if (await skippedWithout(kind, t)) return;
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-idem-'));
     const postgres = kind === 'postgres' ? await createPostgresDatabase() : undefined;
     t.after(async () => {
@@ -262,7 +262,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       first = await client(before.url, { key: before.adminKey })('POST', '/v2/deployments', { body, headers: { 'Idempotency-Key': key } });
       assert.equal(first.status, 201, first.text);
     } finally {
-      await before.berth.close();
+      await before.close();
     }
     const restarted = await startTestServer(kind, options);
     try {

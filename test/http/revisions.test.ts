@@ -5,13 +5,7 @@ import type { RevisionStatus } from '../../src/domain/revision-status.js';
 import { type GitIntegrationFixture, gitIntegration } from '../support/codehost.js';
 import { type Client, client } from '../support/http.js';
 import { describeOnEachDatabase, otherTenants, type SuiteContext } from '../support/suite.js';
-
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
-const DEFAULT_RESOURCE_SPEC = { min_scale: 1, max_scale: 1, cpu: 1, memory_mb: 2048 };
-
-type Body = Record<string, any>;
+import { assertIssue, type Body, DEFAULT_RESOURCE_SPEC, ISO, stopEngine, UNKNOWN_ID, UUID } from '../support/deployments.js';
 
 const uniqueName = (prefix = 'rev') => `${prefix}-${randomUUID().slice(0, 8)}`;
 const secret = (name = 'OPENAI_API_KEY') => ({ name, value: `sv-${randomUUID()}` });
@@ -55,25 +49,8 @@ async function setRevisionStatus(ctx: SuiteContext, revisionId: string, status: 
   await ctx.server.berth.db.updateTable('revisions').set({ status }).where('id', '=', revisionId).execute();
 }
 
-/**
- * These suites test the API on its own, as the brief assumes ("no engine yet"): a running
- * revision engine would move revisions out of CREATING while tests look at them. Written
- * so it compiles whether or not the server has an engine. Deletion is tested, with the
- * engine, in deployments.test.ts.
- */
-async function stopEngine(ctx: SuiteContext): Promise<void> {
-  await (ctx.server.berth as unknown as { engine?: { stop(): Promise<void> } }).engine?.stop();
-}
-
-function assertIssue(res: { status: number; body: any; text: string }, loc: (string | number)[], type?: string): void {
-  assert.equal(res.status, 422, res.text);
-  assert.ok(Array.isArray(res.body.detail), res.text);
-  const issue = res.body.detail.find((d: { loc: unknown }) => JSON.stringify(d.loc) === JSON.stringify(loc));
-  assert.ok(issue, `expected an issue at ${JSON.stringify(loc)} in ${res.text}`);
-  if (type) assert.equal(issue.type, type, res.text);
-}
-
 describeOnEachDatabase('revisions', (ctx) => {
+  // The API on its own: a running engine would move revisions out of CREATING while tests look (deletion, with the engine, is in deployments-delete.test.ts).
   before(() => stopEngine(ctx()));
   let integration: GitIntegrationFixture;
   before(async () => {

@@ -8,14 +8,14 @@ import { KEYED_VALUES } from '../../src/operations/encrypted-values.js';
 import { Encryptor } from '../../src/security/encryption.js';
 import { createIdempotencyService } from '../../src/services/idempotency.js';
 import { migrateToLatest, openDatabase } from '../../src/store/database.js';
-import { createPostgresDatabase, type DatabaseKind, postgresUnavailable } from '../support/server.js';
+import { createPostgresDatabase } from '../support/server.js';
+import { skippedWithout, DATABASE_KINDS } from '../support/database.js';
 
 // The whole rotation (with a running server) is test/operations/rotate-encryption-key.test.ts;
 // this checks that idempotency keys, replays included, survive it.
-for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
+for (const kind of DATABASE_KINDS) {
   test(`key rotation re-encrypts idempotency keys, which replay under the new key [${kind}]`, async (t) => {
-    const skip = kind === 'postgres' ? await postgresUnavailable() : null;
-    if (skip) return t.skip(skip);
+    if (await skippedWithout(kind, t)) return;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-idem-rotation-'));
     const postgres = kind === 'postgres' ? await createPostgresDatabase() : undefined;
     const db = openDatabase(postgres ? { kind: 'postgres', url: postgres.url } : { kind: 'sqlite', file: path.join(dir, 'berth.db') });

@@ -19,8 +19,9 @@ import { runCommand } from '../support/commands.js';
 import { client } from '../support/http.js';
 import { spawnBerth, stopBerth } from '../support/process.js';
 import { eventually } from '../support/runtimes.js';
-import { createPostgresDatabase, type DatabaseKind, postgresUnavailable } from '../support/server.js';
+import { createPostgresDatabase, type DatabaseKind } from '../support/server.js';
 import { deadline } from '../support/deadline.js';
+import { skippedWithout } from '../support/database.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const TERMINAL = new Set(['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED']);
@@ -239,8 +240,7 @@ describe('berth rotate-encryption-key', () => {
   });
 
   test('PostgreSQL with BERTH_ENCRYPTION_KEY: re-encrypts every secret and leaves the generated key for the operator', async (t) => {
-    const unavailable = await postgresUnavailable();
-    if (unavailable) return t.skip(unavailable);
+    if (await skippedWithout('postgres', t)) return;
     const dataDir = tempDir();
     const postgres = await createPostgresDatabase();
     const oldKey = hexKey();

@@ -7,6 +7,8 @@ import { Writable } from 'node:stream';
 import type { Config } from '../../src/config.js';
 import { DEFAULT_LIMITS, type RequestLimits } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
+import { tempBuildDir } from './build-sandbox.js';
+import { deadline } from './deadline.js';
 import { testConfig } from './config.js';
 import { FakeBuildDriver } from './drivers/fake-build.js';
 import { InProcessRuntime } from './drivers/in-process.js';
@@ -19,16 +21,23 @@ export const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://p
 
 let postgresProbe: Promise<string | null> | undefined;
 
-/** Null when PostgreSQL answers; otherwise why it cannot be used (tests then skip and say so). */
+/** What a refused or unanswerable connection says when nothing listens there at all. */
+const ABSENT = new Set(['ECONNREFUSED', 'ENOENT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+/**
+ * Null when PostgreSQL can be used; otherwise why not (tests then skip and say so). Only a
+ * server that is not there counts: one that answers slowly (a busy machine) or refuses the
+ * login is left to fail the tests that use it, where the cause shows, rather than skip them.
+ */
 export function postgresUnavailable(): Promise<string | null> {
   postgresProbe ??= (async () => {
-    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 3000 });
+    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: deadline(10_000) });
     try {
       await client.connect();
-      await client.query('select 1');
       return null;
     } catch (error) {
-      return `PostgreSQL at ${POSTGRES_ADMIN_URL} is not reachable (${(error as Error).message})`;
+      const code = (error as NodeJS.ErrnoException).code ?? '';
+      return ABSENT.has(code) ? `no PostgreSQL server at ${POSTGRES_ADMIN_URL} (${(error as Error).message})` : null;
     } finally {
       await client.end().catch(() => {});
     }
@@ -101,6 +110,8 @@ export interface TestServerOptions {
  */
 export async function startTestServer(kind: DatabaseKind, options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-test-'));
+  // Never the host's /var/lib/berth-build: a test that builds mounts workspaces' disks here, released on close.
+  const builds = await tempBuildDir();
   const postgres =
     kind === 'postgres' ? (options.postgresUrl ? { url: options.postgresUrl, drop: async () => {} } : await createPostgresDatabase()) : undefined;
   const adminKey = options.bootstrapApiKey ?? `berth_test_${randomUUID()}`;
@@ -109,6 +120,7 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     {
       PORT: '0',
       BERTH_DATA_DIR: dataDir,
+      BERTH_BUILD_DIR: builds.path,
       BERTH_BOOTSTRAP_API_KEY: adminKey,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info',
       BERTH_ENGINE: options.engine === false ? 'off' : 'on',
@@ -132,15 +144,33 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
       callback();
     },
   });
-  const berth = await startBerth(config, createLogger(config.logLevel, sink), {
-    builder: new FakeBuildDriver(),
-    ...options.overrides,
-    runtime,
-    engineSettings: { leaseMs: 3000, sweepMs: 250, ...options.overrides?.engineSettings },
-  });
+  let berth: Berth | undefined;
+  // Every step runs even when one before it fails: a failed start or close leaves nothing behind.
+  const release = () =>
+    inTurn(
+      () => berth?.close(),
+      () => (runtime instanceof InProcessRuntime ? runtime.closeAll() : undefined),
+      () => postgres?.drop(),
+      () => builds.remove(),
+      () => fs.rmSync(dataDir, { recursive: true, force: true }),
+    );
+  try {
+    berth = await startBerth(config, createLogger(config.logLevel, sink), {
+      builder: new FakeBuildDriver(),
+      ...options.overrides,
+      runtime,
+      engineSettings: { leaseMs: 3000, sweepMs: 250, ...options.overrides?.engineSettings },
+    });
+  } catch (error) {
+    await release().catch(() => {});
+    throw error;
+  }
   const address = berth.address;
   const principal = await berth.services.tenancy.authenticate(adminKey);
-  if (!principal?.boundWorkspaceId) throw new Error('bootstrap did not create a bound admin key');
+  if (!principal?.boundWorkspaceId) {
+    await release().catch(() => {});
+    throw new Error('bootstrap did not create a bound admin key');
+  }
   return {
     kind,
     url: address,
@@ -151,11 +181,19 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     dataDir,
     logs,
     runtime,
-    async close() {
-      await berth.close();
-      if (runtime instanceof InProcessRuntime) await runtime.closeAll();
-      await postgres?.drop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
+    close: release,
   };
+}
+
+/** Runs every step, in order, then throws the first error any of them threw. */
+async function inTurn(...steps: (() => unknown)[]): Promise<void> {
+  const errors: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      errors.push(error);
+    }
+  }
+  if (errors.length > 0) throw errors[0];
 }

@@ -1,6 +1,7 @@
-import { after, before, describe } from 'node:test';
+import { after, before } from 'node:test';
+import { describeEachDatabase } from './database.js';
 import { type Client, client } from './http.js';
-import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from './server.js';
+import { startTestServer, type TestServer, type TestServerOptions } from './server.js';
 
 export interface SuiteContext {
   server: TestServer;
@@ -10,33 +11,29 @@ export interface SuiteContext {
   anonymous: Client;
 }
 
+type Body = (ctx: () => SuiteContext) => void;
+
 /**
  * Runs the same suite against SQLite and PostgreSQL, each with its own fresh server.
- * PostgreSQL suites skip, saying why, only when no PostgreSQL server answers.
+ * PostgreSQL suites skip, saying why, only when no PostgreSQL server is there. `options`
+ * are the servers' (`{ engine: false }` for a suite in which only its tests write).
  */
-export function describeOnEachDatabase(name: string, body: (ctx: () => SuiteContext) => void): void {
-  for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
-    describe(`${name} [${kind}]`, async () => {
-      const skip = kind === 'postgres' ? await postgresUnavailable() : null;
-      if (skip) {
-        process.stdout.write(`# SKIP ${name} [postgres]: ${skip}\n`);
-        describe('skipped', { skip }, () => {});
-        return;
-      }
-      let context: SuiteContext | undefined;
-      before(async () => {
-        const server = await startTestServer(kind);
-        context = { server, api: client(server.url, { key: server.adminKey }), anonymous: client(server.url) };
-      });
-      after(async () => {
-        await context?.server.close();
-      });
-      body(() => {
-        if (!context) throw new Error('suite context used before setup');
-        return context;
-      });
+export function describeOnEachDatabase(name: string, ...args: [body: Body] | [options: TestServerOptions, body: Body]): void {
+  const [options, body] = args.length === 1 ? [{}, args[0]] : args;
+  describeEachDatabase(name, (kind) => {
+    let context: SuiteContext | undefined;
+    before(async () => {
+      const server = await startTestServer(kind, options);
+      context = { server, api: client(server.url, { key: server.adminKey }), anonymous: client(server.url) };
     });
-  }
+    after(async () => {
+      await context?.server.close();
+    });
+    body(() => {
+      if (!context) throw new Error('suite context used before setup');
+      return context;
+    });
+  });
 }
 
 /**
