@@ -103,6 +103,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
       {
         revisionsKept: config.revisionsKept,
         idempotencyKeyTtlMs: config.idempotencyKeyTtlMs,
+        sessionTtlMs: config.sessionTtlMs,
         codehost: codehostOptions(config),
         uploadStore,
         uploadLimits: config.uploads,

@@ -514,6 +514,44 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/sessions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign in: exchange the API key for a session cookie
+     * @description Answers the session and sets the `berth_session` cookie (HttpOnly, SameSite=Strict, Secure over https) that authenticates later requests sent without a key; writes made with it need `X-CSRF-Token` set to `csrf_token`. The session lasts BERTH_SESSION_HOURS, until sign-out, or until its key is revoked. The key itself is not kept by the browser.
+     */
+    post: operations['createSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/current': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The session of the request: who is signed in, what they may do, and the CSRF token */
+    get: operations['getCurrentSession'];
+    put?: never;
+    post?: never;
+    /** Sign out: end the session of the request */
+    delete: operations['deleteCurrentSession'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/integrations/codehost': {
     parameters: {
       query?: never;
@@ -1034,6 +1072,7 @@ export interface components {
       | 'listener_protocol_unsupported'
       | 'api_key_missing'
       | 'api_key_invalid'
+      | 'session_invalid'
       | 'webhook_signature_invalid'
       | 'admin_key_required'
       | 'role_forbids'
@@ -1043,6 +1082,7 @@ export interface components {
       | 'listener_key_forbidden'
       | 'listener_key_required'
       | 'image_not_in_workspace'
+      | 'csrf_token_invalid'
       | 'route_not_found'
       | 'deployment_not_found'
       | 'revision_not_found'
@@ -1051,6 +1091,7 @@ export interface components {
       | 'provider_not_found'
       | 'workspace_not_found'
       | 'api_key_not_found'
+      | 'session_not_found'
       | 'request_timeout'
       | 'idempotency_key_in_progress'
       | 'deployment_name_taken'
@@ -1575,6 +1616,42 @@ export interface components {
       name: string;
       value: string;
     };
+    /** Session */
+    Session: {
+      /** Format: uuid */
+      id: string;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      expires_at: string;
+      /** @description Send it as `X-CSRF-Token` with every write made with the session's cookie. */
+      csrf_token: string;
+      key: {
+        /** Format: uuid */
+        id: string;
+        name: string;
+        /** @enum {string} */
+        role: 'admin' | 'member' | 'read_only' | 'deployer';
+      };
+      /** Format: uuid */
+      organization_id: string;
+      /**
+       * Format: uuid
+       * @description The key's workspace; null for organization keys, which send `X-Tenant-Id`.
+       */
+      workspace_id: string | null;
+      /** @description Whether the key may act in other workspaces of its organization with `X-Tenant-Id`. */
+      can_switch_workspace: boolean;
+      /** @description What the key's role may call, as `METHOD /path` (OpenAPI's spelling); for `deployer` keys the deployment routes hold only on `deployment_ids`. */
+      allowed: string[];
+      /** @description For `deployer` keys: the deployments the key may act on; empty for other roles. */
+      deployment_ids: string[];
+    };
+    /**
+     * SessionCreate
+     * @description Nothing to send: the API key of the request opens the session.
+     */
+    SessionCreate: Record<string, never>;
     /** SourceConfig */
     SourceConfig: {
       integration_id: string | null;
@@ -1764,7 +1841,7 @@ export interface operations {
           'application/json': components['schemas']['DeploymentPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -1773,7 +1850,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1836,7 +1913,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -1845,7 +1922,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `image_not_in_workspace`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `image_not_in_workspace`, `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1947,7 +2024,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -1956,7 +2033,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2015,7 +2092,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2024,7 +2101,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2107,7 +2184,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2116,7 +2193,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `image_not_in_workspace`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `image_not_in_workspace`, `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2200,7 +2277,7 @@ export interface operations {
           'application/json': components['schemas']['RevisionPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2209,7 +2286,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2283,7 +2360,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2292,7 +2369,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2380,7 +2457,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2389,7 +2466,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2460,7 +2537,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2469,7 +2546,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2556,7 +2633,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2565,7 +2642,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2657,7 +2734,7 @@ export interface operations {
           'application/json': components['schemas']['LogPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2666,7 +2743,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2729,7 +2806,7 @@ export interface operations {
           'application/json': components['schemas']['LogPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2738,7 +2815,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2801,7 +2878,7 @@ export interface operations {
           'application/json': components['schemas']['LogPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2810,7 +2887,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2872,7 +2949,7 @@ export interface operations {
           'application/json': components['schemas']['LogPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2881,7 +2958,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2940,7 +3017,7 @@ export interface operations {
           'application/json': components['schemas']['Timeline'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2949,7 +3026,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3001,7 +3078,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3010,7 +3087,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3071,7 +3148,7 @@ export interface operations {
           'application/json': components['schemas']['ListenerPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3080,7 +3157,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3134,7 +3211,7 @@ export interface operations {
           'application/json': components['schemas']['CreatedListener'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3143,7 +3220,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3219,7 +3296,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3228,7 +3305,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3288,7 +3365,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3297,7 +3374,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3391,7 +3468,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3400,7 +3477,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3488,7 +3565,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3497,7 +3574,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3566,7 +3643,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3575,7 +3652,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3644,7 +3721,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3653,7 +3730,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3709,7 +3786,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthProvider'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3718,7 +3795,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3769,7 +3846,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthProvider'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3778,7 +3855,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3847,7 +3924,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3856,7 +3933,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3918,7 +3995,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthProviderDeleted'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3927,7 +4004,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4003,7 +4080,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthProvider'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4012,7 +4089,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4077,7 +4154,7 @@ export interface operations {
           'application/json': components['schemas']['Workspace'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4086,7 +4163,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4140,7 +4217,7 @@ export interface operations {
           'application/json': components['schemas']['Workspace'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4149,7 +4226,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4212,7 +4289,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4221,7 +4298,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4275,7 +4352,7 @@ export interface operations {
           'application/json': components['schemas']['CreatedApiKey'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4284,7 +4361,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4356,7 +4433,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4365,7 +4442,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4445,7 +4522,7 @@ export interface operations {
           'application/json': components['schemas']['AuditEntryPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4454,8 +4531,197 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  createSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description Nothing to send: the API key of the request opens the session. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SessionCreate'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Session'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getCurrentSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Session'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `session_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  deleteCurrentSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No content */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `session_not_found` */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -4517,7 +4783,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4526,7 +4792,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4589,7 +4855,7 @@ export interface operations {
           'application/json': components['schemas']['Installation'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4598,7 +4864,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4658,7 +4924,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4667,7 +4933,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4727,7 +4993,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4736,7 +5002,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4813,7 +5079,7 @@ export interface operations {
           'application/json': components['schemas']['Repository'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4822,7 +5088,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4910,7 +5176,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4919,7 +5185,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5002,7 +5268,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5011,7 +5277,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
