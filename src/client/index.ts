@@ -26,6 +26,8 @@ export class BerthApiError extends Error {
     readonly operation: string,
     /** The server's `Retry-After`, when it sent one. */
     readonly retryAfterSeconds?: number,
+    /** The answer's `X-Request-Id`, to quote when asking an operator what happened. */
+    readonly requestId?: string,
   ) {
     super(`${operation}: ${status === 0 ? detail : `${status} ${code}: ${detail}`}`);
     this.name = 'BerthApiError';
@@ -119,7 +121,11 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch: fetchImpl }: BerthClientOptions) {
   const api: Client<paths> = createClient<paths>({
     baseUrl: baseUrl.replace(/\/+$/, ''),
-    headers: { ...(apiKey ? { 'x-api-key': apiKey } : {}), ...(tenantId ? { 'x-tenant-id': tenantId } : {}), ...(csrfToken ? { 'x-csrf-token': csrfToken } : {}) },
+    headers: {
+      ...(apiKey ? { 'x-api-key': apiKey } : {}),
+      ...(tenantId ? { 'x-tenant-id': tenantId } : {}),
+      ...(csrfToken ? { 'x-csrf-token': csrfToken } : {}),
+    },
     ...(apiKey ? {} : { credentials: 'same-origin' as const }),
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
   });
@@ -147,7 +153,14 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
     if (!answer.response.ok) {
       const { code, detail } = detailOf(answer.error, answer.response.statusText || 'request failed');
       const retryAfter = Number(answer.response.headers.get('retry-after') ?? Number.NaN);
-      throw new BerthApiError(answer.response.status, code, detail, operation, Number.isFinite(retryAfter) ? retryAfter : undefined);
+      throw new BerthApiError(
+        answer.response.status,
+        code,
+        detail,
+        operation,
+        Number.isFinite(retryAfter) ? retryAfter : undefined,
+        answer.response.headers.get('x-request-id') ?? undefined,
+      );
     }
     return answer;
   }

@@ -54,7 +54,15 @@ export interface AppOptions {
   dashboardDir?: string;
 }
 
-export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publicUrl, registry, metrics, dashboardDir }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({
+  services,
+  logger,
+  limits = DEFAULT_LIMITS,
+  publicUrl,
+  registry,
+  metrics,
+  dashboardDir,
+}: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: limits.bodyLimitBytes,

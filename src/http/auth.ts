@@ -78,8 +78,7 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
     } else {
       if (!key) {
         throw (
-          guard?.recordFailure(request) ??
-          fail('api_key_missing', "Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.")
+          guard?.recordFailure(request) ?? fail('api_key_missing', "Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.")
         );
       }
       principal = await tenancy.authenticate(key);
@@ -120,7 +119,10 @@ function requireCsrfToken(request: FastifyRequest, session: SessionRecord): void
   const sent = Array.isArray(header) ? header[0] : header;
   const expected = Buffer.from(session.csrfToken).toString('hex');
   if (!sent || !digestsEqual(Buffer.from(sent).toString('hex'), expected)) {
-    throw fail('csrf_token_invalid', "A write made with a session cookie needs the session's CSRF token in the 'X-CSRF-Token' header (GET /v1/sessions/current).");
+    throw fail(
+      'csrf_token_invalid',
+      "A write made with a session cookie needs the session's CSRF token in the 'X-CSRF-Token' header (GET /v1/sessions/current).",
+    );
   }
 }
 

@@ -19,12 +19,20 @@ interface SignedIn {
   setCookie: string;
   session: any;
   /** A request with the session cookie (and no key), the CSRF token only when `csrf` is given. */
-  call(method: string, path: string, options?: { body?: unknown; csrf?: string; tenant?: string }): Promise<{ status: number; body: any; text: string; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    options?: { body?: unknown; csrf?: string; tenant?: string },
+  ): Promise<{ status: number; body: any; text: string; headers: Headers }>;
 }
 
 /** Signs in with `key` as a browser would, keeping the cookie. */
 async function signIn(baseUrl: string, key: string, headers: Record<string, string> = {}): Promise<SignedIn> {
-  const res = await fetch(`${baseUrl}/v1/sessions`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json', ...headers }, body: '{}' });
+  const res = await fetch(`${baseUrl}/v1/sessions`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json', ...headers },
+    body: '{}',
+  });
   assert.equal(res.status, 201, await res.clone().text());
   const setCookie = res.headers.getSetCookie().find((line) => line.startsWith('berth_session='));
   assert.ok(setCookie, 'the answer sets the session cookie');
@@ -108,7 +116,11 @@ describeOnEachDatabase('dashboard sessions', (ctx) => {
   test('an expired session, a revoked key and a forged cookie get 401', async () => {
     const { server, api } = ctx();
     const expiring = await signIn(server.url, server.adminKey);
-    await server.berth.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', expiring.session.id).execute();
+    await server.berth.db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('id', '=', expiring.session.id)
+      .execute();
     const expired = await expiring.call('GET', '/v2/deployments');
     assert.deepEqual([expired.status, expired.body.code], [401, 'session_invalid']);
 
@@ -147,13 +159,22 @@ describeOnEachDatabase('dashboard sessions', (ctx) => {
     assert.equal(signedIn.session.key.role, 'read_only');
     assert.equal(signedIn.session.can_switch_workspace, false);
     assert.ok(signedIn.session.allowed.includes('GET /v2/deployments'));
-    assert.ok(!signedIn.session.allowed.some((route: string) => route.startsWith('POST /v2/') || route.startsWith('DELETE /v2/')), signedIn.session.allowed.join());
+    assert.ok(
+      !signedIn.session.allowed.some((route: string) => route.startsWith('POST /v2/') || route.startsWith('DELETE /v2/')),
+      signedIn.session.allowed.join(),
+    );
     const refused = await signedIn.call('POST', '/v2/deployments', { body: imageDeployment('ro-write'), csrf: signedIn.session.csrf_token });
     assert.deepEqual([refused.status, refused.body.code], [403, 'role_forbids']);
 
-    const listener = await api('POST', '/v2/listeners', { body: { compute_type: 'k8s', compute_id: `session-${randomUUID()}`, compute_config: { k8s_namespaces: ['ns'] } } });
+    const listener = await api('POST', '/v2/listeners', {
+      body: { compute_type: 'k8s', compute_id: `session-${randomUUID()}`, compute_config: { k8s_namespaces: ['ns'] } },
+    });
     assert.equal(listener.status, 201, listener.text);
-    const asListener = await fetch(`${server.url}/v1/sessions`, { method: 'POST', headers: { 'x-api-key': listener.body.listener_key, 'content-type': 'application/json' }, body: '{}' });
+    const asListener = await fetch(`${server.url}/v1/sessions`, {
+      method: 'POST',
+      headers: { 'x-api-key': listener.body.listener_key, 'content-type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(asListener.status, 403);
     assert.equal(asListener.headers.getSetCookie().length, 0);
     // A workspace with a listener needs it named by every new deployment; the next tests make deployments.
@@ -189,7 +210,10 @@ describe('dashboard sessions behind an https proxy', () => {
 
   test('the cookie is Secure when the request came over https, and lasts BERTH_SESSION_HOURS', async () => {
     const signedIn = await signIn(server.url, server.adminKey, { 'x-forwarded-proto': 'https' });
-    assert.ok(signedIn.setCookie.split(';').some((part) => part.trim().toLowerCase() === 'secure'), signedIn.setCookie);
+    assert.ok(
+      signedIn.setCookie.split(';').some((part) => part.trim().toLowerCase() === 'secure'),
+      signedIn.setCookie,
+    );
     const hours = (Date.parse(signedIn.session.expires_at) - Date.parse(signedIn.session.created_at)) / 3_600_000;
     assert.equal(hours, 2);
   });
