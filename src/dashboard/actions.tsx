@@ -72,7 +72,7 @@ export function Actions({
       )}
       {can.redeploy && revision && (
         <button type="button" disabled={busy} onClick={() => void run(() => client.revisions.redeploy(id, revision.id))}>
-          {revision.id === deployment.active_revision_id ? 'Redeploy' : `Roll back to #${revision.revision_number}`}
+          {redeployLabel(deployment, revision)}
         </button>
       )}
       {can.interrupt && revision && (
@@ -121,4 +121,10 @@ export function Actions({
       )}
     </div>
   );
+}
+
+/** Redeploying the revision that serves restarts it; redeploying an earlier one that served is a rollback. */
+function redeployLabel(deployment: Deployment, revision: Revision): string {
+  if (revision.id === deployment.active_revision_id) return 'Redeploy';
+  return revision.status === 'DEPLOYED' ? `Roll back to #${revision.revision_number}` : `Redeploy #${revision.revision_number}`;
 }
