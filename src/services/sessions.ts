@@ -55,7 +55,7 @@ export function createSessionService(db: Db, options: SessionOptions) {
         // Ended sessions authenticate no one; removing them here keeps the table to the live ones.
         await repo.deleteSessionsEndedBefore(trx, iso(at));
         await repo.insertSession(trx, row);
-        await recordChange(trx, principal, { action: 'session.create', target: { type: 'session', id: row.id, name: principal.keyName } });
+        await recordChange(trx, ofKey(principal), { action: 'session.create', target: { type: 'session', id: row.id, name: principal.keyName } });
       });
       return { secret: value, session: view(principal, toRecord(row)) };
     },
@@ -90,13 +90,16 @@ export function createSessionService(db: Db, options: SessionOptions) {
       if (!session) throw noSession();
       await db.transaction().execute(async (trx) => {
         if (!(await repo.revokeSession(trx, session.id, iso(now())))) throw noSession();
-        await recordChange(trx, principal, { action: 'session.revoke', target: { type: 'session', id: session.id, name: principal.keyName } });
+        await recordChange(trx, ofKey(principal), { action: 'session.revoke', target: { type: 'session', id: session.id, name: principal.keyName } });
       });
     },
   };
 }
 
 export type SessionService = ReturnType<typeof createSessionService>;
+
+/** A session is its key's: its audit rows go to the key's workspace (the organization's, for keys bound to none). */
+const ofKey = (principal: Principal) => ({ ...principal, ...(principal.boundWorkspaceId ? { workspaceId: principal.boundWorkspaceId } : {}) });
 
 const noSession = () => fail('session_not_found', 'This request carries no session: sign in with POST /v1/sessions and send its cookie.');
 

@@ -81,8 +81,8 @@ describeOnEachDatabase('dashboard sessions', (ctx) => {
     assert.equal(rows.length, 1);
     assert.equal(rows[0]!.secret_hash, hashApiKey(signedIn.secret));
     assert.ok(!JSON.stringify(rows).includes(signedIn.secret), 'the secret itself is not stored');
-    const audit = await server.berth.db.selectFrom('audit_log').select(['action']).where('target_id', '=', session.id).execute();
-    assert.deepEqual(audit, [{ action: 'session.create' }]);
+    const audit = await server.berth.db.selectFrom('audit_log').select(['action', 'workspace_id']).where('target_id', '=', session.id).execute();
+    assert.deepEqual(audit, [{ action: 'session.create', workspace_id: server.workspaceId }], "recorded in the key's workspace");
 
     const current = await signedIn.call('GET', '/v1/sessions/current');
     assert.equal(current.status, 200, current.text);
