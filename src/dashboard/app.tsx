@@ -3,6 +3,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { WorkplaceContext, withQuery } from './context.js';
 import { DeploymentPage } from './deployment.js';
 import { DeploymentsPage } from './deployments.js';
+import { LogsPage } from './logs.js';
 import { currentSession, describeError, type Session, sessionClient } from './session.js';
 import { SignIn } from './sign-in.js';
 import { TopBar } from './top-bar.js';
@@ -50,6 +51,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut(): void
             <Route path="/deployments" component={DeploymentsPage} />
             <Route path="/deployments/:deploymentId" component={DeploymentPage} />
             <Route path="/deployments/:deploymentId/revisions/:revisionId" component={DeploymentPage} />
+            <Route path="/deployments/:deploymentId/revisions/:revisionId/logs" component={LogsPage} />
             <Route default component={NotFound} />
           </Router>
         ) : (

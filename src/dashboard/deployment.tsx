@@ -94,6 +94,7 @@ export function DeploymentPage() {
             Revision {selected ? `#${selected.revision_number}` : shortId(revisionId)}{' '}
             <span class={`connection connection-${events.connection}`}>{events.connection}</span>
           </h2>
+          {revisionId && <a href={link(`/deployments/${deployment.id}/revisions/${revisionId}/logs`)}>Logs of this revision</a>}
           {events.error && (
             <p role="alert" class="error">
               {events.error}

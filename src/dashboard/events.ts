@@ -6,7 +6,7 @@ import { describeError } from './session.js';
 export type StatusEvent = Extract<DeploymentEvent, { event: 'status' }>;
 export type LogEvent = Extract<DeploymentEvent, { event: 'log' }>;
 
-/** Log lines kept per deployment on screen; the full logs stay on the server. */
+/** Log lines kept per deployment on screen by default; the full logs stay on the server. */
 const LOG_LINES_KEPT = 500;
 
 export interface DeploymentEvents {
@@ -27,6 +27,7 @@ export function useDeploymentEvents(
   deploymentId: string,
   onStatus: (event: StatusEvent) => void,
   onSignedOut: () => void,
+  linesKept = LOG_LINES_KEPT,
 ): DeploymentEvents {
   const [state, setState] = useState<DeploymentEvents>({ statuses: [], logs: [], connection: 'connecting', error: null });
 
@@ -57,7 +58,7 @@ export function useDeploymentEvents(
             onStatus(event);
           } else {
             logs.push(event);
-            if (logs.length > LOG_LINES_KEPT * 2) logs = logs.slice(-LOG_LINES_KEPT);
+            if (logs.length > linesKept * 2) logs = logs.slice(-linesKept);
           }
           pending ??= setTimeout(flush, 16);
         }
@@ -73,7 +74,7 @@ export function useDeploymentEvents(
       if (pending) clearTimeout(pending);
     };
     // onStatus and onSignedOut are callbacks of the page; a new stream only for another deployment.
-  }, [client, deploymentId]);
+  }, [client, deploymentId, linesKept]);
 
   return state;
 }

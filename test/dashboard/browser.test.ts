@@ -108,6 +108,19 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
       await page.getByRole('heading', { name: 'Why it failed' }).waitFor();
       await page.locator('.failure').getByText('/ok', { exact: false }).first().waitFor();
 
+      // Its logs: every line of the revision, then filtered by level and by a search, all on the page.
+      await page.getByRole('link', { name: 'Logs of this revision' }).click();
+      const log = page.getByTestId('log');
+      await log.getByText('Started localhost/unhealthy:v1').waitFor();
+      await page.getByLabel('Search').fill('answered 503');
+      await log.getByText('Started localhost/unhealthy:v1').waitFor({ state: 'detached' });
+      await log.getByText('answered 503').first().waitFor();
+      await page.getByLabel('Search').fill('');
+      await page.getByLabel('Level').selectOption('ERROR');
+      await log.getByText('Started localhost/unhealthy:v1').waitFor({ state: 'detached' });
+      assert.ok((await log.locator('.line').count()) >= 1, 'the failure is logged at ERROR or above');
+      assert.ok(!(await log.innerText()).includes('\x1b'), 'no raw escape codes');
+
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByLabel('API key').waitFor();
       const after = await page.evaluate(async () => (await fetch('/v1/sessions/current')).status);
