@@ -8,6 +8,7 @@ import { build } from 'vite';
 import { client } from '../support/http.js';
 import { deadline } from '../support/deadline.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { seriousViolations } from './axe.js';
 
 /** Debian's chromium (scripts/setup-browser.sh installs it): no test downloads a browser. */
 const CHROMIUM = process.env.BERTH_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -46,10 +47,19 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
     if (outDir) fs.rmSync(outDir, { recursive: true, force: true });
   });
 
+  /** Serious and critical axe violations of every screen visited, as `screen: rule: elements`. */
+  const violations: string[] = [];
+  async function checkAccessibility(page: Page, screen: string) {
+    violations.push(...(await seriousViolations(page)).map((line) => `${screen}: ${line}`));
+  }
+
   async function signedIn(key: string, at = '/'): Promise<Page> {
-    const page = await (await browser.newContext()).newPage();
+    // bypassCSP: only so the accessibility check can inject axe-core; the dashboard's own code needs nothing inline.
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage();
     page.setDefaultTimeout(WAIT);
     await page.goto(`${server.url}${at}`);
+    await page.getByLabel('API key').waitFor();
+    await checkAccessibility(page, 'sign-in');
     await page.getByLabel('API key').fill(key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByTestId('who').waitFor();
@@ -63,6 +73,7 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
       const page = await signedIn(server.adminKey);
       assert.equal(new URL(page.url()).pathname, '/deployments');
       await page.getByText('berth deploy --name my-agent').waitFor();
+      await checkAccessibility(page, 'empty deployments list');
       await page.getByText('langgraph deploy --remote').waitFor();
       // The key is nowhere the page's scripts can read it; the session cookie is HttpOnly.
       const stored = await page.evaluate(() => JSON.stringify({ cookie: document.cookie, local: { ...localStorage }, session: { ...sessionStorage } }));
@@ -83,6 +94,7 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
         .filter({ hasText: created.body.latest_revision_id.slice(0, 8) })
         .waitFor();
       await page.getByRole('button', { name: 'Delete…' }).waitFor();
+      await checkAccessibility(page, 'deployment');
 
       // A new revision from the page: the open page follows it from its first status to DEPLOYED.
       await page.getByRole('button', { name: 'New revision' }).click();
@@ -96,6 +108,7 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
       // The list finds it by name; a search with no match says so.
       await page.getByRole('link', { name: 'Deployments' }).click();
       await page.getByRole('link', { name: 'browser-agent' }).waitFor();
+      await checkAccessibility(page, 'deployments list');
       await page.getByLabel('Name contains').fill('nothing-like-it');
       await page.getByRole('button', { name: 'Search' }).click();
       await page.getByText('No deployment matches.').waitFor();
@@ -106,12 +119,14 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
       await page.goto(`${server.url}/deployments/${failing.body.id}`);
       await page.locator('[data-testid=timeline] li[data-status=DEPLOY_FAILED]').waitFor();
       await page.getByRole('heading', { name: 'Why it failed' }).waitFor();
+      await checkAccessibility(page, 'failed revision');
       await page.locator('.failure').getByText('/ok', { exact: false }).first().waitFor();
 
       // Its logs: every line of the revision, then filtered by level and by a search, all on the page.
       await page.getByRole('link', { name: 'Logs of this revision' }).click();
       const log = page.getByTestId('log');
       await log.getByText('Started localhost/unhealthy:v1').waitFor();
+      await checkAccessibility(page, 'logs');
       await page.getByLabel('Search').fill('answered 503');
       await log.getByText('Started localhost/unhealthy:v1').waitFor({ state: 'detached' });
       await log.getByText('answered 503').first().waitFor();
@@ -125,6 +140,7 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
       await page.getByLabel('API key').waitFor();
       const after = await page.evaluate(async () => (await fetch('/v1/sessions/current')).status);
       assert.equal(after, 401, 'the session ended with sign-out');
+      assert.deepEqual(violations, [], 'no serious or critical accessibility violation on any screen');
     },
   );
 
