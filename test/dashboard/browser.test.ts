@@ -158,4 +158,37 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
   });
+  test('an admin key switches workspace and pages through it; the URL keeps both', { timeout: deadline(2 * 60_000) }, async () => {
+    const api = client(server.url, { key: server.adminKey });
+    const workspace = await api('POST', '/v1/workspaces', { body: { name: 'staging' } });
+    assert.equal(workspace.status, 201, workspace.text);
+    for (let n = 1; n <= 21; n += 1) {
+      const name = `staging-${String(n).padStart(2, '0')}`;
+      const made = await api('POST', '/v2/deployments', { body: imageDeployment(name, 'localhost/berth-test-agent:v1'), tenant: workspace.body.id });
+      assert.equal(made.status, 201, made.text);
+    }
+    const page = await signedIn(server.adminKey);
+    await page.getByLabel('Workspace').selectOption({ label: 'staging' });
+    await page
+      .getByRole('link', { name: /^staging-\d+$/ })
+      .first()
+      .waitFor();
+    assert.equal(new URL(page.url()).searchParams.get('workspace'), workspace.body.id);
+    assert.equal(await page.locator('table.deployments tbody tr').count(), 20);
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByText('Page 2').waitFor();
+    await page.locator('table.deployments tbody tr').first().waitFor();
+    assert.equal(await page.locator('table.deployments tbody tr').count(), 1);
+
+    // The URL is the state: opened afresh, it shows the same page of the same workspace.
+    const url = page.url();
+    assert.equal(new URL(url).searchParams.get('page'), '1');
+    await page.goto(url);
+    await page.getByText('Page 2').waitFor();
+    const only = page.locator('table.deployments tbody tr a').first();
+    const name = await only.innerText();
+    await only.click();
+    await page.getByRole('heading', { name }).waitFor();
+    assert.equal(new URL(page.url()).searchParams.get('workspace'), workspace.body.id, 'links keep the workspace');
+  });
 });
