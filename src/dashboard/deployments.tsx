@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Deployment } from '../client/index.js';
 import { useWorkplace } from './context.js';
 import { formatTime, shortId } from './format.js';
-import { describeError } from './session.js';
+import { describeError, may } from './session.js';
 import { DEPLOYMENT_STATUSES, StatusBadge } from './status.js';
 import { BerthApiError } from '../client/index.js';
 
@@ -21,8 +21,40 @@ export function sourceOf(deployment: Pick<Deployment, 'source_config' | 'source_
 export const listenerOf = (deployment: Pick<Deployment, 'source_config'>) =>
   ((deployment.source_config ?? {}) as { listener_id?: string | null }).listener_id ?? null;
 
-/** The deployments of the workspace: search by name, filter by status, pages from the server; all of it in the URL. */
+/** The deployments of the workspace (or, for a deployer key, the key's own). */
 export function DeploymentsPage() {
+  const { session } = useWorkplace();
+  return may(session, 'GET /v2/deployments') ? <WorkspaceDeployments /> : <OwnDeployments ids={session.deployment_ids} />;
+}
+
+/** A deployer key may not list the workspace: it is offered the deployments it was made for. */
+function OwnDeployments({ ids }: { ids: string[] }) {
+  const { link } = useWorkplace();
+  return (
+    <section>
+      <h1>Deployments</h1>
+      {ids.length === 0 ? (
+        <p>This key may not list deployments.</p>
+      ) : (
+        <>
+          <p>This key acts on these deployments only:</p>
+          <ul>
+            {ids.map((id) => (
+              <li key={id}>
+                <a href={link(`/deployments/${id}`)}>
+                  <code>{id}</code>
+                </a>
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+    </section>
+  );
+}
+
+/** The deployments of the workspace: search by name, filter by status, pages from the server; all of it in the URL. */
+function WorkspaceDeployments() {
   const { client, link, signedOut } = useWorkplace();
   const location = useLocation();
   const search = location.query.q ?? '';

@@ -157,6 +157,16 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
     assert.equal(await page.getByRole('button', { name: /Delete|Redeploy|New revision|Interrupt/ }).count(), 0);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
+
+    // A deployer key: its own deployment, where it may ship but not delete.
+    const deployer = await api('POST', '/v1/api-keys', {
+      body: { name: 'shipper', role: 'deployer', workspace_id: server.workspaceId, deployment_ids: [deployment.body.id] },
+    });
+    assert.equal(deployer.status, 201, deployer.text);
+    const shipping = await signedIn(deployer.body.key);
+    await shipping.getByRole('link', { name: deployment.body.id }).click();
+    await shipping.getByRole('button', { name: 'New revision' }).waitFor();
+    assert.equal(await shipping.getByRole('button', { name: 'Delete…' }).count(), 0, 'a deployer key may not delete');
   });
   test('an admin key switches workspace and pages through it; the URL keeps both', { timeout: deadline(2 * 60_000) }, async () => {
     const api = client(server.url, { key: server.adminKey });
