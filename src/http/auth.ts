@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { withErrorCodes } from '../contract/errors.js';
 import { type ErrorCode, fail, invalidField } from '../domain/errors.js';
@@ -5,7 +6,6 @@ import type { Principal, WorkspaceScope } from '../domain/tenancy.js';
 import type { TenancyService } from '../services/tenancy.js';
 import type { SessionRecord, SessionService } from '../services/sessions.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../contract/sessions.js';
-import { digestsEqual } from '../security/api-keys.js';
 import type { AuthFailureGuard } from './limits.js';
 import { isUuid } from '../domain/ids.js';
 import { PERMISSIONS, type Permission, refusal, refusalCodes, refusedFields, routeKey } from '../domain/permissions.js';
@@ -116,9 +116,9 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
 function requireCsrfToken(request: FastifyRequest, session: SessionRecord): void {
   if (request.method === 'GET' || request.method === 'HEAD') return;
   const header = request.headers[CSRF_HEADER];
-  const sent = Array.isArray(header) ? header[0] : header;
-  const expected = Buffer.from(session.csrfToken).toString('hex');
-  if (!sent || !digestsEqual(Buffer.from(sent).toString('hex'), expected)) {
+  const sent = Buffer.from((Array.isArray(header) ? header[0] : header) ?? '');
+  const expected = Buffer.from(session.csrfToken);
+  if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) {
     throw fail(
       'csrf_token_invalid',
       "A write made with a session cookie needs the session's CSRF token in the 'X-CSRF-Token' header (GET /v1/sessions/current).",
