@@ -19,6 +19,7 @@ import autocannon, { type AutocannonRequest } from 'autocannon';
 import { IN_PROGRESS_STATUSES } from '../src/domain/revision-status.js';
 import { openDatabase } from '../src/store/database.js';
 import type { BuildResult } from './build.js';
+import type { Flow, FlowsResult } from './flows.js';
 import { causeOf } from './causes.js';
 import { TEAMS } from './seed.js';
 import { percentile, Samples } from './stats.js';
@@ -34,7 +35,8 @@ const usage = `npm run bench -- [flags]
   --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
                          implied when DATABASE_URL is a postgres URL (its server is used the same way)
   --only-postgres        skip the embedded default
-  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,fairness,listeners,build
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,fairness,listeners,build,flows
+  --pushes N             warm pushes measured in the flows scenario (default 5)
   --agents N             simulated listener agents in the listeners scenario (default 1000)
   --api-only             run the servers with BERTH_ENGINE=off (what the API alone costs; the default keeps the engine in)
   --cpu-prof             write a CPU profile of each Berth server to bench/profiles/ and summarise it
@@ -49,6 +51,7 @@ const { values: flags } = parseArgs({
     deployments: { type: 'string', default: '100000' },
     'engine-revisions': { type: 'string', default: '1000' },
     agents: { type: 'string', default: '1000' },
+    pushes: { type: 'string', default: '5' },
     postgres: { type: 'boolean', default: false },
     'only-postgres': { type: 'boolean', default: false },
     scenarios: { type: 'string' },
@@ -80,9 +83,12 @@ const SCRIPTED: readonly string[] = ['engine', 'fairness', 'listeners'];
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 /** Not per database: builds and deploys the sample agent with podman (bench/build.ts). */
 const BUILD_SCENARIO = 'build';
-const SELECTED = new Set<string>(flags.scenarios ? flags.scenarios.split(',').map((s) => s.trim()) : [...ALL_SCENARIOS, BUILD_SCENARIO]);
+/** Not per database either: the sample agent behind a `git` integration, push to answer and the rest (bench/flows.ts). */
+const FLOWS_SCENARIO = 'flows';
+const IMAGE_SCENARIOS: readonly string[] = [BUILD_SCENARIO, FLOWS_SCENARIO];
+const SELECTED = new Set<string>(flags.scenarios ? flags.scenarios.split(',').map((s) => s.trim()) : [...ALL_SCENARIOS, ...IMAGE_SCENARIOS]);
 for (const name of SELECTED) {
-  if (!(ALL_SCENARIOS as readonly string[]).includes(name) && name !== BUILD_SCENARIO) throw new Error(`unknown scenario '${name}'\n${usage}`);
+  if (!(ALL_SCENARIOS as readonly string[]).includes(name) && !IMAGE_SCENARIOS.includes(name)) throw new Error(`unknown scenario '${name}'\n${usage}`);
 }
 
 const envUrl = process.env.DATABASE_URL?.trim();
@@ -1043,6 +1049,73 @@ function buildReport(build: BuildResult): string {
   ].join('\n');
 }
 
+/** The flows scenario's section, with the targets of issue 21. */
+function flowsReport(flows: FlowsResult): string {
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const row = (name: string, f: Flow) =>
+    `| ${name} | ${seconds(f.totalMs)} | ${seconds(f.pollMs)} | ${seconds(f.gitMs)} | ${seconds(f.basesMs)} | ${seconds(f.builderMs)} | ${seconds(f.exportMs)} | ` +
+    `${seconds(f.runtimeMs)} (${seconds(f.serverStartMs)} + ${seconds(f.graphLoadMs)} + ${seconds(f.healthMs)}) | ${seconds(f.answerMs)} | ${(f.overheadMs / 1000).toFixed(2)} s | ${f.builds} |`;
+  const target = (met: boolean, text: string) => `- **${met ? 'met' : 'not met'}**: ${text}`;
+  const p50 = (pick: (f: Flow) => number) => percentile(flows.pushes.map(pick), 50);
+  const median: Flow = {
+    totalMs: p50((f) => f.totalMs),
+    pollMs: p50((f) => f.pollMs),
+    gitMs: p50((f) => f.gitMs),
+    basesMs: p50((f) => f.basesMs),
+    builderMs: p50((f) => f.builderMs),
+    exportMs: p50((f) => f.exportMs),
+    runtimeMs: p50((f) => f.runtimeMs),
+    serverStartMs: p50((f) => f.serverStartMs),
+    graphLoadMs: p50((f) => f.graphLoadMs),
+    healthMs: p50((f) => f.healthMs),
+    answerMs: p50((f) => f.answerMs),
+    overheadMs: p50((f) => f.overheadMs),
+    builds: p50((f) => f.builds),
+  };
+  const load = (values: number[]) => values.map((v) => v.toFixed(1)).join(' / ');
+  const noBuild = (f: Flow) => f.builds === 0;
+  return [
+    '### Flows of the sample project (bench/flows.ts)',
+    '',
+    'The sample LangGraph.js agent (test/fixtures/agents/echo-agent) in a git repository served by git http-backend, behind a `git` ' +
+      'integration that builds on push (BERTH_GIT_POLL_SECONDS=1), built with buildah in the build sandbox and run with podman by ' +
+      'Berth compiled as `npm start` runs it. Every flow ends when the official SDK got the expected answer from the deployment. ' +
+      "Push: from `git push` returning; poll: until the poller made the revision; builder: the builder's own time; export: the " +
+      'image copied out of the sandbox; container: its start until it answered /ok and listed every graph, split by the agent ' +
+      "server's own log into `podman run` returning until its first line (node, tsx and the server's modules loading), its first line until it " +
+      "listens (the graphs imported) and listening until Berth saw /ok and every graph; answer: DEPLOYED until the SDK's " +
+      "run answered; Berth: the rest (queueing, status changes, the build's identity and reuse checks). " +
+      `Machine load (1/5/15 min) before ${load(flows.load.before)}, after ${load(flows.load.after)} on ${flows.cores} cores.`,
+    '',
+    '| flow | total | poll | git | bases | builder | export | container | answer | Berth | builds |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    row('cold (create)', flows.cold),
+    ...flows.pushes.map((f, i) => row(`push ${i + 1}`, f)),
+    row(`push p50 of ${flows.pushes.length}`, median),
+    row('secret only', flows.secretOnly),
+    row('unchanged commit', flows.unchanged),
+    row('rollback (redeploy)', flows.rollback),
+    '',
+    'Targets (issue 21):',
+    '',
+    target(
+      median.totalMs < 5_000,
+      `push → agent answering the SDK, warm, p50 under 5 s: ${seconds(median.totalMs)} (builder ${seconds(median.builderMs)}, Berth ${seconds(median.overheadMs)})`,
+    ),
+    target(
+      noBuild(flows.secretOnly) && flows.secretOnly.totalMs < 2_000,
+      `secret-only revision under 2 s, 0 builds: ${seconds(flows.secretOnly.totalMs)}, ${flows.secretOnly.builds} builds`,
+    ),
+    target(
+      noBuild(flows.rollback) && flows.rollback.totalMs < 2_000,
+      `rollback → old revision serving under 2 s, 0 builds: ${seconds(flows.rollback.totalMs)}, ${flows.rollback.builds} builds`,
+    ),
+    target(noBuild(flows.unchanged), `unchanged commit, 0 builds: ${flows.unchanged.builds} builds (${seconds(flows.unchanged.totalMs)})`),
+    target(flows.cold.totalMs < 45_000, `cold build under 45 s: ${seconds(flows.cold.totalMs)}`),
+    '',
+  ].join('\n');
+}
+
 // ---------------------------------------------------------------------------- main
 
 async function main(): Promise<void> {
@@ -1065,7 +1138,7 @@ async function main(): Promise<void> {
 
   const encryptionKey = randomBytes(32).toString('hex');
   const runs: DatabaseRun[] = [];
-  const databaseScenarios = [...SELECTED].filter((name) => name !== BUILD_SCENARIO);
+  const databaseScenarios = [...SELECTED].filter((name) => !IMAGE_SCENARIOS.includes(name));
   if (databaseScenarios.length > 0) for (const kind of DATABASES) runs.push(await runDatabase(kind, ceilings, encryptionKey));
   let build: BuildResult | undefined;
   if (SELECTED.has(BUILD_SCENARIO)) {
@@ -1074,8 +1147,22 @@ async function main(): Promise<void> {
     build = await runJson<BuildResult>(['bench/build.ts'], process.env);
     log(`build: cold ${(build.cold.totalMs / 1000).toFixed(1)} s, warm ${(build.warm.totalMs / 1000).toFixed(1)} s`);
   }
+  let flows: FlowsResult | undefined;
+  if (SELECTED.has(FLOWS_SCENARIO)) {
+    log(`flows: the sample agent behind a git integration, cold, ${flags.pushes} pushes, secret-only, unchanged commit, rollback`);
+    await waitForQuiet([]);
+    flows = await runJson<FlowsResult>(['bench/flows.ts', String(Number(flags.pushes))], process.env);
+    log(
+      `flows: push to answer p50 ${(
+        percentile(
+          flows.pushes.map((p) => p.totalMs),
+          50,
+        ) / 1000
+      ).toFixed(1)} s`,
+    );
+  }
 
-  const section = report(runs, ceilings, startedAt, (performance.now() - t0) / 1000) + (build ? buildReport(build) : '');
+  const section = report(runs, ceilings, startedAt, (performance.now() - t0) / 1000) + (build ? buildReport(build) : '') + (flows ? flowsReport(flows) : '');
   process.stdout.write(`\n${section}\n`);
   if (!flags['no-write']) {
     const header =

@@ -5,6 +5,7 @@ import { deploymentPushTarget } from '../registry/image-names.js';
 import type { Registry } from '../registry/setup.js';
 import type { Db } from '../store/database.js';
 import { findDeployment } from '../store/repositories/deployments.js';
+import { recordChange } from './audit.js';
 
 /**
  * `langgraph deploy` with a local build: a short-lived credential for `docker login -u
@@ -24,7 +25,10 @@ export function createPushTokenService({ db, registry }: { db: Db; registry: Reg
         throw fail('registry_not_configured', 'This Berth has no image registry to push to: its operator sets BERTH_REGISTRY (see docs/registry.md).');
       }
       const target = deploymentPushTarget(registry.settings.location, deployment.workspace_id, deployment.id);
-      return { token: await registry.pushCredential(`deployment:${deployment.id}`, target.repositoryGrant), registry_url: target.registryUrl };
+      const token = await registry.pushCredential(`deployment:${deployment.id}`, target.repositoryGrant);
+      // A credential handed out is a change the audit log names, though no row of ours moves.
+      await recordChange(db, scope, { action: 'deployment.push_token_issue', target: { type: 'deployment', id: deployment.id, name: deployment.name } });
+      return { token, registry_url: target.registryUrl };
     },
   };
 }

@@ -5,6 +5,7 @@ import { type UploadLimits, uploadQuotaMessage, uploadQuotaRefusal } from '../do
 import { UploadError, type UploadStore } from '../build/uploads.js';
 import { type Db, nowIso } from '../store/database.js';
 import { findDeployment, findDeploymentById } from '../store/repositories/deployments.js';
+import { recordChange } from './audit.js';
 import {
   lockForUploadReservation,
   markUploadStored,
@@ -57,6 +58,8 @@ export function createUploadService({ db, uploads, limits }: { db: Db; uploads: 
       }
       if (deployment.status === 'AWAITING_DELETE') throw beingDeleted(deploymentId);
       const issued = await uploads.issue(deploymentId);
+      // A credential handed out is a change the audit log names, though no row of ours moves.
+      await recordChange(db, scope, { action: 'deployment.upload_url_issue', target: { type: 'deployment', id: deployment.id, name: deployment.name } });
       return { upload_url: `${base}/v2/uploads/${deploymentId}?token=${encodeURIComponent(issued.token)}`, object_path: issued.objectPath };
     },
 

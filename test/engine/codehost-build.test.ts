@@ -153,6 +153,13 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     const url = deployment.source_config.custom_url as string;
     assert.equal((await fetch(`${url}/ok`)).status, 200);
     assert.equal(await ask(url, 'hello'), 'echo: hello');
+    const deployLog = (await api('GET', `/v2/deployments/${id}/revisions/${created.body.latest_revision_id}/logs?type=deploy&limit=1000`)).body.logs as {
+      message: string;
+    }[];
+    assert.ok(
+      deployLog.some((l) => l.message === 'The agent server serves every graph of its configuration: echo'),
+      'traffic only once the graphs are listed',
+    );
 
     // A secret-only change builds nothing: the revision runs the image revision 1 built (issue 21).
     const bySecret = await api('PATCH', `/v2/deployments/${id}`, { body: { secrets: [{ name: 'ECHO_SECRET', value: 'changed-not-in-any-image' }] } });
@@ -236,6 +243,24 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
     const fileInspect = await run('podman', ['image', 'inspect', fileImage]);
     assert.equal(fileInspect.code, 0, fileInspect.stderr);
     assert.ok(!fileInspect.stdout.includes('from-env-file') && !fileInspect.stdout.includes('MY_PREFIX'), "the image's configuration holds no env value");
+
+    // A fourth commit adds a second graph whose module throws at import (issue 21, item 4): the
+    // revision never gets traffic, says which graph failed and why, and the third keeps serving.
+    const withBroken = JSON.stringify({ ...config, env: 'berth.env', graphs: { ...(config.graphs as object), broken: './src/broken.ts:graph' } });
+    const brokenModule = 'throw new Error(`broken cannot load with ${process.env.ECHO_SECRET}`);\nexport const graph = undefined;\n';
+    await repo.commit('main', { 'langgraph.json': withBroken, 'src/broken.ts': brokenModule }, 'a graph that throws at import');
+    const fourth = await api('PATCH', `/v2/deployments/${id}`, { body: { source_revision_config: { repo_ref: 'main' } } });
+    assert.equal(fourth.status, 200, fourth.text);
+    const broken = await finished(id, fourth.body.latest_revision_id);
+    assert.equal(broken.status, 'DEPLOY_FAILED', broken.status_message ?? '');
+    const why = broken.status_message ?? '';
+    assert.match(why, /The graph\(s\) 'broken' \(\.\/src\/broken\.ts:graph\) of the configuration failed to load/);
+    assert.match(why, /The container's last lines:\n/);
+    assert.match(why, /broken cannot load with \[redacted\]/, 'the thrown error is quoted, its secret scrubbed');
+    assert.ok(!why.includes('not-in-any-image'));
+    const serving = (await api('GET', `/v2/deployments/${id}`)).body;
+    assert.equal(serving.active_revision_id, third.body.latest_revision_id, 'the failed revision never became active');
+    assert.equal(await ask(serving.source_config.custom_url, 'hello'), 'from-env-file from-secret no-file: hello', 'the earlier revision keeps serving');
 
     // The image was pushed to the registry, and holds no secret: they reach the container at run time only.
     const repository = `${created.body.tenant_id}/${id}`;

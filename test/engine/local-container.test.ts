@@ -281,6 +281,38 @@ exec '${runtime.binary}' "$@"
     assert.deepEqual(await containersOf(deploymentId), []);
   });
 
+  test('a server that answers /ok but cannot list the graphs of its configuration gets no traffic, with no container left', async () => {
+    // The busybox server serves /ok but no POST /assistants/search: an agent server that lists no graphs.
+    const driver = new LocalContainerRuntime({ env: runtime.env, healthTimeoutMs: deadline(30_000) });
+    const deploymentId = newDeployment();
+    const ctx = stepContext();
+    const graphs = JSON.stringify({ echo: './src/graph.ts:graph' });
+    await assert.rejects(
+      driver.start(
+        {
+          deploymentId,
+          revisionId: randomUUID(),
+          instanceName: 'nographs',
+          image: IMAGE,
+          env: { LANGSERVE_GRAPHS: graphs, [SECRET_NAME]: SECRET_VALUE },
+          resources: {},
+        },
+        ctx,
+      ),
+      (error: unknown) => {
+        assert.ok(error instanceof DriverError);
+        assert.match(
+          error.message,
+          /answered GET \/ok but POST \/assistants\/search answered HTTP \d+, so its graphs could not be checked; no traffic was sent/,
+        );
+        assert.match(error.message, /The container's last lines:\n.*listening on 0\.0\.0\.0:8000/s);
+        assert.ok(!error.message.includes(SECRET_VALUE));
+        return true;
+      },
+    );
+    assert.deepEqual(await containersOf(deploymentId), []);
+  });
+
   test('an image that does not exist fails naming the image, with no container left', async () => {
     const driver = new LocalContainerRuntime({ env: runtime.env });
     const deploymentId = newDeployment();

@@ -155,6 +155,31 @@ describeOnEachDatabase('the audit log', (ctx) => {
     assert.ok(!text.includes(providerSecret) && !text.includes(SECRET_VALUE) && !text.includes(key.key));
   });
 
+  test('an upload URL handed out is recorded, without its token; one refused to another workspace is not', async () => {
+    const { api, server } = ctx();
+    const stamp = `${Date.now()}`;
+    const made = await api('POST', '/v2/deployments', {
+      body: { name: `audit-u-${stamp}`, source: 'internal_source', source_config: { deployment_type: 'dev' }, source_revision_config: {}, secrets: [] },
+    });
+    assert.equal(made.status, 201, made.text);
+    const url = await api('POST', `/v2/deployments/${made.body.id}/upload-url`);
+    assert.equal(url.status, 200, url.text);
+    const token = new URL(url.body.upload_url as string).searchParams.get('token')!;
+
+    const other = (await api('POST', '/v1/workspaces', { body: { name: `audit-u-other-${stamp}` } })).body;
+    const theirKey = (await api('POST', '/v1/api-keys', { body: { name: `u-${stamp}`, workspace_id: other.id } })).body;
+    const theirs = client(server.url, { key: theirKey.key });
+    assert.equal((await theirs('POST', `/v2/deployments/${made.body.id}/upload-url`)).status, 404);
+
+    const rows = (await api('GET', `/v1/audit-log?target_id=${made.body.id}&limit=100`)).body.resources as Entry[];
+    assert.deepEqual(
+      rows.map((entry) => entry.action),
+      ['deployment.upload_url_issue', 'deployment.create'],
+    );
+    assert.deepEqual(rows[0]!.target, { type: 'deployment', id: made.body.id, name: `audit-u-${stamp}` });
+    assert.ok(!JSON.stringify(rows).includes(token), 'the upload token is not in the audit log');
+  });
+
   test('retention removes rows older than the setting, and only those', async () => {
     const { api, server } = ctx();
     const made = (await api('POST', '/v2/deployments', { body: deployment(`audit-r-${Date.now()}`) })).body;

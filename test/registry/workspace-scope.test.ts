@@ -247,11 +247,22 @@ function scopeSuite(kind: DatabaseKind): void {
       },
     );
 
-    test("B's push token cannot push into A's path", async () => {
-      const authB = await login((await pushToken(b, deploymentB)).token);
+    test("B's push token cannot push into A's path; B asking for A's is refused and recorded nowhere", async () => {
+      const tokenB = (await pushToken(b, deploymentB)).token;
+      const authB = await login(tokenB);
       const refused = await push(authB, `${urlA}/agent:v2`);
       assert.notEqual(refused.code, 0, "B's push token pushed into A's path");
       assert.match(refused.stderr, DENIED);
+      assert.equal((await b('POST', `/v2/deployments/${deploymentA}/push-token`)).status, 404);
+
+      // Each credential handed out is in its own workspace's audit log, without the credential.
+      const rowsOf = async (api: Client, id: string) => (await api('GET', `/v1/audit-log?target_id=${id}&limit=100`)).body.resources as { action: string }[];
+      const issuedA = (await rowsOf(a, deploymentA)).filter((row) => row.action === 'deployment.push_token_issue');
+      const auditorB = (await a('POST', '/v1/api-keys', { body: { name: 'auditor-b', role: 'read_only', workspace_id: workspaceB } })).body;
+      const issuedB = await rowsOf(client(server.url, { key: auditorB.key }), deploymentB);
+      assert.equal(issuedA.length, 1, 'one row for the one token A was given');
+      assert.equal(issuedB.filter((row) => row.action === 'deployment.push_token_issue').length, 2, "B's two tokens, and none for A's deployment");
+      assert.ok(!JSON.stringify(issuedB).includes(tokenB));
     });
 
     test("B cannot name A's image at create or at PATCH: 403 image_not_in_workspace, and nothing is created", async () => {

@@ -15,6 +15,7 @@ import {
 import { detectRuntime } from './detect.js';
 import { waitHealthy } from './health.js';
 import { ensureImage } from './image.js';
+import { blamedGraphs, describeGraphs, type ExpectedGraph, expectedGraphs, quoteLines } from './graphs.js';
 import { captureLogs, secretValues } from './logs.js';
 import { freePort } from './ports.js';
 import { containerName, describeLimits, isContainerName, validateRequest } from './request.js';
@@ -48,6 +49,18 @@ export interface LocalContainerRuntimeOptions {
 }
 
 export type ContainerNetwork = 'bridge' | 'host';
+
+/**
+ * A container that never became healthy: which graphs its output blames (a module that
+ * throws at import stops the LangGraph.js server before it answers GET /ok) and its last
+ * lines, so the revision's status message says what to fix without opening the logs.
+ */
+function explainStartFailure(error: unknown, lines: string[], graphs: ExpectedGraph[], secrets: string[]): unknown {
+  if (!(error instanceof DriverError) || lines.length === 0) return error;
+  const blamed = blamedGraphs(lines, graphs);
+  const which = blamed.length > 0 ? `The graph(s) ${describeGraphs(blamed)} of the configuration failed to load. ` : '';
+  return new DriverError(`${which}${error.message}\nThe container's last lines:\n${quoteLines(lines, secrets)}`);
+}
 
 const DEFAULT_HEALTH_TIMEOUT_MS = 60_000;
 
@@ -98,6 +111,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
     }
 
     await ensureImage(runtime, request.image, context, request.pull);
+    const graphs = await expectedGraphs(runtime, { image: request.image, env: request.env });
 
     const port = await freePort(this.publishAddress);
     const url = `http://${this.host}:${port}`;
@@ -119,14 +133,14 @@ export class LocalContainerRuntime implements RuntimeDriver {
       created = true;
       const limit = this.healthTimeoutMs === null ? "until the deploy step's timeout" : `up to ${formatSeconds(this.healthTimeoutMs)}`;
       await context.log('INFO', `Waiting for GET /ok on port ${port} (${limit})`);
-      await waitHealthy(runtime, name, url, port, this.healthTimeoutMs, context);
+      await waitHealthy(runtime, name, url, port, this.healthTimeoutMs, context, graphs);
     } catch (error) {
       // The run command may have created the container even when it failed or was aborted.
-      await captureLogs(runtime, name, secrets, context, created);
+      const lines = await captureLogs(runtime, name, secrets, context, created);
       await removeContainers(runtime, [name]).catch(async (removeError: unknown) => {
         await safeLog(context, 'ERROR', `Could not remove container ${name}: ${errorMessage(removeError)}`);
       });
-      throw error;
+      throw created ? explainStartFailure(error, lines, graphs, secrets) : error;
     }
     await context.log('INFO', `Healthy after ${formatSeconds(Date.now() - startedAt)}: ${url}/ok answered 200`);
     return { url, handle: name };
@@ -172,7 +186,8 @@ export class LocalContainerRuntime implements RuntimeDriver {
     const url = `http://${this.host}:${container.hostPort}`;
     await context.log('INFO', `Starting stopped container ${container.name} again on ${this.host}:${container.hostPort}`);
     await startContainer(runtime, container.name, context.signal);
-    await waitHealthy(runtime, container.name, url, container.hostPort, this.healthTimeoutMs, context);
+    const graphs = await expectedGraphs(runtime, { container: container.name });
+    await waitHealthy(runtime, container.name, url, container.hostPort, this.healthTimeoutMs, context, graphs);
     return { url, handle: container.name };
   }
 

@@ -12,16 +12,24 @@ export function secretValues(env: Record<string, string>): string[] {
 
 export function redact(text: string, secrets: string[]): string {
   let out = text;
-  for (const secret of secrets) out = out.split(secret).join('[redacted]');
+  for (const secret of secrets) {
+    out = out.split(secret).join('[redacted]');
+    // JSON log lines (the agent servers') quote a value with quotes or newlines escaped.
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    if (escaped !== secret) out = out.split(escaped).join('[redacted]');
+  }
   return out;
 }
 
-/** Copies the container's last output into the deploy log: stdout as INFO, stderr as ERROR, in order. */
-export async function captureLogs(runtime: ResolvedRuntime, name: string, secrets: string[], context: StepContext, expected: boolean): Promise<void> {
+/**
+ * Copies the container's last output into the deploy log: stdout as INFO, stderr as ERROR, in
+ * order. Answers the lines copied (redacted), for a failure to quote.
+ */
+export async function captureLogs(runtime: ResolvedRuntime, name: string, secrets: string[], context: StepContext, expected: boolean): Promise<string[]> {
   const result = await runCommand(runtime, ['logs', '--timestamps', '--tail', String(LOG_TAIL_LINES), name]);
   if (result.code !== 0) {
     if (expected) await safeLog(context, 'WARNING', `Could not read the container's output: ${lastLine(result)}`);
-    return;
+    return [];
   }
   const lines = [
     ...timestamped(result.stdout).map((line) => ({ ...line, level: 'INFO' as const })),
@@ -31,10 +39,12 @@ export async function captureLogs(runtime: ResolvedRuntime, name: string, secret
     .slice(-LOG_TAIL_LINES);
   if (lines.length === 0) {
     await safeLog(context, 'INFO', `Container ${name} wrote no output`);
-    return;
+    return [];
   }
   await safeLog(context, 'INFO', `Last ${lines.length} line(s) of output from container ${name}:`);
-  for (const line of lines) await safeLog(context, line.level, `[container] ${redact(line.text, secrets)}`);
+  const redacted = lines.map((line) => ({ ...line, text: redact(line.text, secrets) }));
+  for (const line of redacted) await safeLog(context, line.level, `[container] ${line.text}`);
+  return redacted.map((line) => line.text);
 }
 
 function timestamped(output: string): { at: string; text: string }[] {
