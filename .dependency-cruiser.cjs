@@ -119,6 +119,21 @@ module.exports = {
       to: { path: '^src/', pathNot: layer('client') },
     },
     {
+      name: 'dashboard-speaks-http',
+      comment:
+        'dashboard/ runs in the browser: it reaches Berth through the typed client only, with types and rules of contract/ and domain/; nothing of the server runs there.',
+      severity: 'error',
+      from: { path: layer('dashboard') },
+      to: { path: '^src/', pathNot: '^src/(dashboard|client|contract|domain)/' },
+    },
+    {
+      name: 'nothing-imports-the-dashboard',
+      comment: 'The server serves the built dashboard as files (http/dashboard.ts); no server code imports its sources.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: layer('dashboard') },
+      to: { path: layer('dashboard') },
+    },
+    {
       name: 'cli-through-the-client',
       severity: 'error',
       comment: 'cli/ calls Berth only through the typed client, never the server code.',
@@ -137,6 +152,6 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
-    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs'], conditionNames: ['import', 'require', 'node', 'default'] },
+    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.mjs'], conditionNames: ['import', 'require', 'node', 'default'] },
   },
 };

@@ -40,6 +40,8 @@ export interface Config {
   revisionsKept: number;
   /** BERTH_IDEMPOTENCY_KEY_HOURS, in ms: how long an Idempotency-Key and its first answer are kept. */
   idempotencyKeyTtlMs: number;
+  /** BERTH_SESSION_HOURS, in ms: how long a dashboard session lasts. */
+  sessionTtlMs: number;
   /** BERTH_AUDIT_RETENTION_DAYS: how long the audit log keeps a row. */
   auditRetentionDays: number;
   /** BERTH_PUBLIC_URL: Berth's address as clients and code hosts reach it; else taken from each request. */
@@ -170,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: { token: vars.BERTH_METRICS_TOKEN, enginePort: vars.BERTH_ENGINE_METRICS_PORT },
     revisionsKept: vars.BERTH_REVISIONS_KEPT,
     idempotencyKeyTtlMs: vars.BERTH_IDEMPOTENCY_KEY_HOURS * 3_600_000,
+    sessionTtlMs: vars.BERTH_SESSION_HOURS * 3_600_000,
     auditRetentionDays: vars.BERTH_AUDIT_RETENTION_DAYS,
     publicUrl: vars.BERTH_PUBLIC_URL,
     codehost: {

@@ -145,6 +145,9 @@ export const ENVIRONMENT = Type.Object({
   BERTH_IDEMPOTENCY_KEY_HOURS: Integer(24, 1, 720, {
     description: 'hours an `Idempotency-Key` and the first answer to it are kept; a retry within them replays that answer',
   }),
+  BERTH_SESSION_HOURS: Integer(12, 1, 720, {
+    description: 'hours a dashboard session (`POST /v1/sessions`) lasts from sign-in; it ends sooner at sign-out or when its key is revoked',
+  }),
   BERTH_PUBLIC_URL: optional(
     Text(
       undefined,

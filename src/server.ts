@@ -39,6 +39,8 @@ export interface BerthOverrides {
   runtime?: RuntimeDriver;
   builder?: BuildDriver;
   engineSettings?: Partial<EngineSettings>;
+  /** Where the built dashboard is (default dist/dashboard): tests build their own. */
+  dashboardDir?: string;
 }
 
 export interface Berth {
@@ -103,6 +105,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
       {
         revisionsKept: config.revisionsKept,
         idempotencyKeyTtlMs: config.idempotencyKeyTtlMs,
+        sessionTtlMs: config.sessionTtlMs,
         codehost: codehostOptions(config),
         uploadStore,
         uploadLimits: config.uploads,
@@ -178,7 +181,15 @@ export async function startBerth(config: Config, logger: Logger, overrides: Bert
   try {
     await bootstrap(config, core.services, logger);
     const metrics = { token: config.metrics?.token, revisionCounts: () => countRevisionsByStatus(core.db) };
-    app = await buildApp({ services: core.services, logger, limits: config.limits, publicUrl: config.publicUrl, registry: core.registry, metrics });
+    app = await buildApp({
+      services: core.services,
+      logger,
+      limits: config.limits,
+      publicUrl: config.publicUrl,
+      registry: core.registry,
+      metrics,
+      dashboardDir: overrides.dashboardDir,
+    });
     const address = await app.listen({ port: config.port, host: config.host });
     if (config.engine.enabled) engine = await startEngine(core, config, logger, overrides);
     const sweeper = sweepIdempotencyKeys(core, logger);

@@ -3,6 +3,8 @@ import path from 'node:path';
 
 export interface NextSteps {
   api: string;
+  /** The dashboard, signed in with an API key. */
+  dashboard: string;
   docs: string;
   /** The admin key Berth generated on first start, when that file is still there. */
   keyFile?: string;
@@ -12,7 +14,7 @@ export interface NextSteps {
 export function whereToGoNext(address: string, dataDir: string): NextSteps {
   const api = address.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//127.0.0.1:');
   const keyFile = path.join(dataDir, 'bootstrap-api-key');
-  return { api, docs: `${api}/docs`, ...(fs.existsSync(keyFile) ? { keyFile: path.resolve(keyFile) } : {}) };
+  return { api, dashboard: `${api}/`, docs: `${api}/docs`, ...(fs.existsSync(keyFile) ? { keyFile: path.resolve(keyFile) } : {}) };
 }
 
 export function readyBanner(next: NextSteps): string {
@@ -20,6 +22,7 @@ export function readyBanner(next: NextSteps): string {
   return [
     '',
     `  Berth is ready at ${next.api}`,
+    `  Dashboard:      ${next.dashboard}  (sign in with an API key)`,
     `  API reference:  ${next.docs}`,
     ...(next.keyFile ? [`  Admin key:      ${next.keyFile}`] : []),
     `  Try it:         curl -H "X-Api-Key: ${key}" ${next.api}/v2/deployments`,

@@ -76,6 +76,7 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
   'POST /v1/listener-protocol/heartbeat': () => ({ version: `agent-${unique()}` }),
   'POST /v1/workspaces': () => ({ name: `ws-${unique()}` }),
   'POST /v1/api-keys': () => ({ name: `key-${unique()}`, role: 'member', workspace_id: null }),
+  'POST /v1/sessions': () => ({}),
   'POST /v1/projects/{deployment_id}/revisions/{revision_id}/build_logs': logQuery,
   'POST /v1/projects/{deployment_id}/revisions/{revision_id}/deploy_logs': logQuery,
   'POST /v1/projects/{deployment_id}/deploy_logs': logQuery,

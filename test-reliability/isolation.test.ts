@@ -22,6 +22,11 @@ import { describeEachDatabase } from '../test/support/database.js';
 const ORGANIZATION_ROUTES = ['/v2/auth/providers', '/v1/workspaces', '/v1/api-keys'];
 /** Routes that show admin keys the organization's own records beside the workspace's (the audit log's key and workspace rows). */
 const ORGANIZATION_VIEWS_FOR_ADMINS = ['/v1/audit-log'];
+/**
+ * Routes that act on the caller's own key only (its dashboard sessions): no workspace is
+ * resolved, so a tenant header reaches nothing; they must still change and show nothing of the victim's.
+ */
+const OWN_KEY_ROUTES = ['/v1/sessions'];
 
 interface Attacker {
   name: string;
@@ -248,6 +253,11 @@ describeEachDatabase(
           .filter((set) => deployments.has(set.deployment_id))
           .map((set) => set.id),
       );
+      const victimKeys = new Set(
+        (await server.berth.db.selectFrom('api_keys').select(['id', 'organization_id', 'workspace_id']).execute())
+          .filter((row) => row.organization_id === ids.organization && (row.workspace_id === ids.workspace || row.workspace_id === null))
+          .map((row) => row.id),
+      );
       const ours: Record<string, (row: Record<string, unknown>) => boolean> = {
         organizations: (r) => r.id === ids.organization,
         workspaces: (r) => r.organization_id === ids.organization,
@@ -273,6 +283,8 @@ describeEachDatabase(
         image_removals: (r) => r.workspace_id === ids.workspace,
         // The victim workspace's audit rows and its organization's own (attackers' rows land in their own workspace or organization).
         audit_log: (r) => r.organization_id === ids.organization && (r.workspace_id === ids.workspace || r.workspace_id == null),
+        // Sessions are their key's: attackers sign in with their own keys.
+        sessions: (r) => victimKeys.has(r.key_id as string),
       };
       const state: Record<string, string[]> = {};
       for (const table of await tableNames(server.berth.db)) {
@@ -361,7 +373,9 @@ describeEachDatabase(
           const res = await sendRaw(server.url, { method: op.method, path: prefix + request.path, headers, body: request.body });
           requests += 1;
           const what = `${op.method} ${op.path} with ${attacker.name}`;
-          const targetsVictim = op.pathParams.length > 0 || (attacker.namesVictimWorkspace && !organizationRoute) || (adminRoute && attacker.sameOrganization);
+          const ownKeyRoute = OWN_KEY_ROUTES.some((prefix) => op.path.startsWith(prefix));
+          const targetsVictim =
+            !ownKeyRoute && (op.pathParams.length > 0 || (attacker.namesVictimWorkspace && !organizationRoute) || (adminRoute && attacker.sameOrganization));
           if (targetsVictim && res.status !== 403 && res.status !== 404) {
             problems.push(`${what}: answered ${res.status}, not 404/403: ${res.text.slice(0, 300)}`);
           } else if (res.status >= 500) {

@@ -26,6 +26,8 @@ export class BerthApiError extends Error {
     readonly operation: string,
     /** The server's `Retry-After`, when it sent one. */
     readonly retryAfterSeconds?: number,
+    /** The answer's `X-Request-Id`, to quote when asking an operator what happened. */
+    readonly requestId?: string,
   ) {
     super(`${operation}: ${status === 0 ? detail : `${status} ${code}: ${detail}`}`);
     this.name = 'BerthApiError';
@@ -47,9 +49,16 @@ function detailOf(body: unknown, fallback: string): { code: string; detail: stri
 export interface BerthClientOptions {
   /** Where Berth answers, e.g. `http://127.0.0.1:8124` (a `/api-host` suffix works too). */
   baseUrl: string;
-  apiKey: string;
+  /** The API key; leave it out in a browser signed in with a session cookie (`sessions.create`). */
+  apiKey?: string;
   /** Workspace id for admin keys acting in another workspace (`X-Tenant-Id`). */
   tenantId?: string;
+  /**
+   * The session's CSRF token (`sessions.current()`), sent as `X-CSRF-Token`: writes made with
+   * the session cookie need it. Without an API key the client sends the cookie
+   * (`credentials: 'same-origin'`) on every request.
+   */
+  csrfToken?: string;
   fetch?: typeof fetch;
 }
 
@@ -110,10 +119,15 @@ const worthRepeating = (error: BerthApiError) =>
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl }: BerthClientOptions) {
+export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch: fetchImpl }: BerthClientOptions) {
   const api: Client<paths> = createClient<paths>({
     baseUrl: baseUrl.replace(/\/+$/, ''),
-    headers: { 'x-api-key': apiKey, ...(tenantId ? { 'x-tenant-id': tenantId } : {}) },
+    headers: {
+      ...(apiKey ? { 'x-api-key': apiKey } : {}),
+      ...(tenantId ? { 'x-tenant-id': tenantId } : {}),
+      ...(csrfToken ? { 'x-csrf-token': csrfToken } : {}),
+    },
+    ...(apiKey ? {} : { credentials: 'same-origin' as const }),
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
   });
 
@@ -140,7 +154,14 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
     if (!answer.response.ok) {
       const { code, detail } = detailOf(answer.error, answer.response.statusText || 'request failed');
       const retryAfter = Number(answer.response.headers.get('retry-after') ?? Number.NaN);
-      throw new BerthApiError(answer.response.status, code, detail, operation, Number.isFinite(retryAfter) ? retryAfter : undefined);
+      throw new BerthApiError(
+        answer.response.status,
+        code,
+        detail,
+        operation,
+        Number.isFinite(retryAfter) ? retryAfter : undefined,
+        answer.response.headers.get('x-request-id') ?? undefined,
+      );
     }
     return answer;
   }
@@ -323,6 +344,13 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
     revoke: (keyId: string) => call('revokeApiKey', () => api.DELETE('/v1/api-keys/{key_id}', path({ key_id: keyId }))),
   };
 
+  /** Sessions: sign in with the client's API key (the answer sets the session cookie), who is signed in, sign out. */
+  const sessions = {
+    create: () => call('createSession', () => api.POST('/v1/sessions', { body: {} })),
+    current: () => call('getCurrentSession', () => api.GET('/v1/sessions/current')),
+    delete: () => call('deleteCurrentSession', () => api.DELETE('/v1/sessions/current')),
+  };
+
   const audit = {
     list: (query: Q<'/v1/audit-log'> = {}) => call('listAuditLog', () => api.GET('/v1/audit-log', { params: { query } })),
   };
@@ -398,7 +426,7 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
         const events = body
           .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
           .pipeThrough(new EventSourceParserStream());
-        for await (const message of events as unknown as AsyncIterable<{ id?: string; event?: string; data: string }>) {
+        for await (const message of readAll(events as unknown as ReadableStream<{ id?: string; event?: string; data: string }>)) {
           if (message.event !== 'status' && message.event !== 'log' && message.event !== 'push_ignored_pinned') continue;
           if (message.id) last = message.id;
           yield { id: message.id ?? '', event: message.event, data: JSON.parse(message.data) } as DeploymentEvent;
@@ -410,5 +438,19 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, fetch: fetchImpl 
     }
   }
 
-  return { api, deployments, revisions, listeners, oauthProviders, integrations, workspaces, apiKeys, audit, pages, waitForRevision, followEvents };
+  return { api, deployments, revisions, listeners, oauthProviders, integrations, workspaces, apiKeys, sessions, audit, pages, waitForRevision, followEvents };
+}
+
+/** A stream's chunks, read with a reader: not every browser iterates a ReadableStream with `for await`. */
+async function* readAll<T>(stream: ReadableStream<T>): AsyncGenerator<T> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
 }

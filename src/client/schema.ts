@@ -534,6 +534,44 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/sessions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign in: exchange the API key for a session cookie
+     * @description Answers the session and sets the `berth_session` cookie (HttpOnly, SameSite=Strict, Secure over https) that authenticates later requests sent without a key; writes made with it need `X-CSRF-Token` set to `csrf_token`. The session lasts BERTH_SESSION_HOURS, until sign-out, or until its key is revoked. The key itself is not kept by the browser.
+     */
+    post: operations['createSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/current': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The session of the request: who is signed in, what they may do, and the CSRF token */
+    get: operations['getCurrentSession'];
+    put?: never;
+    post?: never;
+    /** Sign out: end the session of the request */
+    delete: operations['deleteCurrentSession'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/integrations/codehost': {
     parameters: {
       query?: never;
@@ -1064,6 +1102,7 @@ export interface components {
       | 'listener_protocol_unsupported'
       | 'api_key_missing'
       | 'api_key_invalid'
+      | 'session_invalid'
       | 'webhook_signature_invalid'
       | 'admin_key_required'
       | 'role_forbids'
@@ -1073,6 +1112,7 @@ export interface components {
       | 'listener_key_forbidden'
       | 'listener_key_required'
       | 'image_not_in_workspace'
+      | 'csrf_token_invalid'
       | 'route_not_found'
       | 'deployment_not_found'
       | 'revision_not_found'
@@ -1081,6 +1121,7 @@ export interface components {
       | 'provider_not_found'
       | 'workspace_not_found'
       | 'api_key_not_found'
+      | 'session_not_found'
       | 'request_timeout'
       | 'idempotency_key_in_progress'
       | 'deployment_name_taken'
@@ -1605,6 +1646,42 @@ export interface components {
       name: string;
       value: string;
     };
+    /** Session */
+    Session: {
+      /** Format: uuid */
+      id: string;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      expires_at: string;
+      /** @description Send it as `X-CSRF-Token` with every write made with the session's cookie. */
+      csrf_token: string;
+      key: {
+        /** Format: uuid */
+        id: string;
+        name: string;
+        /** @enum {string} */
+        role: 'admin' | 'member' | 'read_only' | 'deployer';
+      };
+      /** Format: uuid */
+      organization_id: string;
+      /**
+       * Format: uuid
+       * @description The key's workspace; null for organization keys, which send `X-Tenant-Id`.
+       */
+      workspace_id: string | null;
+      /** @description Whether the key may act in other workspaces of its organization with `X-Tenant-Id`. */
+      can_switch_workspace: boolean;
+      /** @description What the key's role may call, as `METHOD /path` (OpenAPI's spelling); for `deployer` keys the deployment routes hold only on `deployment_ids`. */
+      allowed: string[];
+      /** @description For `deployer` keys: the deployments the key may act on; empty for other roles. */
+      deployment_ids: string[];
+    };
+    /**
+     * SessionCreate
+     * @description Nothing to send: the API key of the request opens the session.
+     */
+    SessionCreate: Record<string, never>;
     /** SourceConfig */
     SourceConfig: {
       integration_id: string | null;
@@ -1794,7 +1871,7 @@ export interface operations {
           'application/json': components['schemas']['DeploymentPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -1803,7 +1880,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1866,7 +1943,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -1875,7 +1952,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `image_not_in_workspace`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `image_not_in_workspace`, `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1977,7 +2054,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -1986,7 +2063,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2045,7 +2122,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2054,7 +2131,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2137,7 +2214,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2146,7 +2223,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `image_not_in_workspace`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `image_not_in_workspace`, `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2222,7 +2299,7 @@ export interface operations {
           'application/json': components['schemas']['Deployment'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2231,7 +2308,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2297,7 +2374,7 @@ export interface operations {
           'application/json': components['schemas']['RevisionPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2306,7 +2383,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2380,7 +2457,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2389,7 +2466,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2477,7 +2554,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2486,7 +2563,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2557,7 +2634,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2566,7 +2643,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2653,7 +2730,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2662,7 +2739,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2754,7 +2831,7 @@ export interface operations {
           'application/json': components['schemas']['LogPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2763,7 +2840,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2826,7 +2903,7 @@ export interface operations {
           'application/json': components['schemas']['LogPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2835,7 +2912,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2898,7 +2975,7 @@ export interface operations {
           'application/json': components['schemas']['LogPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2907,7 +2984,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2969,7 +3046,7 @@ export interface operations {
           'application/json': components['schemas']['LogPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -2978,7 +3055,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3037,7 +3114,7 @@ export interface operations {
           'application/json': components['schemas']['Timeline'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3046,7 +3123,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3098,7 +3175,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3107,7 +3184,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3168,7 +3245,7 @@ export interface operations {
           'application/json': components['schemas']['ListenerPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3177,7 +3254,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3231,7 +3308,7 @@ export interface operations {
           'application/json': components['schemas']['CreatedListener'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3240,7 +3317,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3316,7 +3393,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3325,7 +3402,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3385,7 +3462,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3394,7 +3471,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3488,7 +3565,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3497,7 +3574,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3585,7 +3662,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3594,7 +3671,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3663,7 +3740,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3672,7 +3749,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3741,7 +3818,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3750,7 +3827,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3806,7 +3883,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthProvider'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3815,7 +3892,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3866,7 +3943,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthProvider'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3875,7 +3952,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3944,7 +4021,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3953,7 +4030,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4015,7 +4092,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthProviderDeleted'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4024,7 +4101,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4100,7 +4177,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthProvider'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4109,7 +4186,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4174,7 +4251,7 @@ export interface operations {
           'application/json': components['schemas']['Workspace'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4183,7 +4260,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4237,7 +4314,7 @@ export interface operations {
           'application/json': components['schemas']['Workspace'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4246,7 +4323,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4309,7 +4386,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4318,7 +4395,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4372,7 +4449,7 @@ export interface operations {
           'application/json': components['schemas']['CreatedApiKey'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4381,7 +4458,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4453,7 +4530,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4462,7 +4539,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4542,7 +4619,7 @@ export interface operations {
           'application/json': components['schemas']['AuditEntryPage'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4551,8 +4628,197 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  createSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description Nothing to send: the API key of the request opens the session. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SessionCreate'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Session'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getCurrentSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Session'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `session_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  deleteCurrentSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No content */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `session_not_found` */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -4614,7 +4880,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4623,7 +4889,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4686,7 +4952,7 @@ export interface operations {
           'application/json': components['schemas']['Installation'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4695,7 +4961,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4755,7 +5021,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4764,7 +5030,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4824,7 +5090,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4833,7 +5099,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4910,7 +5176,7 @@ export interface operations {
           'application/json': components['schemas']['Repository'][];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4919,7 +5185,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5007,7 +5273,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5016,7 +5282,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5099,7 +5365,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `api_key_missing`, `api_key_invalid` */
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5108,7 +5374,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;

@@ -27,6 +27,7 @@ export const ERROR_CODES = [
   // 401
   'api_key_missing',
   'api_key_invalid',
+  'session_invalid',
   'webhook_signature_invalid',
   // 403
   'admin_key_required',
@@ -37,6 +38,7 @@ export const ERROR_CODES = [
   'listener_key_forbidden',
   'listener_key_required',
   'image_not_in_workspace',
+  'csrf_token_invalid',
   // 404
   'route_not_found',
   'deployment_not_found',
@@ -46,6 +48,7 @@ export const ERROR_CODES = [
   'provider_not_found',
   'workspace_not_found',
   'api_key_not_found',
+  'session_not_found',
   // 408, 409, 410, 412, 413, 422, 429, 431
   'request_timeout',
   'idempotency_key_in_progress',

@@ -29,6 +29,7 @@ const READ: Permission = { roles: ['admin', 'member', 'read_only'] };
 const OWN_WRITE: Permission = { ...WRITE, deployer: true };
 const OWN_READ: Permission = { ...READ, deployer: true };
 const LISTENER: Permission = { roles: ['listener'] };
+const SESSION: Permission = { roles: ['admin', 'member', 'read_only', 'deployer'] };
 
 const DEPLOYMENT = '/v2/deployments/:deployment_id';
 const REVISION = `${DEPLOYMENT}/revisions/:revision_id`;
@@ -92,6 +93,11 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['DELETE /v1/api-keys/:key_id', ADMIN],
   // Who changed what is for administrators and auditors, not for every member.
   ['GET /v1/audit-log', { roles: ['admin', 'read_only'] }],
+
+  // Signing in to the dashboard: any key that may read something; a listener key may not.
+  ['POST /v1/sessions', SESSION],
+  ['GET /v1/sessions/current', SESSION],
+  ['DELETE /v1/sessions/current', SESSION],
 
   ...integrationRoutes,
 ]);
@@ -157,4 +163,15 @@ export function refusalCodes(permission: Permission): Refusal['code'][] {
 
 function only(permission: Permission, role: ApiKeyRole): boolean {
   return permission.roles.length === 1 && permission.roles[0] === role;
+}
+
+/**
+ * What a caller may do, as `METHOD /path` with OpenAPI's `{param}` spelling, so a client
+ * (the dashboard) can offer only what the table allows. For `deployer` keys the routes
+ * marked `deployer` are included: they hold only on the key's own deployments.
+ */
+export function allowedRoutes(caller: Caller): string[] {
+  return [...PERMISSIONS.entries()]
+    .filter(([, permission]) => permission.roles.includes(caller.role) || (caller.role === 'deployer' && permission.deployer === true))
+    .map(([key]) => key.replace(/:(\w+)/g, '{$1}'));
 }

@@ -26,6 +26,15 @@ export interface Principal {
 export const API_KEY_ROLES = ['admin', 'member', 'read_only', 'deployer', 'listener'] as const;
 export type ApiKeyRole = (typeof API_KEY_ROLES)[number];
 
+/**
+ * Whether a key may act in workspaces of its organization other than its own (with
+ * `X-Tenant-Id`): admin keys (they create workspaces and must work in them) and keys bound
+ * to none. Member keys bound to a workspace stay in it.
+ */
+export function mayChooseWorkspace(principal: Pick<Principal, 'role' | 'boundWorkspaceId'>): boolean {
+  return principal.boundWorkspaceId === null || principal.role === 'admin';
+}
+
 /** A principal with the workspace that this request acts in. */
 export interface WorkspaceScope extends Principal {
   workspaceId: string;

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { ErrorBody } from '../contract/errors.js';
+import { SESSION_COOKIE } from '../contract/sessions.js';
+import cookie from '@fastify/cookie';
 import { withNamedSchemas } from './openapi.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
@@ -20,6 +22,7 @@ import { AuthFailureGuard, installRateLimit } from './limits.js';
 import { BodyGate } from './body-gate.js';
 import { adminRoutes } from './routes/admin.js';
 import { auditRoutes } from './routes/audit.js';
+import { sessionRoutes } from './routes/sessions.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -36,6 +39,7 @@ import { installWireValueParsing } from './wire-values.js';
 import { installConnectionShutdown } from './shutdown.js';
 import { installWriteDeadline } from './write-deadline.js';
 import { isUuid } from '../domain/ids.js';
+import { installDashboard } from './dashboard.js';
 
 export interface AppOptions {
   services: Services;
@@ -46,9 +50,19 @@ export interface AppOptions {
   /** Berth's image registry, whose token realm this server serves. */
   registry?: Registry;
   metrics?: HttpMetricsOptions;
+  /** Where the built dashboard is (default: dist/dashboard). */
+  dashboardDir?: string;
 }
 
-export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publicUrl, registry, metrics }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({
+  services,
+  logger,
+  limits = DEFAULT_LIMITS,
+  publicUrl,
+  registry,
+  metrics,
+  dashboardDir,
+}: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: limits.bodyLimitBytes,
@@ -77,6 +91,7 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
   installWriteDeadline(app, limits.responseWriteTimeoutMs);
   installMetrics(app, metrics);
   installConnectionShutdown(app);
+  await app.register(cookie);
   // Ids are stored in lower case; a path id in upper case names the same resource.
   app.addHook('preHandler', async (request) => {
     const params = request.params as Record<string, unknown> | undefined;
@@ -101,11 +116,13 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
           APIKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
           TenantID: { type: 'apiKey', in: 'header', name: 'X-Tenant-Id' },
           BearerAuth: { type: 'http', scheme: 'bearer' },
+          SessionCookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE },
         },
       },
       security: [
         { APIKey: [], TenantID: [] },
         { BearerAuth: [], TenantID: [] },
+        { SessionCookie: [], TenantID: [] },
       ],
     },
     transformObject: (documents) => withNamedSchemas('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject, ErrorBody),
@@ -125,7 +142,7 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
   await app.register(healthRoutes, { prefix: SELF_HOSTED_PREFIX });
   const guard = limits.rateLimitPerMinute > 0 ? new AuthFailureGuard(limits.rateLimitPerMinute) : undefined;
   const api = async (scope: FastifyInstance) => {
-    installAuthentication(scope, services.tenancy, guard);
+    installAuthentication(scope, services.tenancy, services.sessions, guard);
     installIdempotency(scope, services.idempotency);
     await scope.register(deploymentRoutes, { services });
     await scope.register(revisionRoutes, { services });
@@ -136,6 +153,7 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
     await scope.register(oauthProviderRoutes, { services });
     await scope.register(adminRoutes, { services });
     await scope.register(auditRoutes, { services });
+    await scope.register(sessionRoutes, { services });
     await scope.register(integrationRoutes, { services, publicUrl });
     await scope.register(buildSourceRoutes, { services, publicUrl });
   };
@@ -146,6 +164,7 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
   await app.register(webhookRoutes, { ...webhooks, prefix: SELF_HOSTED_PREFIX });
   await app.register(uploadRoutes, { services });
   await app.register(uploadRoutes, { services, prefix: SELF_HOSTED_PREFIX });
+  await installDashboard(app, dashboardDir);
   if (registry) {
     await app.register(registryRoutes, { registry });
     await app.register(registryRoutes, { registry, prefix: SELF_HOSTED_PREFIX });

@@ -1,8 +1,11 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { withErrorCodes } from '../contract/errors.js';
 import { type ErrorCode, fail, invalidField } from '../domain/errors.js';
 import type { Principal, WorkspaceScope } from '../domain/tenancy.js';
 import type { TenancyService } from '../services/tenancy.js';
+import type { SessionRecord, SessionService } from '../services/sessions.js';
+import { CSRF_HEADER, SESSION_COOKIE } from '../contract/sessions.js';
 import type { AuthFailureGuard } from './limits.js';
 import { isUuid } from '../domain/ids.js';
 import { PERMISSIONS, type Permission, refusal, refusalCodes, refusedFields, routeKey } from '../domain/permissions.js';
@@ -23,6 +26,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
     workspaceScope?: WorkspaceScope;
+    /** The dashboard session the request authenticated with, when it sent a cookie instead of a key. */
+    session?: SessionRecord;
   }
 }
 
@@ -31,7 +36,7 @@ const resolvesWorkspace = (access: Access) => access === 'workspace' || access =
 /** What authentication answers, by the access a route needs and its permission: documented on every route. */
 function authErrors(access: Access, permission: Permission): ErrorCode[] {
   const workspace: ErrorCode[] = resolvesWorkspace(access) ? ['workspace_required', 'workspace_forbidden'] : [];
-  return ['api_key_missing', 'api_key_invalid', ...refusalCodes(permission), ...workspace];
+  return ['api_key_missing', 'api_key_invalid', 'session_invalid', 'csrf_token_invalid', ...refusalCodes(permission), ...workspace];
 }
 
 /** The permission table's entry for a route as registered (either copy, root or prefixed). */
@@ -46,7 +51,7 @@ function permissionOf(method: string, url: string): Permission | undefined {
  * before the body is read, so an unauthenticated or unauthorized caller learns nothing
  * about validation.
  */
-export function installAuthentication(app: FastifyInstance, tenancy: TenancyService, guard?: AuthFailureGuard): void {
+export function installAuthentication(app: FastifyInstance, tenancy: TenancyService, sessions: SessionService, guard?: AuthFailureGuard): void {
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) {
       const permission = permissionOf(method, route.url);
@@ -60,13 +65,26 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
   });
   app.addHook('onRequest', async (request) => {
     const key = presentedKey(request);
-    guard?.admit(request, key);
-    if (!key) {
-      throw guard?.recordFailure(request) ?? fail('api_key_missing', "Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.");
+    const cookie = key ? undefined : request.cookies[SESSION_COOKIE];
+    // A session's secret is 256 random bits like a generated key: guessing it is no threat the budget must stop.
+    if (!cookie) guard?.admit(request, key);
+    let principal: Principal | null;
+    if (cookie) {
+      const found = await sessions.authenticate(cookie);
+      if (!found) throw fail('session_invalid', 'Your session has ended (signed out, expired, or its API key was revoked): sign in again.');
+      requireCsrfToken(request, found.session);
+      principal = found.principal;
+      request.session = found.session;
+    } else {
+      if (!key) {
+        throw (
+          guard?.recordFailure(request) ?? fail('api_key_missing', "Missing API key: send it in the 'X-Api-Key' header or as 'Authorization: Bearer <key>'.")
+        );
+      }
+      principal = await tenancy.authenticate(key);
+      if (!principal) throw guard?.recordFailure(request) ?? fail('api_key_invalid', 'Invalid API key.');
+      guard?.recordSuccess(key);
     }
-    const principal = await tenancy.authenticate(key);
-    if (!principal) throw guard?.recordFailure(request) ?? fail('api_key_invalid', 'Invalid API key.');
-    guard?.recordSuccess(key);
     request.principal = { ...principal, origin: { clientAddress: request.ip, requestId: request.id } };
 
     const refused = refusal(permissionOfRequest(request), request.principal, deploymentIdOf(request));
@@ -89,6 +107,23 @@ export function installAuthentication(app: FastifyInstance, tenancy: TenancyServ
       throw fail('role_forbids', `A deployer API key may not change secrets or configuration: leave out ${fields.map((field) => `'${field}'`).join(', ')}.`);
     }
   });
+}
+
+/**
+ * Writes made with a session cookie carry the session's CSRF token in `X-CSRF-Token`: a
+ * page of another site can make the browser send the cookie, but cannot read the token.
+ */
+function requireCsrfToken(request: FastifyRequest, session: SessionRecord): void {
+  if (request.method === 'GET' || request.method === 'HEAD') return;
+  const header = request.headers[CSRF_HEADER];
+  const sent = Buffer.from((Array.isArray(header) ? header[0] : header) ?? '');
+  const expected = Buffer.from(session.csrfToken);
+  if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) {
+    throw fail(
+      'csrf_token_invalid',
+      "A write made with a session cookie needs the session's CSRF token in the 'X-CSRF-Token' header (GET /v1/sessions/current).",
+    );
+  }
 }
 
 function permissionOfRequest(request: FastifyRequest): Permission {

@@ -20,6 +20,7 @@ import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
 import { createIdempotencyService } from './idempotency.js';
 import { createAuditService } from './audit.js';
+import { createSessionService } from './sessions.js';
 
 export interface ServiceDeps {
   db: Db;
@@ -33,6 +34,8 @@ export interface ServiceOptions {
   revisionsKept: number;
   /** How long an Idempotency-Key and its first answer are kept. */
   idempotencyKeyTtlMs: number;
+  /** How long a dashboard session lasts from sign-in. */
+  sessionTtlMs: number;
   codehost: CodehostOptions;
   /** Where uploaded project archives are kept until built. */
   uploadStore: UploadStore;
@@ -71,6 +74,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     oauthProviders: createOAuthProviderService(deps),
     idempotency: createIdempotencyService(deps, { ttlMs: options.idempotencyKeyTtlMs }),
     audit: createAuditService(deps.db),
+    sessions: createSessionService(deps.db, { ttlMs: options.sessionTtlMs }),
   };
 }
 

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { deploymentNotFound, fail, invalidField, listenerNotFound } from '../domain/errors.js';
-import { type ApiKeyRole, DEFAULT_ORGANIZATION, DEFAULT_WORKSPACE, type Principal, type WorkspaceScope, workspaceName } from '../domain/tenancy.js';
+import {
+  type ApiKeyRole,
+  DEFAULT_ORGANIZATION,
+  mayChooseWorkspace,
+  DEFAULT_WORKSPACE,
+  type Principal,
+  type WorkspaceScope,
+  workspaceName,
+} from '../domain/tenancy.js';
 import { digestsEqual, generateApiKey, hashApiKey, keyHint } from '../security/api-keys.js';
 import { type Db, type Executor, isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/tenancy.js';
@@ -115,8 +123,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
       }
       const allowed =
         principal.boundWorkspaceId === requestedWorkspaceId ||
-        ((principal.boundWorkspaceId === null || principal.role === 'admin') &&
-          (await repo.findWorkspace(db, principal.organizationId, requestedWorkspaceId)) !== undefined);
+        (mayChooseWorkspace(principal) && (await repo.findWorkspace(db, principal.organizationId, requestedWorkspaceId)) !== undefined);
       if (!allowed) throw fail('workspace_forbidden', `This API key has no access to workspace '${requestedWorkspaceId}'.`);
       return { ...principal, workspaceId: requestedWorkspaceId };
     },

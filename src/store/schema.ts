@@ -49,6 +49,17 @@ export interface Database {
     /** For `deployer` keys: JSON array of the deployment ids the key may act on; null for other roles. */
     deployment_ids: string | null;
   };
+  /** Dashboard sessions: `secret_hash` is the SHA-256 digest of the cookie's secret, never the secret. */
+  sessions: {
+    id: string;
+    secret_hash: string;
+    key_id: string;
+    organization_id: string;
+    csrf_token: string;
+    created_at: string;
+    expires_at: string;
+    revoked_at: string | null;
+  };
   deployments: {
     id: string;
     workspace_id: string;

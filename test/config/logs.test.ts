@@ -36,12 +36,17 @@ test('JSON logs stay one object per line, and auto means JSON when the output is
 test('the start-up guide names the API, its reference and the generated key file, never the key', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'berth-guide-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  assert.deepEqual(whereToGoNext('http://0.0.0.0:8124', dir), { api: 'http://127.0.0.1:8124', docs: 'http://127.0.0.1:8124/docs' });
+  assert.deepEqual(whereToGoNext('http://0.0.0.0:8124', dir), {
+    api: 'http://127.0.0.1:8124',
+    dashboard: 'http://127.0.0.1:8124/',
+    docs: 'http://127.0.0.1:8124/docs',
+  });
   await writeFile(path.join(dir, 'bootstrap-api-key'), 'berth_secret\n');
   const next = whereToGoNext('http://127.0.0.1:8124', dir);
   assert.equal(next.keyFile, path.join(dir, 'bootstrap-api-key'));
   const banner = readyBanner(next);
   assert.match(banner, /Berth is ready at http:\/\/127\.0\.0\.1:8124/);
+  assert.match(banner, /Dashboard: +http:\/\/127\.0\.0\.1:8124\//);
   assert.match(banner, /\$\(cat .*bootstrap-api-key\)/);
   assert.doesNotMatch(banner, /berth_secret/);
 });

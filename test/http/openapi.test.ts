@@ -67,7 +67,7 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
       // The health check is never rate limited.
       if (operation.operationId !== 'checkHealth') assert.deepEqual(codesOf(operation, 429), ['rate_limited'], where);
       if (operation.security?.length === 0) continue;
-      assert.deepEqual(codesOf(operation, 401), ['api_key_missing', 'api_key_invalid'], where);
+      assert.deepEqual(codesOf(operation, 401), ['api_key_missing', 'api_key_invalid', 'session_invalid'], where);
     }
   });
 

@@ -53,7 +53,7 @@ export async function insertApiKey(db: Executor, row: ApiKeyRow): Promise<void> 
     .execute();
 }
 
-function decodeApiKey(row: Database['api_keys']): ApiKeyRow {
+export function decodeApiKey(row: Database['api_keys']): ApiKeyRow {
   return { ...row, deployment_ids: row.deployment_ids === null ? [] : (JSON.parse(row.deployment_ids) as string[]) };
 }
 
