@@ -1,3 +1,4 @@
+import { type DelivererSettings, startWebhookDeliverer } from './engine/webhook-deliverer.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -39,6 +40,8 @@ export interface BerthOverrides {
   runtime?: RuntimeDriver;
   builder?: BuildDriver;
   engineSettings?: Partial<EngineSettings>;
+  /** The webhook deliverer's retry timing and clock (tests shorten them). */
+  webhookDelivery?: Partial<DelivererSettings>;
 }
 
 export interface Berth {
@@ -108,6 +111,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
         uploadLimits: config.uploads,
         registry,
         provisioning: provisioningPolicy(config),
+        outboundAllowPrivate: config.outboundAllowPrivate,
       },
     );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };
@@ -150,6 +154,11 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   engine.onStop(() => reaper.stop());
   const retention = startAuditRetention(core.db, config.auditRetentionDays, logger.child({ component: 'audit' }));
   engine.onStop(() => retention.stop());
+  const deliverer = startWebhookDeliverer(
+    { db: core.db, bus: core.bus, encryptor: core.encryptor, logger: logger.child({ component: 'webhooks' }) },
+    { allowPrivate: config.outboundAllowPrivate, ...overrides.webhookDelivery },
+  );
+  engine.onStop(() => deliverer.stop());
   if (config.codehost.pollSeconds > 0) {
     const poller = startGitPoller(core.services.pushBuilds, config.codehost.pollSeconds, logger.child({ component: 'git-poller' }));
     engine.onStop(() => poller.stop());

@@ -91,6 +91,14 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   // Who changed what is for administrators and auditors, not for every member.
   ['GET /v1/audit-log', { roles: ['admin', 'read_only'] }],
 
+  // Outbound webhooks: members manage them like listeners; read-only keys see them (never a secret).
+  ['POST /v1/webhook-subscriptions', WRITE],
+  ['GET /v1/webhook-subscriptions', READ],
+  ['GET /v1/webhook-subscriptions/:subscription_id', READ],
+  ['DELETE /v1/webhook-subscriptions/:subscription_id', WRITE],
+  ['GET /v1/webhook-subscriptions/:subscription_id/deliveries', READ],
+  ['POST /v1/webhook-subscriptions/:subscription_id/deliveries/:delivery_id/redeliver', WRITE],
+
   ...integrationRoutes,
 ]);
 

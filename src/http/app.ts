@@ -20,6 +20,7 @@ import { AuthFailureGuard, installRateLimit } from './limits.js';
 import { BodyGate } from './body-gate.js';
 import { adminRoutes } from './routes/admin.js';
 import { auditRoutes } from './routes/audit.js';
+import { webhookSubscriptionRoutes } from './routes/webhook-subscriptions.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -136,6 +137,7 @@ export async function buildApp({ services, logger, limits = DEFAULT_LIMITS, publ
     await scope.register(oauthProviderRoutes, { services });
     await scope.register(adminRoutes, { services });
     await scope.register(auditRoutes, { services });
+    await scope.register(webhookSubscriptionRoutes, { services });
     await scope.register(integrationRoutes, { services, publicUrl });
     await scope.register(buildSourceRoutes, { services, publicUrl });
   };

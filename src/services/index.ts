@@ -20,6 +20,7 @@ import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
 import { createIdempotencyService } from './idempotency.js';
 import { createAuditService } from './audit.js';
+import { createWebhookService } from './webhooks.js';
 
 export interface ServiceDeps {
   db: Db;
@@ -42,6 +43,8 @@ export interface ServiceOptions {
   registry: Registry | undefined;
   /** Databases provisioned per deployment, when this server is configured with their servers. */
   provisioning?: ProvisioningPolicy;
+  /** BERTH_OUTBOUND_ALLOW_PRIVATE: webhook subscriptions may name non-public addresses. */
+  outboundAllowPrivate: boolean;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */
@@ -71,6 +74,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     oauthProviders: createOAuthProviderService(deps),
     idempotency: createIdempotencyService(deps, { ttlMs: options.idempotencyKeyTtlMs }),
     audit: createAuditService(deps.db),
+    webhooks: createWebhookService(deps, { allowPrivate: options.outboundAllowPrivate }),
   };
 }
 
