@@ -15,6 +15,7 @@ import { eventually } from '../test/support/runtimes.js';
 import { postgresUnavailable, startTestServer, type TestServer } from '../test/support/server.js';
 import { EXAMPLE_BODIES, exampleRepository, SECRET_MARKER, secretValue } from './examples.js';
 import { valueFor } from './arbitraries.js';
+import { disableSubscription, insertDeliveries } from '../src/store/repositories/webhooks.js';
 import { allRows, databasesToTest, type Operation, operationsOf, type RawResponse, sendRaw, tableNames, textCells } from './support.js';
 
 /** Routes of organization-wide resources: any key of the organization may use them by design. */
@@ -52,6 +53,8 @@ for (const kind of databasesToTest()) {
       providerRowId: '',
       victimKey: '',
       integration: '',
+      subscription: '',
+      delivery: '',
     };
     let repositories: TempDir | undefined;
     /** Every secret value and plain API key of the run: none may reach logs or tables. */
@@ -128,7 +131,38 @@ for (const kind of databasesToTest()) {
       const victimKey = await api('POST', '/v1/api-keys', { body: { name: 'victim', workspace_id: ids.workspace } });
       assert.equal(victimKey.status, 201);
       secrets.add(victimKey.body.key);
-      Object.assign(ids, { listener: listener.body.id, provider: p.body.provider_id, providerRowId: p.body.id, victimKey: victimKey.body.id });
+      // A webhook subscription with a delivery, disabled so that nothing is ever sent (its URL is a public address, no DNS).
+      const subscription = await api('POST', '/v1/webhook-subscriptions', { body: body('POST /v1/webhook-subscriptions') });
+      assert.equal(subscription.status, 201, subscription.text);
+      secrets.add(subscription.body.secret);
+      const deliveryId = randomUUID();
+      const now = new Date().toISOString();
+      await insertDeliveries(server.berth.db, [
+        {
+          id: deliveryId,
+          subscription_id: subscription.body.id,
+          event_id: randomUUID(),
+          event_type: 'listener.offline',
+          body: '{}',
+          state: 'failed',
+          attempts: 0,
+          created_at: now,
+          next_attempt_at: null,
+          leased_until: null,
+          last_status_code: null,
+          last_error: null,
+          redelivery_of: null,
+        },
+      ]);
+      await disableSubscription(server.berth.db, subscription.body.id, now, 'isolation fixture');
+      Object.assign(ids, {
+        listener: listener.body.id,
+        provider: p.body.provider_id,
+        providerRowId: p.body.id,
+        victimKey: victimKey.body.id,
+        subscription: subscription.body.id,
+        delivery: deliveryId,
+      });
       ids.deployments = [d1.body.id, d2.body.id, d3.body.id];
 
       // Let the engine finish: the first and third deploy, the second waits for its listener.
@@ -276,6 +310,10 @@ for (const kind of databasesToTest()) {
         image_removals: (r) => r.workspace_id === ids.workspace,
         // The victim workspace's audit rows and its organization's own (attackers' rows land in their own workspace or organization).
         audit_log: (r) => r.organization_id === ids.organization && (r.workspace_id === ids.workspace || r.workspace_id == null),
+        webhook_subscriptions: (r) => r.workspace_id === ids.workspace,
+        webhook_events: (r) => r.workspace_id === ids.workspace,
+        webhook_deliveries: (r) => r.subscription_id === ids.subscription,
+        webhook_attempts: (r) => r.delivery_id === ids.delivery,
       };
       const state: Record<string, string[]> = {};
       for (const table of await tableNames(server.berth.db)) {
@@ -341,6 +379,8 @@ for (const kind of databasesToTest()) {
         provider_id: ids.provider,
         key_id: ids.victimKey,
         integration_id: ids.integration,
+        subscription_id: ids.subscription,
+        delivery_id: ids.delivery,
       };
       const problems: string[] = [];
       let baseline = await victimState();
@@ -413,6 +453,8 @@ for (const kind of databasesToTest()) {
           provider_id: `absent-${Date.now()}`,
           key_id: randomUUID(),
           integration_id: randomUUID(),
+          subscription_id: randomUUID(),
+          delivery_id: randomUUID(),
         };
         const request = requestFor(op, absent);
         return { res: await sendRaw(server.url, { method: op.method, path: prefix + request.path, headers, body: request.body }), path: request.path };

@@ -10,7 +10,8 @@ export const WebhookSubscriptionCreateBody = Type.Object(
     url: Type.String({
       minLength: 1,
       maxLength: 2048,
-      description: 'Where deliveries are POSTed (http or https). Refused (422) when it resolves to a non-public address, unless BERTH_OUTBOUND_ALLOW_PRIVATE=on.',
+      description:
+        'Where deliveries are POSTed (http or https). Refused (422) when it resolves to a non-public address, unless BERTH_OUTBOUND_ALLOW_PRIVATE=on.',
     }),
     events: Type.Array(StringEnum(SUBSCRIBABLE_EVENTS), { minItems: 1, maxItems: SUBSCRIBABLE_EVENTS.length, uniqueItems: true }),
     description: Type.Optional(Type.String({ maxLength: 200 })),

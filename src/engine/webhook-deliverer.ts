@@ -1,14 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import {
-  DELIVERY_TIMEOUT_MS,
-  deliveryBody,
-  FIRST_RETRY_DELAY_MS,
-  RESPONSE_EXCERPT_BYTES,
-  RETRY_WINDOW_MS,
-  retryDelayMs,
-  wants,
-} from '../domain/webhooks.js';
+import { DELIVERY_TIMEOUT_MS, deliveryBody, FIRST_RETRY_DELAY_MS, RESPONSE_EXCERPT_BYTES, RETRY_WINDOW_MS, retryDelayMs, wants } from '../domain/webhooks.js';
 import type { EventBus } from '../events/bus.js';
 import { postOnce } from '../outbound/sender.js';
 import { signatureHeader } from '../outbound/signature.js';

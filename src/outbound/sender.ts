@@ -101,8 +101,7 @@ export async function postOnce(url: string, body: string, headers: Record<string
       (response) => {
         const chunks: Buffer[] = [];
         let kept = 0;
-        const done = () =>
-          finish({ statusCode: response.statusCode ?? 0, excerpt: Buffer.concat(chunks).subarray(0, policy.excerptBytes).toString('utf8') });
+        const done = () => finish({ statusCode: response.statusCode ?? 0, excerpt: Buffer.concat(chunks).subarray(0, policy.excerptBytes).toString('utf8') });
         response.on('data', (chunk: Buffer) => {
           chunks.push(chunk);
           kept += chunk.length;

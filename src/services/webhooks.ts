@@ -1,10 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type {
-  CreatedWebhookSubscriptionView,
-  CreateWebhookSubscriptionInput,
-  WebhookDeliveryView,
-  WebhookSubscriptionView,
-} from '../contract/webhooks.js';
+import type { CreatedWebhookSubscriptionView, CreateWebhookSubscriptionInput, WebhookDeliveryView, WebhookSubscriptionView } from '../contract/webhooks.js';
 import { fieldsSet } from '../domain/audit.js';
 import { deliveryNotFound, invalidField, subscriptionNotFound } from '../domain/errors.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
@@ -55,7 +50,11 @@ export function createWebhookService({ db, encryptor, bus }: ServiceDeps, option
       };
       await db.transaction().execute(async (trx) => {
         await repo.insertSubscription(trx, record);
-        await recordChange(trx, scope, { action: 'webhook_subscription.create', target: { type: 'webhook_subscription', id, name: url }, changedFields: fieldsSet(input) });
+        await recordChange(trx, scope, {
+          action: 'webhook_subscription.create',
+          target: { type: 'webhook_subscription', id, name: url },
+          changedFields: fieldsSet(input),
+        });
       });
       return { ...subscriptionView(record), secret };
     },
@@ -65,7 +64,8 @@ export function createWebhookService({ db, encryptor, bus }: ServiceDeps, option
       return { resources: records.map(subscriptionView), offset: page.offset + records.length };
     },
 
-    get: async (scope: WorkspaceScope, subscriptionId: string): Promise<WebhookSubscriptionView> => subscriptionView(await subscriptionOf(scope, subscriptionId)),
+    get: async (scope: WorkspaceScope, subscriptionId: string): Promise<WebhookSubscriptionView> =>
+      subscriptionView(await subscriptionOf(scope, subscriptionId)),
 
     /** Removes the subscription with its deliveries and their attempts. */
     async delete(scope: WorkspaceScope, subscriptionId: string): Promise<void> {
@@ -130,8 +130,6 @@ export function createWebhookService({ db, encryptor, bus }: ServiceDeps, option
     },
   };
 }
-
-export type WebhookService = ReturnType<typeof createWebhookService>;
 
 /**
  * Writes an event of a workspace into the outbox, with the executor of the change's own

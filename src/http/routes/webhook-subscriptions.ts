@@ -119,7 +119,6 @@ export const webhookSubscriptionRoutes: FastifyPluginAsyncTypebox<{ services: Se
         response: { 202: WebhookDelivery, ...errorResponses('webhook_subscription_not_found', 'webhook_delivery_not_found') },
       },
     },
-    async (request, reply) =>
-      reply.code(202).send(await webhooks.redeliver(scopeOf(request), request.params.subscription_id, request.params.delivery_id)),
+    async (request, reply) => reply.code(202).send(await webhooks.redeliver(scopeOf(request), request.params.subscription_id, request.params.delivery_id)),
   );
 };
