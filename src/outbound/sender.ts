@@ -111,7 +111,7 @@ export async function postOnce(url: string, body: string, headers: Record<string
         response.on('error', done);
       },
     );
-    const timer = setTimeout(() => finish({ error: `no answer within ${Math.round(policy.timeoutMs / 1000)} s` }), policy.timeoutMs);
+    const timer = setTimeout(() => finish({ error: `no answer within ${policy.timeoutMs / 1000} s` }), policy.timeoutMs);
     request.on('error', (error: NodeJS.ErrnoException) =>
       finish({ error: error instanceof RefusedAddress ? error.message : `${error.code ?? 'error'}: ${error.message}`.slice(0, 500) }),
     );
