@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { DELIVERY_TIMEOUT_MS, deliveryBody, FIRST_RETRY_DELAY_MS, RESPONSE_EXCERPT_BYTES, RETRY_WINDOW_MS, retryDelayMs, wants } from '../domain/webhooks.js';
 import type { EventBus } from '../events/bus.js';
 import { postOnce } from '../outbound/sender.js';
+import { announceOfflineListeners } from './listener-offline.js';
 import { signatureHeader } from '../outbound/signature.js';
 import type { Encryptor } from '../security/encryption.js';
 import { webhookSecretContext } from '../security/webhook-secrets.js';
@@ -105,13 +106,21 @@ export function startWebhookDeliverer(deps: DelivererDeps, overrides: Partial<De
   };
 }
 
-/** One pass: make the deliveries of new outbox events, then send what is due. */
+/** One pass: announce listeners that went silent, make the deliveries of new outbox events, then send what is due. */
 export async function deliverPass(deps: DelivererDeps, settings: DelivererSettings): Promise<void> {
+  await announceOfflineListeners(deps.db, settings.now());
   await fanOut(deps, settings);
   for (;;) {
     const due = await repo.dueDeliveries(deps.db, iso(settings.now()), settings.concurrency);
     if (due.length === 0) return;
-    await Promise.all(due.map((delivery) => attempt(deps, settings, delivery)));
+    // One delivery that cannot be sent (its secret unreadable, say) must not stop the others: it stays leased, out of the way, for leaseMs.
+    await Promise.all(
+      due.map((delivery) =>
+        attempt(deps, settings, delivery).catch((error: unknown) =>
+          deps.logger.warn({ err: error, delivery: delivery.id }, 'a webhook delivery could not be attempted'),
+        ),
+      ),
+    );
   }
 }
 

@@ -15,9 +15,7 @@ export interface OutboundPolicy {
 export type PostResult = { statusCode: number; excerpt: string } | { error: string };
 
 /** Raised by the lookup below; its message names the address, never a body. */
-class RefusedAddress extends Error {
-  readonly code = 'BERTH_ADDRESS_REFUSED';
-}
+class RefusedAddress extends Error {}
 
 const refusal = (host: string, address: string) =>
   `${host} resolves to ${address}, a loopback, link-local, private or otherwise non-public address; ` +

@@ -251,6 +251,8 @@ export interface Database {
     generation: number;
     /** When the listener's agent last called Berth. */
     last_seen_at: string | null;
+    /** When its going offline was last announced to webhooks (listener.offline). */
+    offline_announced_at: string | null;
   };
   /** Status changes and log lines of a deployment's revisions, in one ordered stream. */
   deployment_events: {

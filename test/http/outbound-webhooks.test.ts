@@ -179,6 +179,42 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       receiver.answerWith(() => ({ status: 200 }));
     });
 
+    test('a listener whose agent went silent is announced offline once per silence', async () => {
+      const path = `/offline-${Date.now()}`;
+      const subscription = await subscribe(path, ['listener.offline']);
+      const listener = await api()('POST', '/v2/listeners', {
+        body: { compute_type: 'k8s', compute_id: `offline-${Date.now()}`, compute_config: { k8s_namespaces: ['ns'] } },
+      });
+      assert.equal(listener.status, 201, listener.text);
+      const silence = async (secondsAgo: number) => {
+        // As if its agent was last heard from then (the protocol's calls set last_seen_at).
+        const lastSeen = new Date(Date.now() + clockOffsetMs - secondsAgo * 1000).toISOString();
+        await server.berth.db.updateTable('listeners').set({ last_seen_at: lastSeen }).where('id', '=', listener.body.id).execute();
+        server.berth.bus.publish({ topic: 'webhooks', deploymentId: '' });
+        return lastSeen;
+      };
+      const offline = (lastSeen: string) =>
+        eventually(
+          async () => at(path).find((r) => bodyOf(r).data.listener.id === listener.body.id && bodyOf(r).data.listener.last_seen_at === lastSeen),
+          'listener.offline',
+        );
+      const first = await silence(200);
+      const announced = await offline(first);
+      assert.equal(bodyOf(announced).type, 'listener.offline');
+      assert.equal(bodyOf(announced).data.listener.status, 'OFFLINE');
+      // Another pass announces nothing more for the same silence.
+      server.berth.bus.publish({ topic: 'webhooks', deploymentId: '' });
+      const count = at(path).length;
+      await eventually(async () => (await deliveriesOf(subscription.id)).every((d) => d.state === 'delivered'), 'deliveries settled');
+      assert.equal(at(path).length, count);
+      // Heard from again after the announcement (an hour later, by the deliverer's clock), then silent again: a new announcement.
+      clockOffsetMs += 3_600_000;
+      await offline(await silence(150));
+      assert.equal(at(path).length, count + 1);
+      await api()('DELETE', `${ROOT}/${subscription.id}`);
+      await api()('DELETE', `/v2/listeners/${listener.body.id}`);
+    });
+
     test('hostile: another workspace or organization cannot see, delete or redeliver a subscription; creates and deletes are audited', async () => {
       const path = `/isolated-${Date.now()}`;
       const subscription = await subscribe(path, ['deployment.created']);

@@ -66,6 +66,8 @@ export const outboundWebhooks: Migration = {
       .addColumn('response_excerpt', 'text')
       .addColumn('error', 'text')
       .execute();
+    // When the listener's going silent was last announced (listener.offline); a later last_seen_at makes it announceable again.
+    await db.schema.alterTable('listeners').addColumn('offline_announced_at', 'text').execute();
     await db.schema.createIndex('webhook_attempts_delivery').on('webhook_attempts').columns(['delivery_id', 'number']).execute();
   },
 };

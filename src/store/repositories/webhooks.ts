@@ -221,3 +221,25 @@ export async function attemptsOf(db: Executor, deliveryIds: readonly string[]): 
   if (deliveryIds.length === 0) return [];
   return db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('number').execute();
 }
+
+/** Listeners silent since before `cutoff` whose going silent was not announced yet. */
+export async function silentListeners(db: Executor, cutoff: string) {
+  return db
+    .selectFrom('listeners')
+    .select(['id', 'workspace_id', 'compute_id', 'last_seen_at'])
+    .where('last_seen_at', '<', cutoff)
+    .where((eb) => eb.or([eb('offline_announced_at', 'is', null), eb('offline_announced_at', '<', eb.ref('last_seen_at'))]))
+    .execute();
+}
+
+/** Marks the silence announced, unless the agent was heard from meanwhile or another process announced it first. */
+export async function markOfflineAnnounced(db: Executor, id: string, lastSeenAt: string, at: string): Promise<boolean> {
+  const result = await db
+    .updateTable('listeners')
+    .set({ offline_announced_at: at })
+    .where('id', '=', id)
+    .where('last_seen_at', '=', lastSeenAt)
+    .where((eb) => eb.or([eb('offline_announced_at', 'is', null), eb('offline_announced_at', '<', eb.ref('last_seen_at'))]))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
