@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { client } from '../support/http.js';
 import { eventually } from '../support/runtimes.js';
-import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+import { createPostgresDatabase, type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
 import { otherTenants } from '../support/suite.js';
 import { type Received, startReceiver } from '../support/webhook-receiver.js';
 
@@ -320,3 +321,47 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     });
   });
 }
+
+describe('outbound webhooks across a restart [postgres]', { skip: postgresSkip ?? false }, () => {
+  test('a delivery that failed before a restart is retried by the next server from its rows', async (t) => {
+    const database = await createPostgresDatabase();
+    const receiver = await startReceiver(() => ({ status: 503 }));
+    t.after(async () => {
+      await receiver.close();
+      await database.drop();
+    });
+    const shared = {
+      postgresUrl: database.url,
+      bootstrapApiKey: `berth_test_${randomUUID()}`,
+      encryptionKey: randomBytes(32).toString('hex'),
+      env: { BERTH_OUTBOUND_ALLOW_PRIVATE: 'on' },
+      overrides: { webhookDelivery: { firstRetryDelayMs: 1000 } },
+    };
+    const first = await startTestServer('postgres', shared);
+    let subscriptionId: string;
+    try {
+      const api = client(first.url, { key: shared.bootstrapApiKey });
+      const created = await api('POST', ROOT, { body: { url: receiver.url('/restart'), events: ['deployment.created'] } });
+      assert.equal(created.status, 201, created.text);
+      subscriptionId = created.body.id;
+      await api('POST', '/v2/deployments', { body: deployment(`restart-${Date.now()}`) });
+      await eventually(async () => receiver.received.length > 0, 'the first, failed attempt');
+    } finally {
+      await first.close();
+    }
+    receiver.answerWith(() => ({ status: 204 }));
+    const second = await startTestServer('postgres', shared);
+    t.after(() => second.close());
+    const api = client(second.url, { key: shared.bootstrapApiKey });
+    const [delivery] = await eventually(async () => {
+      const found = (await api('GET', `${ROOT}/${subscriptionId}/deliveries`)).body.resources as any[];
+      return found[0]?.state === 'delivered' ? found : undefined;
+    }, 'the delivery, retried by the second server');
+    assert.deepEqual(
+      delivery.attempts.map((a: any) => a.status_code),
+      [503, 204],
+    );
+    const ids = new Set(receiver.received.map((r) => r.headers['berth-delivery']));
+    assert.equal(ids.size, 1, 'the same delivery, not a new one');
+  });
+});
