@@ -45,8 +45,8 @@ export interface Database {
     disabled_at: string | null;
     disabled_reason: string | null;
   };
-  /** The outbox: one row per event, written in the change's transaction; `payload` is JSON. */
-  webhook_events: { id: string; workspace_id: string; type: string; payload: string; occurred_at: string; fanned_out: number };
+  /** The outbox: one row per event, written in the change's transaction and removed once its deliveries are made; `payload` is JSON. */
+  webhook_events: { id: string; workspace_id: string; type: string; payload: string; occurred_at: string };
   /** One event for one subscription; `body` is the exact JSON sent and signed. */
   webhook_deliveries: {
     id: string;

@@ -30,10 +30,9 @@ export const outboundWebhooks: Migration = {
       .addColumn('type', 'text', (c) => c.notNull())
       .addColumn('payload', 'text', (c) => c.notNull())
       .addColumn('occurred_at', 'text', (c) => c.notNull())
-      // 0 until the deliverer has made this event's deliveries.
-      .addColumn('fanned_out', 'integer', (c) => c.notNull().defaultTo(0))
       .execute();
-    await db.schema.createIndex('webhook_events_pending').on('webhook_events').columns(['fanned_out', 'occurred_at']).execute();
+    // Rows stay only until the deliverer has made their deliveries: the table is the queue.
+    await db.schema.createIndex('webhook_events_time').on('webhook_events').column('occurred_at').execute();
 
     await db.schema
       .createTable('webhook_deliveries')

@@ -141,13 +141,16 @@ export async function insertDeploymentWebhookEvent(db: Executor, deploymentId: s
 }
 
 export async function eventsToFanOut(db: Executor, limit: number): Promise<WebhookEventRow[]> {
-  return db.selectFrom('webhook_events').selectAll().where('fanned_out', '=', 0).orderBy('occurred_at').limit(limit).execute();
+  return db.selectFrom('webhook_events').selectAll().orderBy('occurred_at').limit(limit).execute();
 }
 
-/** Takes the event for this deliverer: false when another one took it first. */
+/**
+ * Takes the event off the outbox for this deliverer, in the transaction that makes its
+ * deliveries: false when another deliverer took it first.
+ */
 export async function takeEvent(db: Executor, id: string): Promise<boolean> {
-  const result = await db.updateTable('webhook_events').set({ fanned_out: 1 }).where('id', '=', id).where('fanned_out', '=', 0).executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const result = await db.deleteFrom('webhook_events').where('id', '=', id).executeTakeFirst();
+  return result.numDeletedRows > 0n;
 }
 
 export async function insertDeliveries(db: Executor, rows: DeliveryRow[]): Promise<void> {
