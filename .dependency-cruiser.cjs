@@ -1,7 +1,7 @@
 /**
  * The layers of docs/architecture.md, checked on every `npm test`. Each rule names what a
  * layer may NOT reach; "infrastructure" is the adapters around the core (security, events,
- * codehost, build, registry, provisioning, observability, containers, sandbox, locks).
+ * codehost, build, registry, provisioning, observability, containers, sandbox, locks, outbound).
  */
 const layer = (name) => `^src/${name}/`;
 const only = (...names) => `^src/(?!(${names.join('|')})/)`;
@@ -69,7 +69,7 @@ module.exports = {
       name: 'infrastructure-below-use-cases',
       severity: 'error',
       comment: 'Adapters serve the layers above them and never call back up.',
-      from: { path: '^src/(security|events|codehost|build|registry|provisioning|observability|containers|sandbox|locks)/' },
+      from: { path: '^src/(security|events|codehost|build|registry|provisioning|observability|containers|sandbox|locks|outbound)/' },
       to: { path: '^src/(http|services|engine|lifecycle|operations)/|^src/(server|main)\\.ts$' },
     },
     {

@@ -139,6 +139,10 @@ export const ENVIRONMENT = Type.Object({
   BERTH_AUDIT_RETENTION_DAYS: Integer(365, 1, undefined, {
     description: 'days the audit log keeps a row; older rows are removed hourly by the engine',
   }),
+  BERTH_OUTBOUND_ALLOW_PRIVATE: Switch('off', {
+    description:
+      'outbound webhooks may go to loopback, link-local and private addresses (RFC 1918, ULA, CGNAT, …); `off` refuses them at subscription and at each delivery',
+  }),
   BERTH_REVISIONS_KEPT: Integer(100, 2, undefined, {
     description: 'revisions kept per deployment; older finished ones are removed with their logs (never the active or the latest)',
   }),

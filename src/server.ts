@@ -1,3 +1,4 @@
+import { type DelivererSettings, startWebhookDeliverer } from './engine/webhook-deliverer.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -41,6 +42,8 @@ export interface BerthOverrides {
   engineSettings?: Partial<EngineSettings>;
   /** Where the built dashboard is (default dist/dashboard): tests build their own. */
   dashboardDir?: string;
+  /** The webhook deliverer's retry timing and clock (tests shorten them). */
+  webhookDelivery?: Partial<DelivererSettings>;
 }
 
 export interface Berth {
@@ -111,6 +114,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
         uploadLimits: config.uploads,
         registry,
         provisioning: provisioningPolicy(config),
+        outboundAllowPrivate: config.outboundAllowPrivate,
       },
     );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };
@@ -153,6 +157,11 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   engine.onStop(() => reaper.stop());
   const retention = startAuditRetention(core.db, config.auditRetentionDays, logger.child({ component: 'audit' }));
   engine.onStop(() => retention.stop());
+  const deliverer = startWebhookDeliverer(
+    { db: core.db, bus: core.bus, encryptor: core.encryptor, logger: logger.child({ component: 'webhooks' }) },
+    { allowPrivate: config.outboundAllowPrivate, ...overrides.webhookDelivery },
+  );
+  engine.onStop(() => deliverer.stop());
   if (config.codehost.pollSeconds > 0) {
     const poller = startGitPoller(core.services.pushBuilds, config.codehost.pollSeconds, logger.child({ component: 'git-poller' }));
     engine.onStop(() => poller.stop());

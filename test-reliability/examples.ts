@@ -75,6 +75,8 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
   }),
   'POST /v1/listener-protocol/heartbeat': () => ({ version: `agent-${unique()}` }),
   'POST /v1/workspaces': () => ({ name: `ws-${unique()}` }),
+  // A public address (no DNS needed) and an event nothing sends yet: no delivery leaves the machine.
+  'POST /v1/webhook-subscriptions': () => ({ url: `http://93.184.215.14/hooks/${unique()}`, events: ['listener.offline'], description: 'isolation' }),
   'POST /v1/api-keys': () => ({ name: `key-${unique()}`, role: 'member', workspace_id: null }),
   'POST /v1/sessions': () => ({}),
   'POST /v1/projects/{deployment_id}/revisions/{revision_id}/build_logs': logQuery,

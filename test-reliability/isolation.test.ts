@@ -15,6 +15,7 @@ import { eventually } from '../test/support/runtimes.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { EXAMPLE_BODIES, exampleRepository, SECRET_MARKER, secretValue } from './examples.js';
 import { valueFor } from './arbitraries.js';
+import { disableSubscription, insertDeliveries } from '../src/store/repositories/webhooks.js';
 import { allRows, databasesToTest, type Operation, operationsOf, type RawResponse, sendRaw, tableNames, textCells } from './support.js';
 import { describeEachDatabase } from '../test/support/database.js';
 
@@ -54,6 +55,8 @@ describeEachDatabase(
       providerRowId: '',
       victimKey: '',
       integration: '',
+      subscription: '',
+      delivery: '',
     };
     let repositories: TempDir | undefined;
     /** Every secret value and plain API key of the run: none may reach logs or tables. */
@@ -130,7 +133,38 @@ describeEachDatabase(
       const victimKey = await api('POST', '/v1/api-keys', { body: { name: 'victim', workspace_id: ids.workspace } });
       assert.equal(victimKey.status, 201);
       secrets.add(victimKey.body.key);
-      Object.assign(ids, { listener: listener.body.id, provider: p.body.provider_id, providerRowId: p.body.id, victimKey: victimKey.body.id });
+      // A webhook subscription with a delivery, disabled so that nothing is ever sent (its URL is a public address, no DNS).
+      const subscription = await api('POST', '/v1/webhook-subscriptions', { body: body('POST /v1/webhook-subscriptions') });
+      assert.equal(subscription.status, 201, subscription.text);
+      secrets.add(subscription.body.secret);
+      const deliveryId = randomUUID();
+      const now = new Date().toISOString();
+      await insertDeliveries(server.berth.db, [
+        {
+          id: deliveryId,
+          subscription_id: subscription.body.id,
+          event_id: randomUUID(),
+          event_type: 'listener.offline',
+          body: '{}',
+          state: 'failed',
+          attempts: 0,
+          created_at: now,
+          next_attempt_at: null,
+          leased_until: null,
+          last_status_code: null,
+          last_error: null,
+          redelivery_of: null,
+        },
+      ]);
+      await disableSubscription(server.berth.db, subscription.body.id, now, 'isolation fixture');
+      Object.assign(ids, {
+        listener: listener.body.id,
+        provider: p.body.provider_id,
+        providerRowId: p.body.id,
+        victimKey: victimKey.body.id,
+        subscription: subscription.body.id,
+        delivery: deliveryId,
+      });
       ids.deployments = [d1.body.id, d2.body.id, d3.body.id];
 
       // Let the engine finish: the first and third deploy, the second waits for its listener.
@@ -285,6 +319,10 @@ describeEachDatabase(
         audit_log: (r) => r.organization_id === ids.organization && (r.workspace_id === ids.workspace || r.workspace_id == null),
         // Sessions are their key's: attackers sign in with their own keys.
         sessions: (r) => victimKeys.has(r.key_id as string),
+        webhook_subscriptions: (r) => r.workspace_id === ids.workspace,
+        webhook_events: (r) => r.workspace_id === ids.workspace,
+        webhook_deliveries: (r) => r.subscription_id === ids.subscription,
+        webhook_attempts: (r) => r.delivery_id === ids.delivery,
       };
       const state: Record<string, string[]> = {};
       for (const table of await tableNames(server.berth.db)) {
@@ -350,6 +388,8 @@ describeEachDatabase(
         provider_id: ids.provider,
         key_id: ids.victimKey,
         integration_id: ids.integration,
+        subscription_id: ids.subscription,
+        delivery_id: ids.delivery,
       };
       const problems: string[] = [];
       let baseline = await victimState();
@@ -424,6 +464,8 @@ describeEachDatabase(
           provider_id: `absent-${Date.now()}`,
           key_id: randomUUID(),
           integration_id: randomUUID(),
+          subscription_id: randomUUID(),
+          delivery_id: randomUUID(),
         };
         const request = requestFor(op, absent);
         return { res: await sendRaw(server.url, { method: op.method, path: prefix + request.path, headers, body: request.body }), path: request.path };

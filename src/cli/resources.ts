@@ -1,4 +1,4 @@
-/** The resource commands: deployments, revisions, listeners, OAuth providers, integrations, workspaces, API keys. */
+/** The resource commands: deployments, revisions, listeners, OAuth providers, integrations, workspaces, API keys, webhooks, the audit log. */
 import { type Command, Option } from 'commander';
 import { type BerthClient, isTerminal } from '../client/index.js';
 import { CliExit, EXIT, type CliIo } from './io.js';
@@ -53,6 +53,32 @@ const REPOSITORY_COLUMNS: Column[] = [
   ['NAME', (r) => `${r.owner}/${r.name}`],
   ['DEFAULT BRANCH', (r) => r.default_branch],
   ['URL', (r) => r.url],
+];
+const SUBSCRIPTION_COLUMNS: Column[] = [
+  ['ID', (s) => s.id],
+  ['URL', (s) => s.url],
+  ['EVENTS', (s) => s.events?.join(',')],
+  ['ENABLED', (s) => s.enabled],
+  ['DISABLED REASON', (s) => s.disabled_reason],
+];
+const DELIVERY_COLUMNS: Column[] = [
+  ['ID', (d) => d.id],
+  ['EVENT', (d) => d.event_type],
+  ['STATE', (d) => d.state],
+  ['ATTEMPTS', (d) => d.attempts?.length],
+  ['LAST STATUS', (d) => d.attempts?.at(-1)?.status_code ?? d.attempts?.at(-1)?.error],
+  ['CREATED', (d) => d.created_at],
+];
+/** The event types a subscription may ask for (as the server's schema lists them). */
+const SUBSCRIBABLE = [
+  'revision.status_changed',
+  'deployment.created',
+  'deployment.deleted',
+  'listener.offline',
+  'preview.created',
+  'preview.updated',
+  'preview.deleted',
+  'preview.*',
 ];
 const WORKSPACE_COLUMNS: Column[] = [
   ['ID', (w) => w.id],
@@ -362,6 +388,55 @@ export function registerResourceCommands(program: Command, context: CliContext):
       await client(options).apiKeys.revoke(id!);
       done(io, `revoked API key ${id}`);
     }),
+  );
+
+  // Outbound webhooks (docs/webhooks.md).
+  const webhooks = program.command('webhooks').description('Outbound webhook subscriptions of the workspace and their deliveries (docs/webhooks.md).');
+  readable(webhooks.command('list').description('List subscriptions (never their secrets).')).action(
+    action(context, async (options) => render(io, options.output!, (await client(options).webhooks.list({ limit: 100 })).resources, SUBSCRIPTION_COLUMNS)),
+  );
+  connected(webhooks.command('create').description('Subscribe a URL to events and print the signing secret once, alone on stdout.'))
+    .requiredOption('--endpoint <url>', 'where deliveries are POSTed (http or https)')
+    .requiredOption('--event <type>', `an event to send (repeatable): ${SUBSCRIBABLE.join(', ')}`, repeatable)
+    .option('--description <text>', 'what the subscription is for')
+    .action(
+      action(context, async (options) => {
+        const created = await client(options).webhooks.create({
+          url: options.endpoint as string,
+          events: options.event,
+          ...(options.description ? { description: options.description } : {}),
+        });
+        io.err(`created webhook subscription ${created.id}; its signing secret is shown only now:\n`);
+        io.out(`${created.secret}\n`);
+      }),
+    );
+  connected(webhooks.command('delete').description('Delete a subscription and its deliveries.').argument('<subscription>', 'subscription id')).action(
+    action(context, async (options, id) => {
+      await client(options).webhooks.delete(id!);
+      done(io, `deleted webhook subscription ${id}`);
+    }),
+  );
+  readable(webhooks.command('deliveries').description("List a subscription's deliveries, newest first.").argument('<subscription>', 'subscription id'))
+    .option('--limit <n>', 'at most this many deliveries (1-100)', '20')
+    .option('--offset <n>', 'skip this many deliveries (the offset of the previous page)', '0')
+    .action(
+      action(context, async (options, id) =>
+        render(
+          io,
+          options.output!,
+          (await client(options).webhooks.deliveries(id!, { limit: Number(options.limit), offset: Number(options.offset) })).resources,
+          DELIVERY_COLUMNS,
+        ),
+      ),
+    );
+  readable(
+    webhooks
+      .command('redeliver')
+      .description('Send a delivery again, as a new delivery of the same event.')
+      .argument('<subscription>', 'subscription id')
+      .argument('<delivery>', 'delivery id'),
+  ).action(
+    action(context, async (options, id, delivery) => render(io, options.output!, await client(options).webhooks.redeliver(id!, delivery!), DELIVERY_COLUMNS)),
   );
 
   // The audit log (admin and read-only keys).

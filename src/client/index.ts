@@ -355,6 +355,31 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
     list: (query: Q<'/v1/audit-log'> = {}) => call('listAuditLog', () => api.GET('/v1/audit-log', { params: { query } })),
   };
 
+  const webhooks = {
+    list: (query: Q<'/v1/webhook-subscriptions'> = {}) => call('listWebhookSubscriptions', () => api.GET('/v1/webhook-subscriptions', { params: { query } })),
+    get: (subscriptionId: string) =>
+      call('getWebhookSubscription', () => api.GET('/v1/webhook-subscriptions/{subscription_id}', path({ subscription_id: subscriptionId }))),
+    /** The answer holds the signing secret, this once. */
+    create: (body: Schemas['WebhookSubscriptionCreate'], options?: CreateOptions) =>
+      create('createWebhookSubscription', (init) => api.POST('/v1/webhook-subscriptions', { body, ...init }), options),
+    delete: (subscriptionId: string) =>
+      call('deleteWebhookSubscription', () => api.DELETE('/v1/webhook-subscriptions/{subscription_id}', path({ subscription_id: subscriptionId }))),
+    deliveries: (subscriptionId: string, query: Q<'/v1/webhook-subscriptions/{subscription_id}/deliveries'> = {}) =>
+      call('listWebhookDeliveries', () =>
+        api.GET('/v1/webhook-subscriptions/{subscription_id}/deliveries', { params: { path: { subscription_id: subscriptionId }, query } }),
+      ),
+    redeliver: (subscriptionId: string, deliveryId: string, options?: CreateOptions) =>
+      create(
+        'redeliverWebhook',
+        (init) =>
+          api.POST('/v1/webhook-subscriptions/{subscription_id}/deliveries/{delivery_id}/redeliver', {
+            params: { path: { subscription_id: subscriptionId, delivery_id: deliveryId } },
+            ...init,
+          }),
+        options,
+      ),
+  };
+
   /**
    * Every page of a list endpoint that answers `{resources, offset}`, fetching the next page
    * only when asked: `for await (const page of client.pages((p) => client.deployments.list(p)))`.
@@ -438,7 +463,22 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
     }
   }
 
-  return { api, deployments, revisions, listeners, oauthProviders, integrations, workspaces, apiKeys, sessions, audit, pages, waitForRevision, followEvents };
+  return {
+    api,
+    deployments,
+    revisions,
+    listeners,
+    oauthProviders,
+    integrations,
+    workspaces,
+    apiKeys,
+    sessions,
+    audit,
+    webhooks,
+    pages,
+    waitForRevision,
+    followEvents,
+  };
 }
 
 /** A stream's chunks, read with a reader: not every browser iterates a ReadableStream with `for await`. */

@@ -572,6 +572,94 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/webhook-subscriptions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List webhook subscriptions
+     * @description Oldest first; never with their secrets. `offset` in the answer is where the next page starts.
+     */
+    get: operations['listWebhookSubscriptions'];
+    put?: never;
+    /**
+     * Create a webhook subscription
+     * @description Events of the workspace are POSTed to `url`, signed with the `secret` answered this once (docs/webhooks.md). A URL that is, or resolves to, a loopback, link-local or private address is refused (422) unless BERTH_OUTBOUND_ALLOW_PRIVATE=on.
+     */
+    post: operations['createWebhookSubscription'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-subscriptions/{subscription_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a webhook subscription
+     * @description Without its secret. A disabled subscription says why in `disabled_reason`.
+     */
+    get: operations['getWebhookSubscription'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a webhook subscription
+     * @description With its deliveries; nothing more is sent to it.
+     */
+    delete: operations['deleteWebhookSubscription'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-subscriptions/{subscription_id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a subscription's deliveries
+     * @description Newest first, each with its attempts (status code, at most 1 KB of the answer, or the error).
+     */
+    get: operations['listWebhookDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-subscriptions/{subscription_id}/deliveries/{delivery_id}/redeliver': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a delivery again
+     * @description As a new delivery of the same event (its own id and retries). Refused (422) for a disabled subscription.
+     */
+    post: operations['redeliverWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/integrations/codehost': {
     parameters: {
       query?: never;
@@ -932,6 +1020,28 @@ export interface components {
       /** @description The listener's key for the listener protocol (docs/listener-protocol.md), shown this once; only its digest is stored. */
       listener_key: string;
     };
+    /** CreatedWebhookSubscription */
+    CreatedWebhookSubscription: {
+      /** Format: uuid */
+      id: string;
+      url: string;
+      events: string[];
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** @description False once deliveries failed for 24 h; `disabled_reason` says why. */
+      enabled: boolean;
+      /** Format: date-time */
+      disabled_at: string | null;
+      disabled_reason: string | null;
+      /**
+       * Format: date-time
+       * @description Since when every delivery failed; null after a success.
+       */
+      failing_since: string | null;
+      /** @description The signing secret (docs/webhooks.md), shown this once; stored encrypted and never answered again. */
+      secret: string;
+    };
     /**
      * DeletionReport
      * @description Everything of the deployment is gone.
@@ -1122,6 +1232,8 @@ export interface components {
       | 'workspace_not_found'
       | 'api_key_not_found'
       | 'session_not_found'
+      | 'webhook_subscription_not_found'
+      | 'webhook_delivery_not_found'
       | 'request_timeout'
       | 'idempotency_key_in_progress'
       | 'deployment_name_taken'
@@ -1789,6 +1901,88 @@ export interface components {
       ctx?: {
         [key: string]: unknown;
       };
+    };
+    /** WebhookAttempt */
+    WebhookAttempt: {
+      number: number;
+      /** Format: date-time */
+      started_at: string;
+      duration_ms: number;
+      status_code: number | null;
+      /** @description At most the first 1 KB of the answer. */
+      response_excerpt: string | null;
+      /** @description Why no answer came (refused address, timeout, connection error). */
+      error: string | null;
+    };
+    /** WebhookDelivery */
+    WebhookDelivery: {
+      /**
+       * Format: uuid
+       * @description Sent as `Berth-Delivery` and as `id` in the body.
+       */
+      id: string;
+      /** Format: uuid */
+      subscription_id: string;
+      /** Format: uuid */
+      event_id: string;
+      event_type: string;
+      /** @enum {string} */
+      state: 'pending' | 'delivered' | 'failed';
+      attempts: components['schemas']['WebhookAttempt'][];
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      next_attempt_at: string | null;
+      /** Format: uuid */
+      redelivery_of: string | null;
+    };
+    /** WebhookDeliveryPage */
+    WebhookDeliveryPage: {
+      resources: components['schemas']['WebhookDelivery'][];
+      /** @description Pass as `offset` to get the next page. */
+      offset: number;
+    };
+    /** WebhookSubscription */
+    WebhookSubscription: {
+      /** Format: uuid */
+      id: string;
+      url: string;
+      events: string[];
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** @description False once deliveries failed for 24 h; `disabled_reason` says why. */
+      enabled: boolean;
+      /** Format: date-time */
+      disabled_at: string | null;
+      disabled_reason: string | null;
+      /**
+       * Format: date-time
+       * @description Since when every delivery failed; null after a success.
+       */
+      failing_since: string | null;
+    };
+    /** WebhookSubscriptionCreate */
+    WebhookSubscriptionCreate: {
+      /** @description Where deliveries are POSTed (http or https). Refused (422) when it resolves to a non-public address, unless BERTH_OUTBOUND_ALLOW_PRIVATE=on. */
+      url: string;
+      events: (
+        | 'revision.status_changed'
+        | 'deployment.created'
+        | 'deployment.deleted'
+        | 'listener.offline'
+        | 'preview.created'
+        | 'preview.updated'
+        | 'preview.deleted'
+        | 'preview.*'
+      )[];
+      description?: string;
+    };
+    /** WebhookSubscriptionPage */
+    WebhookSubscriptionPage: {
+      resources: components['schemas']['WebhookSubscription'][];
+      /** @description Pass as `offset` to get the next page. */
+      offset: number;
     };
     /** Workspace */
     Workspace: {
@@ -4833,6 +5027,437 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listWebhookSubscriptions: {
+    parameters: {
+      query?: {
+        /** @description Maximum number of resources returned. */
+        limit?: number;
+        /** @description Pagination offset. */
+        offset?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookSubscriptionPage'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  createWebhookSubscription: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['WebhookSubscriptionCreate'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CreatedWebhookSubscription'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getWebhookSubscription: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        subscription_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookSubscription'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `webhook_subscription_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  deleteWebhookSubscription: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        subscription_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No content */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `webhook_subscription_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listWebhookDeliveries: {
+    parameters: {
+      query?: {
+        /** @description Maximum number of resources returned. */
+        limit?: number;
+        /** @description Pagination offset. */
+        offset?: number;
+      };
+      header?: never;
+      path: {
+        subscription_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookDeliveryPage'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `webhook_subscription_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  redeliverWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes retries safe: the same key with the same request within BERTH_IDEMPOTENCY_KEY_HOURS (24 h by default) answers what the first request answered, with `Idempotent-Replayed: true`; the same key with another request is a 422 (`idempotency_key_reused`), and while the first request still runs a 409 (`idempotency_key_in_progress`). Keys belong to the workspace (or, on organization routes, the organization) and to the API key that sent them. At most 255 printable ASCII characters; a UUID is a good key. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        subscription_id: string;
+        delivery_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookDelivery'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `webhook_subscription_not_found`, `webhook_delivery_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `idempotency_key_in_progress` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['HTTPValidationError']
+            | {
+                /** @description What went wrong, in words a person can act on. */
+                detail: string;
+                /** @enum {string} */
+                code: 'idempotency_key_reused';
+              };
         };
       };
       /** @description `rate_limited` */

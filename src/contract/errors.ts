@@ -38,6 +38,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   deployment_not_found: 404,
   revision_not_found: 404,
   listener_not_found: 404,
+  webhook_subscription_not_found: 404,
+  webhook_delivery_not_found: 404,
   integration_not_found: 404,
   provider_not_found: 404,
   workspace_not_found: 404,

@@ -49,6 +49,8 @@ export const ERROR_CODES = [
   'workspace_not_found',
   'api_key_not_found',
   'session_not_found',
+  'webhook_subscription_not_found',
+  'webhook_delivery_not_found',
   // 408, 409, 410, 412, 413, 422, 429, 431
   'request_timeout',
   'idempotency_key_in_progress',
@@ -112,6 +114,8 @@ export const rateLimited = (limit: string, retryAfterSeconds: number) =>
 
 export const deploymentNotFound = (id: string) => fail('deployment_not_found', `Deployment ID ${id} not found.`);
 export const revisionNotFound = (id: string) => fail('revision_not_found', `Revision ID ${id} not found.`);
+export const subscriptionNotFound = (id: string) => fail('webhook_subscription_not_found', `Webhook subscription ID ${id} not found.`);
+export const deliveryNotFound = (id: string) => fail('webhook_delivery_not_found', `Webhook delivery ID ${id} not found.`);
 export const listenerNotFound = (id: string) => fail('listener_not_found', `Listener ID ${id} not found.`);
 /** A write to a deployment whose delete is under way: PATCH, a new revision and a redeploy answer alike. */
 export const beingDeleted = (id: string) => fail('deployment_deleting', `Deployment ID ${id} is being deleted and cannot be changed.`);

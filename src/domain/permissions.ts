@@ -98,6 +98,13 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['POST /v1/sessions', SESSION],
   ['GET /v1/sessions/current', SESSION],
   ['DELETE /v1/sessions/current', SESSION],
+  // Outbound webhooks: members manage them like listeners; read-only keys see them (never a secret).
+  ['POST /v1/webhook-subscriptions', WRITE],
+  ['GET /v1/webhook-subscriptions', READ],
+  ['GET /v1/webhook-subscriptions/:subscription_id', READ],
+  ['DELETE /v1/webhook-subscriptions/:subscription_id', WRITE],
+  ['GET /v1/webhook-subscriptions/:subscription_id/deliveries', READ],
+  ['POST /v1/webhook-subscriptions/:subscription_id/deliveries/:delivery_id/redeliver', WRITE],
 
   ...integrationRoutes,
 ]);

@@ -70,7 +70,7 @@ export function startImageReaper(deps: ImageReaperDeps): { stop(): Promise<void>
     }, DEBOUNCE_MS);
   };
   const unsubscribe = deps.bus.subscribe((message) => {
-    if (message.topic !== 'listener') soon();
+    if (message.topic === 'work' || message.topic === 'deployment') soon();
   });
   const timer = setInterval(pass, SWEEP_MS);
   timer.unref();

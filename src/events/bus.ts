@@ -5,11 +5,12 @@ import pg from 'pg';
  * Wake-ups between the API, the engine and waiting clients. `work` means a deployment has
  * something for the engine to do; `deployment` means it has new events (status changes or
  * log lines) to read from the database; `listener` means a listener's desired state changed
- * (`listenerId`; `deploymentId` is empty). Messages carry ids only: the database is the
+ * (`listenerId`; `deploymentId` is empty); `webhooks` means the outbox has news for the
+ * deliverer (an event or a redelivery; `deploymentId` is empty). Messages carry ids only: the database is the
  * truth, the bus only says "look now" so nobody waits for a polling tick.
  */
 export type BusMessage = {
-  topic: 'work' | 'deployment' | 'listener';
+  topic: 'work' | 'deployment' | 'listener' | 'webhooks';
   deploymentId: string;
   listenerId?: string;
   /** The engine worker whose change this announces: it need not react to its own news. */

@@ -111,3 +111,8 @@ export function announce(bus: EventBus, deploymentId: string, origin?: string): 
 export function announceListener(bus: EventBus, listenerId: string): void {
   bus.publish({ topic: 'listener', deploymentId: '', listenerId });
 }
+
+/** The webhook outbox has something new (docs/webhooks.md): deliverers look now rather than at their next tick. */
+export function announceWebhooks(bus: EventBus): void {
+  bus.publish({ topic: 'webhooks', deploymentId: '' });
+}

@@ -23,6 +23,7 @@ import { BodyGate } from './body-gate.js';
 import { adminRoutes } from './routes/admin.js';
 import { auditRoutes } from './routes/audit.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { webhookSubscriptionRoutes } from './routes/webhook-subscriptions.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -154,6 +155,7 @@ export async function buildApp({
     await scope.register(adminRoutes, { services });
     await scope.register(auditRoutes, { services });
     await scope.register(sessionRoutes, { services });
+    await scope.register(webhookSubscriptionRoutes, { services });
     await scope.register(integrationRoutes, { services, publicUrl });
     await scope.register(buildSourceRoutes, { services, publicUrl });
   };

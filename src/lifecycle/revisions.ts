@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { canTransition, type RevisionStatus } from '../domain/revision-status.js';
 import type { EventBus } from '../events/bus.js';
-import { announce, announceListener, type LogLine, recordEvents } from '../events/recorder.js';
+import { announce, announceListener, announceWebhooks, type LogLine, recordEvents } from '../events/recorder.js';
 import { bumpGenerationOfDeployment } from '../store/repositories/listeners.js';
 import { type Db, type Executor, nowIso } from '../store/database.js';
+import { insertDeploymentWebhookEvent } from '../store/repositories/webhooks.js';
 import { compareAndSetRevisionStatus, currentRevisionStatus, type RevisionFence, type TransitionSet } from '../store/repositories/revisions.js';
 
 export interface LifecycleDeps {
@@ -65,6 +67,7 @@ export async function moveRevision(
   }
   const at = nowIso();
   let listenerId: string | undefined;
+  let outboxed = false;
   const result = await deps.db.transaction().execute(async (trx): Promise<RevisionTransition> => {
     const changed = await compareAndSetRevisionStatus(trx, {
       revisionId: revision.id,
@@ -83,6 +86,17 @@ export async function moveRevision(
     const statuses = [...via, { status: to, message: move.message, at }];
     await recordEvents(trx, revision.deployment_id, revision.id, move.logs ?? [], statuses);
     await move.alongside?.(trx, at);
+    // The outbox row commits with the change or not at all (docs/webhooks.md).
+    outboxed = await insertDeploymentWebhookEvent(trx, revision.deployment_id, {
+      id: randomUUID(),
+      type: 'revision.status_changed',
+      occurredAt: at,
+      payload: {
+        revision: { id: revision.id, deployment_id: revision.deployment_id, status: to, status_message: move.message, updated_at: at },
+        previous_status: revision.status,
+        passed_through: via.map((step) => step.status),
+      },
+    });
     // A placed revision's status is in its listener's desired state.
     if (move.listenerId !== null) listenerId = await bumpGenerationOfDeployment(trx, revision.deployment_id);
     return { outcome: 'ok', at };
@@ -90,6 +104,7 @@ export async function moveRevision(
   if (result.outcome === 'ok') {
     announce(deps.bus, revision.deployment_id, move.origin);
     if (listenerId) announceListener(deps.bus, listenerId);
+    if (outboxed) announceWebhooks(deps.bus);
   }
   return result;
 }

@@ -9,6 +9,7 @@ import type { Database } from '../store/schema.js';
 import { OperationError } from './errors.js';
 import { resourceUriContext } from '../security/resource-uris.js';
 import { configEnvContext } from '../security/config-env.js';
+import { webhookSecretContext } from '../security/webhook-secrets.js';
 import { idempotencyAnswerContext, idempotencyFingerprintContext } from '../security/idempotency-contexts.js';
 
 /** The key values are encrypted with now, and the one they are re-encrypted with. */
@@ -188,5 +189,11 @@ export const KEYED_VALUES: readonly KeyedValues[] = [
     column: 'config_env_encrypted',
     key: ['id'],
     context: (row) => configEnvContext(row.id),
+  }),
+  ciphertextColumn({
+    table: 'webhook_subscriptions',
+    column: 'secret_encrypted',
+    key: ['id'],
+    context: (row) => webhookSecretContext(row.id),
   }),
 ];

@@ -7,12 +7,13 @@ import { validateSecrets } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
-import { announce, announceListener } from '../events/recorder.js';
+import { announce, announceListener, announceWebhooks } from '../events/recorder.js';
 import { isUniqueViolation, nowIso } from '../store/database.js';
 import * as repo from '../store/repositories/deployments.js';
 import type { CreateDeploymentInput, DeploymentView, PatchDeploymentInput } from '../contract/deployments.js';
 import { allFieldsRead } from './all-fields-read.js';
 import { recordChange } from './audit.js';
+import { outboxEvent } from './webhooks.js';
 import { fieldsSet, secretNamesOf } from '../domain/audit.js';
 import { refuseOverDatabaseLimit } from './database-limit.js';
 import { deploymentView } from './deployment-records.js';
@@ -32,18 +33,21 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
 
   /** A delete with If-Match: compared and marked under the deployment's row lock, so no write slips in between. */
   const deleteIfUnchanged = async (scope: WorkspaceScope, id: string, ifMatch: string) => {
-    const { moved, listenerId } = await db.transaction().execute(async (trx) => {
+    const { moved, listenerId, outboxed } = await db.transaction().execute(async (trx) => {
       const row = await repo.lockDeploymentAsIs(trx, scope.workspaceId, id);
       if (!row) throw deploymentNotFound(id);
       const current = await records.withLatest(trx, row);
       requireUnchanged(ifMatch, deploymentView(row, current.latest, (await records.state(trx, current)).secrets), id);
-      return { moved: await moveDeployment({ db, bus }, id, 'AWAITING_DELETE', { fence: { kind: 'api' } }, trx), listenerId: row.listener_id };
+      const moved = await moveDeployment({ db, bus }, id, 'AWAITING_DELETE', { fence: { kind: 'api' } }, trx);
+      const outboxed = moved && (await outboxEvent(trx, scope.workspaceId, 'deployment.deleted', { deployment: { id, name: row.name } }));
+      return { moved, listenerId: row.listener_id, outboxed };
     });
     // Inside a transaction the lifecycle leaves the announcements to its caller, after commit.
     if (moved) {
       announce(bus, id);
       if (listenerId) announceListener(bus, listenerId);
     }
+    if (outboxed) announceWebhooks(bus);
     wakeEngine(id);
   };
 
@@ -72,6 +76,7 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       await refuseOverDatabaseLimit(db, provisioning, scope.workspaceId, secrets);
       const now = nowIso();
       let created: DeploymentView;
+      let outboxed = false;
       try {
         created = await db.transaction().execute(async (trx) => {
           const listener = sourceConfig.listener_id ? await findListenerForPlacement(trx, scope.workspaceId, sourceConfig.listener_id) : undefined;
@@ -102,13 +107,17 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
             changedFields: fieldsSet(input),
             secretNames: secretNamesOf(secrets),
           });
-          return deploymentView(deployment, revision, secrets);
+          const view = deploymentView(deployment, revision, secrets);
+          const { secrets: _values, ...shown } = view;
+          outboxed = await outboxEvent(trx, scope.workspaceId, 'deployment.created', { deployment: shown });
+          return view;
         });
       } catch (error) {
         if (isUniqueViolation(error)) throw fail('deployment_name_taken', `Deployment with name '${name}' already exists in this workspace.`);
         throw error;
       }
       wakeEngine(created.id);
+      if (outboxed) announceWebhooks(bus);
       return created;
     },
 
@@ -194,10 +203,15 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       const row = await repo.findDeployment(db, scope.workspaceId, id);
       if (!row) throw deploymentNotFound(id);
       // Already AWAITING_DELETE: nothing moves, and the answer is the same.
+      let outboxed = false;
       await moveDeployment({ db, bus }, id, 'AWAITING_DELETE', {
         fence: { kind: 'api' },
-        alongside: (trx) => recordChange(trx, scope, { action: 'deployment.delete', target: { type: 'deployment', id, name: row.name } }),
+        alongside: async (trx) => {
+          await recordChange(trx, scope, { action: 'deployment.delete', target: { type: 'deployment', id, name: row.name } });
+          outboxed = await outboxEvent(trx, scope.workspaceId, 'deployment.deleted', { deployment: { id, name: row.name } });
+        },
       });
+      if (outboxed) announceWebhooks(bus);
       wakeEngine(id);
     },
   };

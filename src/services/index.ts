@@ -21,6 +21,7 @@ import { createTenancyService } from './tenancy.js';
 import { createIdempotencyService } from './idempotency.js';
 import { createAuditService } from './audit.js';
 import { createSessionService } from './sessions.js';
+import { createWebhookService } from './webhooks.js';
 
 export interface ServiceDeps {
   db: Db;
@@ -45,6 +46,8 @@ export interface ServiceOptions {
   registry: Registry | undefined;
   /** Databases provisioned per deployment, when this server is configured with their servers. */
   provisioning?: ProvisioningPolicy;
+  /** BERTH_OUTBOUND_ALLOW_PRIVATE: webhook subscriptions may name non-public addresses. */
+  outboundAllowPrivate: boolean;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */
@@ -75,6 +78,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     idempotency: createIdempotencyService(deps, { ttlMs: options.idempotencyKeyTtlMs }),
     audit: createAuditService(deps.db),
     sessions: createSessionService(deps.db, { ttlMs: options.sessionTtlMs }),
+    webhooks: createWebhookService(deps, { allowPrivate: options.outboundAllowPrivate }),
   };
 }
 

@@ -32,6 +32,47 @@ export interface Database {
     changed_fields: string;
     secret_names: string;
   };
+  /** Outbound webhook subscriptions; `events` is a JSON array of event types, `secret` the signing secret encrypted. */
+  webhook_subscriptions: {
+    id: string;
+    workspace_id: string;
+    url: string;
+    events: string;
+    secret_encrypted: string;
+    description: string | null;
+    created_at: string;
+    failing_since: string | null;
+    disabled_at: string | null;
+    disabled_reason: string | null;
+  };
+  /** The outbox: one row per event, written in the change's transaction and removed once its deliveries are made; `payload` is JSON. */
+  webhook_events: { id: string; workspace_id: string; type: string; payload: string; occurred_at: string };
+  /** One event for one subscription; `body` is the exact JSON sent and signed. */
+  webhook_deliveries: {
+    id: string;
+    subscription_id: string;
+    event_id: string;
+    event_type: string;
+    body: string;
+    state: 'pending' | 'delivered' | 'failed';
+    attempts: number;
+    created_at: string;
+    next_attempt_at: string | null;
+    leased_until: string | null;
+    last_status_code: number | null;
+    last_error: string | null;
+    redelivery_of: string | null;
+  };
+  webhook_attempts: {
+    id: string;
+    delivery_id: string;
+    number: number;
+    started_at: string;
+    duration_ms: number;
+    status_code: number | null;
+    response_excerpt: string | null;
+    error: string | null;
+  };
   organizations: { id: string; name: string; created_at: string };
   /** `name_key`: the name in the form that makes it unique without regard to case (domain/tenancy.ts). */
   workspaces: { id: string; organization_id: string; name: string; name_key: string | null; created_at: string };
@@ -224,6 +265,8 @@ export interface Database {
     generation: number;
     /** When the listener's agent last called Berth. */
     last_seen_at: string | null;
+    /** When its going offline was last announced to webhooks (listener.offline). */
+    offline_announced_at: string | null;
   };
   /** Status changes and log lines of a deployment's revisions, in one ordered stream. */
   deployment_events: {

@@ -299,6 +299,31 @@ describe('the berth CLI, against a real server', () => {
     assert.match(refused.stderr, /member API key may not/);
   });
 
+  test('webhooks: create prints the secret once, list and deliveries show the subscription, redeliver and delete act on it', async () => {
+    // A public address passes the outbound check without DNS; no event it wants is sent here.
+    const created = await berth(['webhooks', 'create', '--endpoint', 'http://93.184.215.14/cli', '--event', 'listener.offline', '--description', 'cli']);
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /^whsec_\S+\n$/);
+    const id = /subscription ([0-9a-f-]{36})/.exec(created.stderr)?.[1];
+    assert.ok(id, created.stderr);
+    const listed = await berth(['webhooks', 'list', '-o', 'json']);
+    const subscription = (JSON.parse(listed.stdout) as { id: string; url: string; secret?: string }[]).find((s) => s.id === id);
+    assert.equal(subscription?.url, 'http://93.184.215.14/cli');
+    assert.equal(subscription?.secret, undefined);
+    assert.ok(!listed.stdout.includes(created.stdout.trim()), 'the secret is never listed');
+    assert.match((await berth(['webhooks', 'list'])).stdout, /^ID\s+URL\s+EVENTS\s+ENABLED/);
+    const deliveries = await berth(['webhooks', 'deliveries', id, '-o', 'json']);
+    assert.equal(deliveries.code, 0, deliveries.stderr);
+    assert.deepEqual(JSON.parse(deliveries.stdout), []);
+    const refused = await berth(['webhooks', 'create', '--endpoint', 'http://127.0.0.1:9/x', '--event', 'deployment.created']);
+    assert.equal(refused.code, 3);
+    assert.match(refused.stderr, /Webhook URL refused/);
+    const missing = await berth(['webhooks', 'redeliver', id, '00000000-0000-4000-8000-000000000000']);
+    assert.equal(missing.code, 3);
+    assert.equal((await berth(['webhooks', 'delete', id])).code, 0);
+    assert.equal((await berth(['webhooks', 'deliveries', id])).code, 3);
+  });
+
   test('login checks the key and saves a profile readable only by its owner; later commands use it', async () => {
     const refused = await berth(['login', '--url', server.url], { BERTH_API_KEY: 'berth_not_a_key' });
     assert.equal(refused.code, 3);

@@ -25,9 +25,11 @@ import { deploymentRow } from '../support/rows.js';
 
 /**
  * Statements the engine may send for one image revision, from its claim to its lease's
- * release. The claim is two of them: the workspace's turn (fair slots) and the lease.
+ * release. The claim is two of them: the workspace's turn (fair slots) and the lease. Each
+ * of the revision's two status moves also sends its webhook outbox insert (docs/webhooks.md),
+ * which writes no row in a workspace without subscriptions but is one statement all the same.
  */
-const BUDGET = 13;
+const BUDGET = 15;
 
 const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|start transaction)\b/i;
 

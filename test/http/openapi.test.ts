@@ -118,7 +118,9 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
       body: { provider_id: providerId, name: 'p', client_id: 'c', client_secret: 's', auth_url: 'https://example.com/a', token_url: 'https://example.com/t' },
     });
     const memberKey = (await api('POST', '/v1/api-keys', { body: { name: 'sec-member' } })).body;
-    for (const created of [deployment, listener, integration, provider.body, memberKey]) assert.ok(created?.id, JSON.stringify(created));
+    // A public address passes the outbound check without DNS; no event it wants is sent in this suite.
+    const subscription = (await api('POST', '/v1/webhook-subscriptions', { body: { url: 'http://93.184.215.14/sec', events: ['listener.offline'] } })).body;
+    for (const created of [deployment, listener, integration, provider.body, memberKey, subscription]) assert.ok(created?.id, JSON.stringify(created));
     const ids: Record<string, string> = {
       deployment_id: deployment.id,
       revision_id: deployment.latest_revision_id,
@@ -126,6 +128,9 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
       integration_id: integration.id,
       provider_id: providerId,
       key_id: memberKey.id,
+      subscription_id: subscription.id,
+      // No delivery is needed: another tenant's key gets 404 for the subscription before the delivery is looked up.
+      delivery_id: '00000000-0000-4000-8000-000000000000',
     };
     const ours = Object.values(ids);
     const other = await otherTenants(ctx());

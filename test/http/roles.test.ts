@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { disableSubscription, insertDeliveries } from '../../src/store/repositories/webhooks.js';
 import { test } from 'node:test';
 import { PERMISSIONS, type Permission } from '../../src/domain/permissions.js';
 import type { ApiKeyRole } from '../../src/domain/tenancy.js';
@@ -34,6 +36,31 @@ async function created(response: Promise<{ status: number; body: any; text: stri
   const res = await response;
   assert.ok(res.status === 200 || res.status === 201, `${res.status} ${res.text.slice(0, 300)}`);
   return res.body;
+}
+
+/** A delivery row of a subscription, which is then disabled: redeliveries are refused (422), never sent. */
+async function webhookDeliveryFixture(server: SuiteContext['server'], subscriptionId: string): Promise<string> {
+  const id = randomUUID();
+  const now = new Date().toISOString();
+  await insertDeliveries(server.berth.db, [
+    {
+      id,
+      subscription_id: subscriptionId,
+      event_id: randomUUID(),
+      event_type: 'listener.offline',
+      body: '{}',
+      state: 'failed',
+      attempts: 0,
+      created_at: now,
+      next_attempt_at: null,
+      leased_until: null,
+      last_status_code: null,
+      last_error: null,
+      redelivery_of: null,
+    },
+  ]);
+  await disableSubscription(server.berth.db, subscriptionId, now, 'roles test fixture');
+  return id;
 }
 
 /** Keys of every role in the default workspace; the deployer's is for deployment `own` only. */
@@ -125,6 +152,9 @@ describeOnEachDatabase('the permission table', (ctx) => {
       }),
     );
     const throwaway = await created(api('POST', '/v1/api-keys', { body: { name: 'to-revoke' } }));
+    // A public address passes the outbound check without DNS; disabled, so nothing is ever sent to it.
+    const subscription = await created(api('POST', '/v1/webhook-subscriptions', { body: { url: 'http://93.184.215.14/roles', events: ['listener.offline'] } }));
+    const delivery = await webhookDeliveryFixture(server, subscription.id);
     const keys: Record<ApiKeyRole, string> = { ...(await keysOfEveryRole(ctx(), own.id)), listener: listener.listener_key };
     const fixtures: Record<string, string> = {
       revision_id: own.latest_revision_id,
@@ -132,6 +162,8 @@ describeOnEachDatabase('the permission table', (ctx) => {
       integration_id: integration.id,
       provider_id: providerId,
       key_id: throwaway.id,
+      subscription_id: subscription.id,
+      delivery_id: delivery,
     };
     const revisionOf: Record<string, string> = { [own.id]: own.latest_revision_id, [other.id]: other.latest_revision_id };
     const documented = authenticatedOperations((await api('GET', '/openapi.json')).body);

@@ -17,6 +17,7 @@ import { keyRoles } from './015-key-roles.js';
 import { auditLog } from './016-audit-log.js';
 import { buildInputs } from './017-build-inputs.js';
 import { deploymentPins } from './018-deployment-pins.js';
+import { outboundWebhooks } from './019-outbound-webhooks.js';
 import { sessions } from './020-sessions.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '016-audit-log': auditLog,
   '017-build-inputs': buildInputs,
   '018-deployment-pins': deploymentPins,
+  '019-outbound-webhooks': outboundWebhooks,
   '020-sessions': sessions,
 };
 

@@ -9,7 +9,7 @@ export interface ComputeConfig {
 }
 
 /** A listener row with its JSON column decoded. */
-export interface ListenerRecord extends Omit<Database['listeners'], 'compute_config'> {
+export interface ListenerRecord extends Omit<Database['listeners'], 'compute_config' | 'offline_announced_at'> {
   compute_config: ComputeConfig;
 }
 
@@ -93,11 +93,11 @@ export async function namespacesInUse(db: Executor, listenerId: string): Promise
   return namespaces;
 }
 
-function encode(record: ListenerRecord): Database['listeners'] {
+function encode(record: ListenerRecord): Omit<Database['listeners'], 'offline_announced_at'> {
   return { ...record, compute_config: JSON.stringify(record.compute_config) };
 }
 
-function decode(row: Database['listeners']): ListenerRecord {
+function decode(row: Omit<Database['listeners'], 'offline_announced_at'>): ListenerRecord {
   const parsed = JSON.parse(row.compute_config) as Partial<ComputeConfig> | null;
   const namespaces = Array.isArray(parsed?.k8s_namespaces) ? parsed.k8s_namespaces.filter((n) => typeof n === 'string') : [];
   return { ...row, compute_config: { k8s_namespaces: namespaces } };
