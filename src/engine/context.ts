@@ -43,6 +43,8 @@ export interface EngineSettings {
   /** BERTH_MAX_BUILD_TIMEOUT_SECONDS / BERTH_MAX_DEPLOY_TIMEOUT_SECONDS: the most a deployment's own timeouts get. */
   maxBuildTimeoutSeconds: number;
   maxDeployTimeoutSeconds: number;
+  /** How long a step's log lines wait for the step's next write before they are written alone, so that followers see them live. */
+  logFlushMs: number;
 }
 
 /** Why work stopped before its end. Only `timeout` fails the revision; the others leave it to be resumed or ended elsewhere. */

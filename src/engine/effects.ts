@@ -25,9 +25,6 @@ export interface Pending {
   ended: StepRunEnd[];
 }
 
-/** A step's log lines wait at most this long for the step's next write, so that followers see them live. */
-const LOG_FLUSH_MS = 200;
-
 function pendingFor(ctx: WorkContext, revision: RevisionRecord): Pending {
   if (ctx.pending && ctx.pending.revision !== revision)
     throw new Error(`engine: revision ${revision.id} written while ${ctx.pending.revision.id} has pending writes`);
@@ -70,7 +67,7 @@ export async function moveRevision(
   return (await flush(ctx)) !== 'stale';
 }
 
-/** A log line of the revision: written with its next status change, or within LOG_FLUSH_MS. */
+/** A log line of the revision: written with its next status change, or within `settings.logFlushMs`. */
 export async function writeLog(ctx: WorkContext, revision: RevisionRecord, logType: LogType, level: string, message: string): Promise<void> {
   if (ctx.pending && ctx.pending.revision !== revision) {
     await recordEvents(ctx.db, revision.deployment_id, revision.id, [{ logType, level, message, at: nowIso() }], []);
@@ -81,7 +78,7 @@ export async function writeLog(ctx: WorkContext, revision: RevisionRecord, logTy
   ctx.logTimer ??= setTimeout(() => {
     ctx.logTimer = undefined;
     flush(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not write log lines'));
-  }, LOG_FLUSH_MS);
+  }, ctx.settings.logFlushMs);
 }
 
 /** A step run ended; written with what follows. */

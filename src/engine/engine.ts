@@ -18,6 +18,7 @@ export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId' | 'workspa
   deployTimeoutMs: DEFAULT_DEPLOY_TIMEOUT_SECONDS * 1000,
   maxBuildTimeoutSeconds: 3600,
   maxDeployTimeoutSeconds: 1800,
+  logFlushMs: 200,
 };
 
 /**
