@@ -65,7 +65,7 @@ export function ListenersPage() {
                   {listener.version ? `, ${listener.version}` : ''})
                 </td>
                 <td>
-                  <span class={`status status-${listener.status === 'ONLINE' ? 'ok' : 'failed'}`}>{listener.status.toLowerCase()}</span>
+                  <span class={`status status-${listener.status === 'ONLINE' ? 'good' : 'stopped'}`}>{listener.status.toLowerCase()}</span>
                 </td>
                 <td>{formatTime(listener.last_seen_at)}</td>
                 <td>
