@@ -106,7 +106,7 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
       assert.equal(revisions.body.resources.length, 2);
 
       // The list finds it by name; a search with no match says so.
-      await page.getByRole('link', { name: 'Deployments' }).click();
+      await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Deployments' }).click();
       await page.getByRole('link', { name: 'browser-agent' }).waitFor();
       await checkAccessibility(page, 'deployments list');
       await page.getByLabel('Name contains').fill('nothing-like-it');

@@ -55,13 +55,13 @@ describe("the dashboard's history, settings, pins, keys and audit screens", { sk
 
     // A secret saved: its name shows, its value never does; it made a revision.
     await page.goto(`${server.url}/deployments/${id}/settings`);
-    await page.getByTestId('secret-names').getByText('FIRST_SECRET').waitFor();
+    await page.getByTestId('secret-names').getByText('FIRST_SECRET', { exact: true }).waitFor();
     await harness.checkAccessibility(page, 'settings');
     await page.getByLabel('Secret name').fill('OPENAI_API_KEY');
     await page.getByLabel('New value').fill(SECRET_VALUE);
     await page.getByRole('button', { name: 'Save secrets and deploy' }).click();
     await page.getByText('Secrets saved').waitFor();
-    await page.getByTestId('secret-names').getByText('OPENAI_API_KEY').waitFor();
+    await page.getByTestId('secret-names').getByText('OPENAI_API_KEY', { exact: true }).waitFor();
     const shown = await page.evaluate(() => ({
       html: document.documentElement.outerHTML,
       inputs: [...document.querySelectorAll('input')].map((input) => input.value),
@@ -73,6 +73,8 @@ describe("the dashboard's history, settings, pins, keys and audit screens", { sk
     assert.deepEqual(secrets, { FIRST_SECRET: 'first-value-kept', OPENAI_API_KEY: SECRET_VALUE }, 'the other secret went back unchanged');
     assert.notEqual(afterSave.body.latest_revision_id, second.body.id, 'a change of secrets made a revision');
     await terminal(id, afterSave.body.latest_revision_id);
+    // Its deploy changed the deployment (what serves): read afresh before the next write.
+    await page.reload();
 
     // In-place settings save with If-Match; someone else's change in between is told, and the page reloads.
     await page.getByLabel('Display name').fill('Screens agent');
@@ -117,11 +119,11 @@ describe("the dashboard's history, settings, pins, keys and audit screens", { sk
     assert.equal((await api('GET', '/v2/deployments')).status, 200, 'the new key works');
     await page.getByRole('button', { name: 'Done' }).click();
     await page.reload();
-    await page.getByRole('cell', { name: 'ci-reader' }).waitFor();
+    await page.getByRole('cell', { name: 'ci-reader', exact: true }).waitFor();
     assert.ok(!(await page.content()).includes(key), 'shown once: not after a reload');
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Revoke ci-reader' }).click();
-    await page.getByRole('cell', { name: 'ci-reader' }).waitFor({ state: 'detached' });
+    await page.getByRole('cell', { name: 'ci-reader', exact: true }).waitFor({ state: 'detached' });
     assert.equal((await api('GET', '/v2/deployments')).status, 401, 'the revoked key no longer works');
 
     await page.getByRole('link', { name: 'Listeners' }).click();
@@ -149,7 +151,7 @@ describe("the dashboard's history, settings, pins, keys and audit screens", { sk
     const created = await admin('POST', '/v2/deployments', { body: imageDeployment('screens-read-only', 'localhost/berth-test-agent:v1') });
     const id = created.body.id as string;
     const page = await harness.signedIn(readOnly.body.key, `/deployments/${id}/settings`);
-    await page.getByTestId('secret-names').getByText('FIRST_SECRET').waitFor();
+    await page.getByTestId('secret-names').getByText('FIRST_SECRET', { exact: true }).waitFor();
     assert.equal(await page.getByRole('button').filter({ hasText: /Save|Remove/ }).count(), 0, 'no save for a read-only key');
     assert.equal(await page.getByLabel('New value').count(), 0);
     assert.equal(await page.getByRole('link', { name: 'API keys' }).count(), 0, 'no API keys screen offered');
