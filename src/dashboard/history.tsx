@@ -162,8 +162,8 @@ export function HistoryPage() {
             </tbody>
           </table>
           <p>
-            Secret names of the latest revision: {secretNames.length > 0 ? secretNames.join(', ') : 'none'}. The API keeps each revision's secrets to
-            itself, so secrets are not compared here; their values are never shown.
+            Secret names of the latest revision: {secretNames.length > 0 ? secretNames.join(', ') : 'none'}. The API keeps each revision's secrets to itself, so
+            secrets are not compared here; their values are never shown.
           </p>
         </>
       )}

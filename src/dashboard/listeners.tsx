@@ -31,9 +31,7 @@ export function ListenersPage() {
   return (
     <section>
       <h1>Listeners</h1>
-      <p>
-        A listener runs its deployments on another machine. Start its agent there with the listener's key (answered once, when the listener was made):
-      </p>
+      <p>A listener runs its deployments on another machine. Start its agent there with the listener's key (answered once, when the listener was made):</p>
       <pre>
         <code data-testid="agent-command">BERTH_URL={location.origin} BERTH_LISTENER_KEY=… berth listener</code>
       </pre>

@@ -134,8 +134,7 @@ export function SettingsPage() {
         </label>
         {codeHosted && (
           <label>
-            <input type="checkbox" checked={buildOnPush} disabled={!canWrite} onChange={(event) => setBuildOnPush(event.currentTarget.checked)} /> Build on
-            push
+            <input type="checkbox" checked={buildOnPush} disabled={!canWrite} onChange={(event) => setBuildOnPush(event.currentTarget.checked)} /> Build on push
           </label>
         )}
         {canWrite && (
@@ -158,9 +157,7 @@ export function SettingsPage() {
                   <input
                     type="checkbox"
                     checked={removed.includes(secret)}
-                    onChange={(event) =>
-                      setRemoved(event.currentTarget.checked ? [...removed, secret] : removed.filter((other) => other !== secret))
-                    }
+                    onChange={(event) => setRemoved(event.currentTarget.checked ? [...removed, secret] : removed.filter((other) => other !== secret))}
                   />{' '}
                   Remove {secret}
                 </label>

@@ -152,7 +152,14 @@ describe("the dashboard's history, settings, pins, keys and audit screens", { sk
     const id = created.body.id as string;
     const page = await harness.signedIn(readOnly.body.key, `/deployments/${id}/settings`);
     await page.getByTestId('secret-names').getByText('FIRST_SECRET', { exact: true }).waitFor();
-    assert.equal(await page.getByRole('button').filter({ hasText: /Save|Remove/ }).count(), 0, 'no save for a read-only key');
+    assert.equal(
+      await page
+        .getByRole('button')
+        .filter({ hasText: /Save|Remove/ })
+        .count(),
+      0,
+      'no save for a read-only key',
+    );
     assert.equal(await page.getByLabel('New value').count(), 0);
     assert.equal(await page.getByRole('link', { name: 'API keys' }).count(), 0, 'no API keys screen offered');
     await page.goto(`${server.url}/api-keys`);
