@@ -52,6 +52,8 @@ export async function startDashboard(): Promise<DashboardHarness> {
         const page = await (await browser.newContext({ bypassCSP: true })).newPage();
         page.setDefaultTimeout(WAIT);
         await page.goto(`${started.url}${at}`);
+        await page.getByLabel('API key').waitFor();
+        await checkAccessibility(page, 'sign-in');
         await page.getByLabel('API key').fill(key);
         await page.getByRole('button', { name: 'Sign in' }).click();
         await page.getByTestId('who').waitFor();

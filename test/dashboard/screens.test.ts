@@ -97,6 +97,12 @@ describe("the dashboard's history, settings, pins, keys and audit screens", { sk
     assert.ok(pinned.body.pinned_revision_id, pinned.text);
     await pin.getByText('#4').waitFor();
     await harness.checkAccessibility(page, 'pinned deployment');
+    // A read-only key sees the pin and is not offered Unpin.
+    const viewer = await api('POST', '/v1/api-keys', { body: { name: 'pin-viewer', role: 'read_only', workspace_id: server.workspaceId } });
+    const watching = await harness.signedIn(viewer.body.key, `/deployments/${id}`);
+    await watching.getByTestId('pin').getByRole('heading', { name: 'Pinned by a rollback' }).waitFor();
+    assert.equal(await watching.getByRole('button', { name: 'Unpin' }).count(), 0, 'no Unpin for a read-only key');
+    await watching.context().close();
     await pin.getByRole('button', { name: 'Unpin' }).click();
     await pin.waitFor({ state: 'detached' });
     const unpinned = await api('GET', `/v2/deployments/${id}`);
