@@ -78,7 +78,7 @@ export function SettingsPage() {
       await load();
     } catch (caught) {
       if (caught instanceof BerthApiError && caught.code === 'resource_changed') {
-        setError('Someone else changed this deployment since this page read it. It has been reloaded: check it and save again.');
+        setError('Someone else changed this deployment since this page read it (or a deploy moved on). It has been reloaded: check it and save again.');
         await load();
       } else {
         setError(describeError(caught));
