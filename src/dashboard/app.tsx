@@ -1,10 +1,15 @@
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { useEffect, useMemo, useState } from 'preact/hooks';
+import { ApiKeysPage } from './api-keys.js';
+import { AuditPage } from './audit.js';
 import { WorkplaceContext, withQuery } from './context.js';
 import { DeploymentPage } from './deployment.js';
 import { DeploymentsPage } from './deployments.js';
+import { HistoryPage } from './history.js';
+import { IntegrationsPage, ListenersPage } from './listeners.js';
 import { LogsPage } from './logs.js';
 import { currentSession, describeError, type Session, sessionClient } from './session.js';
+import { SettingsPage } from './settings.js';
 import { SignIn } from './sign-in.js';
 import { TopBar } from './top-bar.js';
 
@@ -52,6 +57,12 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut(): void
             <Route path="/deployments/:deploymentId" component={DeploymentPage} />
             <Route path="/deployments/:deploymentId/revisions/:revisionId" component={DeploymentPage} />
             <Route path="/deployments/:deploymentId/revisions/:revisionId/logs" component={LogsPage} />
+            <Route path="/deployments/:deploymentId/history" component={HistoryPage} />
+            <Route path="/deployments/:deploymentId/settings" component={SettingsPage} />
+            <Route path="/listeners" component={ListenersPage} />
+            <Route path="/integrations" component={IntegrationsPage} />
+            <Route path="/api-keys" component={ApiKeysPage} />
+            <Route path="/audit-log" component={AuditPage} />
             <Route default component={NotFound} />
           </Router>
         ) : (

@@ -6,6 +6,7 @@ import { useWorkplace } from './context.js';
 import { listenerOf, sourceOf } from './deployments.js';
 import { useDeploymentEvents } from './events.js';
 import { formatTime, shortId } from './format.js';
+import { PinPanel } from './pin.js';
 import { describeError } from './session.js';
 import { StatusBadge } from './status.js';
 import { Timeline } from './timeline.js';
@@ -87,6 +88,11 @@ export function DeploymentPage() {
             <dd>{deployment.url ? <a href={deployment.url}>{deployment.url}</a> : 'not serving yet'}</dd>
           </dl>
           {deployment.url && <SdkSnippet url={deployment.url} />}
+          <PinPanel deployment={deployment} revisions={revisions} ignoredPushes={events.ignoredPushes} onChanged={load} />
+          <p class="links">
+            <a href={link(`/deployments/${deployment.id}/history`)}>History and diff</a> ·{' '}
+            <a href={link(`/deployments/${deployment.id}/settings`)}>Settings and secrets</a>
+          </p>
           <Actions deployment={deployment} revision={selected} onChanged={load} onDeleted={() => location.route(link('/deployments'))} />
         </div>
         <div>

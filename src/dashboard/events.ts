@@ -5,6 +5,7 @@ import { describeError } from './session.js';
 
 export type StatusEvent = Extract<DeploymentEvent, { event: 'status' }>;
 export type LogEvent = Extract<DeploymentEvent, { event: 'log' }>;
+export type IgnoredPushEvent = Extract<DeploymentEvent, { event: 'push_ignored_pinned' }>;
 
 /** Log lines kept per deployment on screen by default; the full logs stay on the server. */
 const LOG_LINES_KEPT = 500;
@@ -12,6 +13,8 @@ const LOG_LINES_KEPT = 500;
 export interface DeploymentEvents {
   statuses: StatusEvent[];
   logs: LogEvent[];
+  /** Pushes build on push left alone because a rollback pinned the deployment. */
+  ignoredPushes: IgnoredPushEvent[];
   /** `live` while the stream is open, `reconnecting` after it dropped (it resumes where it stopped). */
   connection: 'connecting' | 'live' | 'reconnecting' | 'ended';
   error: string | null;
@@ -29,20 +32,21 @@ export function useDeploymentEvents(
   onSignedOut: () => void,
   linesKept = LOG_LINES_KEPT,
 ): DeploymentEvents {
-  const [state, setState] = useState<DeploymentEvents>({ statuses: [], logs: [], connection: 'connecting', error: null });
+  const [state, setState] = useState<DeploymentEvents>({ statuses: [], logs: [], ignoredPushes: [], connection: 'connecting', error: null });
 
   useEffect(() => {
     const abort = new AbortController();
     const statuses: StatusEvent[] = [];
     let logs: LogEvent[] = [];
+    const ignoredPushes: IgnoredPushEvent[] = [];
     let lastId = 0;
     let pending: ReturnType<typeof setTimeout> | undefined;
     // Events arrive in bursts (a whole history at first): one render per burst.
     const flush = (connection: DeploymentEvents['connection'] = 'live') => {
       pending = undefined;
-      setState({ statuses: [...statuses], logs: [...logs], connection, error: null });
+      setState({ statuses: [...statuses], logs: [...logs], ignoredPushes: [...ignoredPushes], connection, error: null });
     };
-    setState({ statuses: [], logs: [], connection: 'connecting', error: null });
+    setState({ statuses: [], logs: [], ignoredPushes: [], connection: 'connecting', error: null });
     (async () => {
       try {
         const stream = client.followEvents(deploymentId, {
@@ -59,6 +63,8 @@ export function useDeploymentEvents(
           } else if (event.event === 'log') {
             logs.push(event);
             if (logs.length > linesKept * 2) logs = logs.slice(-linesKept);
+          } else {
+            ignoredPushes.push(event);
           }
           pending ??= setTimeout(flush, 16);
         }

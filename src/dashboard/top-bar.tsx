@@ -6,7 +6,7 @@ import { describeError, may } from './session.js';
 
 /** Who is signed in, the workspace (a choice for keys that may switch), and sign-out. */
 export function TopBar() {
-  const { session, client, workspaceId, signedOut } = useWorkplace();
+  const { session, client, workspaceId, signedOut, link } = useWorkplace();
   const location = useLocation();
   const [workspaces, setWorkspaces] = useState<Schemas['Workspace'][]>([]);
   const [error, setError] = useState<string | null>(null);
@@ -31,6 +31,11 @@ export function TopBar() {
       <a class="brand" href={withQuery('/deployments', { workspace: workspaceId !== session.workspace_id ? workspaceId : undefined })}>
         Berth
       </a>
+      <nav aria-label="Screens" class="screens">
+        <a href={link('/deployments')}>Deployments</a> <a href={link('/listeners')}>Listeners</a> <a href={link('/integrations')}>Integrations</a>{' '}
+        {may(session, 'GET /v1/api-keys') && <a href={link('/api-keys')}>API keys</a>}{' '}
+        {may(session, 'GET /v1/audit-log') && <a href={link('/audit-log')}>Audit log</a>}
+      </nav>
       {switchable && (
         <label class="workspace">
           Workspace{' '}

@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { build } from 'vite';
-import { client } from '../support/http.js';
+import type { Page } from 'playwright-core';
 import { deadline } from '../support/deadline.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { seriousViolations } from './axe.js';
+import { client } from '../support/http.js';
+import type { TestServer } from '../support/server.js';
+import { browserAbsent, type DashboardHarness, startDashboard } from './harness.js';
 
-/** Debian's chromium (scripts/setup-browser.sh installs it): no test downloads a browser. */
-const CHROMIUM = process.env.BERTH_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const absent = fs.existsSync(CHROMIUM) ? null : `${CHROMIUM} is not installed (bash scripts/setup-browser.sh installs it)`;
-if (absent) process.stdout.write(`# SKIP the dashboard in a browser: ${absent}\n`);
-
-const WAIT = deadline(20_000);
+if (browserAbsent) process.stdout.write(`# SKIP the dashboard in a browser: ${browserAbsent}\n`);
 
 const imageDeployment = (name: string, image: string) => ({
   name,
@@ -25,46 +16,21 @@ const imageDeployment = (name: string, image: string) => ({
   secrets: [],
 });
 
-describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
+describe('the dashboard in a browser', { skip: browserAbsent ?? undefined }, () => {
+  let harness: DashboardHarness;
   let server: TestServer;
-  let browser: Browser;
-  let outDir: string;
+  let violations: string[];
 
   before(async () => {
-    // The dashboard as `npm run build` makes it, from the sources of this checkout.
-    outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-dashboard-'));
-    await build({
-      configFile: path.resolve(import.meta.dirname, '../../src/dashboard/vite.config.ts'),
-      build: { outDir, emptyOutDir: true },
-      logLevel: 'error',
-    });
-    server = await startTestServer('sqlite', { overrides: { dashboardDir: outDir } });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    harness = await startDashboard();
+    server = harness.server;
+    violations = harness.violations;
   });
   after(async () => {
-    await browser?.close();
-    await server?.close();
-    if (outDir) fs.rmSync(outDir, { recursive: true, force: true });
+    await harness?.close();
   });
-
-  /** Serious and critical axe violations of every screen visited, as `screen: rule: elements`. */
-  const violations: string[] = [];
-  async function checkAccessibility(page: Page, screen: string) {
-    violations.push(...(await seriousViolations(page)).map((line) => `${screen}: ${line}`));
-  }
-
-  async function signedIn(key: string, at = '/'): Promise<Page> {
-    // bypassCSP: only so the accessibility check can inject axe-core; the dashboard's own code needs nothing inline.
-    const page = await (await browser.newContext({ bypassCSP: true })).newPage();
-    page.setDefaultTimeout(WAIT);
-    await page.goto(`${server.url}${at}`);
-    await page.getByLabel('API key').waitFor();
-    await checkAccessibility(page, 'sign-in');
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('who').waitFor();
-    return page;
-  }
+  const checkAccessibility = (page: Page, screen: string) => harness.checkAccessibility(page, screen);
+  const signedIn = (key: string, at = '/') => harness.signedIn(key, at);
 
   test(
     'sign in, an empty workspace, a deployment reaching DEPLOYED live, a failed one with its reason, sign out',
@@ -106,7 +72,7 @@ describe('the dashboard in a browser', { skip: absent ?? undefined }, () => {
       assert.equal(revisions.body.resources.length, 2);
 
       // The list finds it by name; a search with no match says so.
-      await page.getByRole('link', { name: 'Deployments' }).click();
+      await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Deployments' }).click();
       await page.getByRole('link', { name: 'browser-agent' }).waitFor();
       await checkAccessibility(page, 'deployments list');
       await page.getByLabel('Name contains').fill('nothing-like-it');

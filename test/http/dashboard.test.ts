@@ -30,7 +30,18 @@ describe('serving the dashboard', () => {
   });
 
   test('/ and every client-side route answer the HTML, with a policy allowing only its own files', async () => {
-    for (const page of ['/', '/sign-in', '/deployments', '/deployments/0b5c1f0e-9d1e-4a6b-8c55-0f5a3c2f9e11/revisions/x', '/api-host/']) {
+    for (const page of [
+      '/',
+      '/sign-in',
+      '/deployments',
+      '/deployments/0b5c1f0e-9d1e-4a6b-8c55-0f5a3c2f9e11/revisions/x',
+      '/deployments/0b5c1f0e-9d1e-4a6b-8c55-0f5a3c2f9e11/history',
+      '/listeners',
+      '/integrations',
+      '/api-keys',
+      '/audit-log',
+      '/api-host/',
+    ]) {
       const res = await fetch(`${server.url}${page}`);
       if (page === '/api-host/') {
         assert.equal(res.status, 404, 'the dashboard is not under the /api-host prefix');
