@@ -6,5 +6,5 @@ import { type Config, loadConfig } from '../../src/config.js';
  * break each time a setting is added.
  */
 export function testConfig(env: Record<string, string>, overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({ LOG_LEVEL: 'silent', ...env }), ...overrides };
+  return { ...loadConfig({ LOG_LEVEL: 'silent', BERTH_STANDBY_SECONDS: '0', ...env }), ...overrides };
 }

@@ -56,6 +56,14 @@ export interface RuntimeDriver {
   retire(handle: string, context: StepContext): Promise<void>;
   /** Removes every instance of the deployment, including ones a crashed process left behind. */
   teardown(deploymentId: string, context: StepContext): Promise<void>;
+  /**
+   * Retires an instance another revision replaced, perhaps keeping it paused as a standby a
+   * rollback to its revision resumes (`start` then finds it); true when it was kept. Drivers
+   * without it retire.
+   */
+  park?(handle: string, context: StepContext): Promise<boolean>;
+  /** Removes standby instances whose time has ended (the engine calls it at start and periodically). */
+  sweepStandbys?(): Promise<string[]>;
   /** Removes a built image from the store the runtime runs images from (pulled there, or built into it); nothing when it is not there. */
   forgetImage?(image: ImageToForget): Promise<void>;
 }

@@ -1,0 +1,167 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { DriverError, type RunRequest, type StepContext } from '../types.js';
+import { lastLine, runCommand, type ResolvedRuntime } from './cli.js';
+import { DEPLOYMENT_LABEL, REVISION_LABEL, removeContainers } from './containers.js';
+import { errorMessage, safeLog } from './step.js';
+
+/**
+ * Standby containers (docs/architecture.md, "Rollback in seconds"): a replaced container is
+ * paused (cgroup freezer: no CPU, its memory kept) instead of removed, so a rollback to its
+ * revision unpauses it rather than starting a server again. Its name says until when it may
+ * be kept, so the limit survives a restart of Berth without a store of its own.
+ */
+
+/** A salted digest of the image and environment the container was started with: never the values. */
+export const SETTINGS_LABEL = 'berth.settings';
+/** The host port the server listens on (published in bridge mode, its own PORT on the host's network). */
+export const PORT_LABEL = 'berth.port';
+const STANDBY_MARK = '.standby-';
+
+export function settingsLabel(image: string, env: Record<string, string>, salt = randomBytes(16).toString('hex')): string {
+  return `${salt}:${settingsDigest(salt, image, env)}`;
+}
+
+/** Whether a container labelled `label` was started from this image with this environment. */
+export function sameSettings(label: string, image: string, env: Record<string, string>): boolean {
+  const [salt = '', digest = ''] = label.split(':');
+  if (!salt || !digest) return false;
+  const expected = Buffer.from(settingsDigest(salt, image, env));
+  const actual = Buffer.from(digest);
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+function settingsDigest(salt: string, image: string, env: Record<string, string>): string {
+  const entries = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(salt).update('\0').update(JSON.stringify([image, entries])).digest('hex');
+}
+
+export function standbyName(name: string, expiresAtMs: number): string {
+  return `${name}${STANDBY_MARK}${Math.ceil(expiresAtMs / 1000)}`;
+}
+
+/** The name the container ran under and when its standby ends; null for a container that is not a standby. */
+export function parseStandbyName(name: string): { base: string; expiresAtMs: number } | null {
+  const at = name.lastIndexOf(STANDBY_MARK);
+  if (at <= 0) return null;
+  const seconds = Number(name.slice(at + STANDBY_MARK.length));
+  return Number.isSafeInteger(seconds) && seconds > 0 ? { base: name.slice(0, at), expiresAtMs: seconds * 1000 } : null;
+}
+
+interface StandbyContainer {
+  name: string;
+  base: string;
+  expiresAtMs: number;
+  deploymentId: string;
+  revisionId: string;
+  settings: string;
+  imageId: string;
+  port: number | null;
+}
+
+/** The standby containers carrying `label=value`. */
+async function standbys(runtime: ResolvedRuntime, label: string, value: string | null): Promise<StandbyContainer[]> {
+  const filter = value === null ? `label=${label}` : `label=${label}=${value}`;
+  const listed = await runCommand(runtime, ['ps', '-a', '--filter', filter, '--format', '{{.Names}}']);
+  if (listed.code !== 0) throw new DriverError(`Could not list containers: \`${runtime.kind} ps\` failed: ${lastLine(listed)}`);
+  const found: StandbyContainer[] = [];
+  for (const name of listed.stdout.split('\n').map((line) => line.trim())) {
+    const parsed = parseStandbyName(name);
+    if (!parsed) continue;
+    const labels = [DEPLOYMENT_LABEL, REVISION_LABEL, SETTINGS_LABEL, PORT_LABEL].map((key) => `{{index .Config.Labels "${key}"}}`);
+    const inspected = await runCommand(runtime, ['container', 'inspect', '--format', [...labels, '{{.Image}}'].join('\t'), name]);
+    // Taken or removed since the listing.
+    if (inspected.code !== 0) continue;
+    const [deploymentId = '', revisionId = '', settings = '', port = '', imageId = ''] = inspected.stdout.trim().split('\t');
+    const portNumber = Number(port);
+    found.push({ name, ...parsed, deploymentId, revisionId, settings, imageId, port: Number.isInteger(portNumber) && portNumber > 0 ? portNumber : null });
+  }
+  return found;
+}
+
+export interface StandbyPolicy {
+  /** How long a replaced container is kept paused; 0 removes it at once. */
+  keepMs: number;
+  /** Standby containers kept per deployment; the oldest go first. */
+  perDeployment: number;
+}
+
+/**
+ * Pauses a replaced container and renames it to say until when it is kept, after removing
+ * the deployment's oldest standbys beyond the limit. False when it could not be kept (it is
+ * then removed, like a retired one).
+ */
+export async function parkContainer(runtime: ResolvedRuntime, name: string, policy: StandbyPolicy, context: StepContext): Promise<boolean> {
+  const owner = await runCommand(runtime, ['container', 'inspect', '--format', `{{index .Config.Labels "${DEPLOYMENT_LABEL}"}}`, name]);
+  if (owner.code !== 0) return false;
+  const deploymentId = owner.stdout.trim();
+  try {
+    const kept = (await standbys(runtime, DEPLOYMENT_LABEL, deploymentId)).sort((a, b) => a.expiresAtMs - b.expiresAtMs);
+    const surplus = kept.slice(0, Math.max(0, kept.length - (policy.perDeployment - 1))).map((standby) => standby.name);
+    if (surplus.length > 0) await removeContainers(runtime, surplus);
+    const paused = await runCommand(runtime, ['pause', name]);
+    if (paused.code !== 0) throw new DriverError(`\`${runtime.kind} pause\` failed: ${lastLine(paused)}`);
+    const renamed = await runCommand(runtime, ['rename', name, standbyName(name, Date.now() + policy.keepMs)]);
+    if (renamed.code !== 0) throw new DriverError(`\`${runtime.kind} rename\` failed: ${lastLine(renamed)}`);
+    return true;
+  } catch (error) {
+    await safeLog(context, 'WARNING', `Could not keep container ${name} as a standby (${errorMessage(error)}); removing it`);
+    await removeContainers(runtime, [name]);
+    return false;
+  }
+}
+
+/**
+ * The standby container of the request's revision, unpaused under its running name, when it
+ * belongs to the same deployment, has not expired and runs the same image with the same
+ * environment; null otherwise (a mismatching standby is removed: its revision now runs anew).
+ */
+export async function takeStandby(runtime: ResolvedRuntime, request: RunRequest, name: string, context: StepContext): Promise<{ port: number } | null> {
+  const candidates = (await standbys(runtime, REVISION_LABEL, request.revisionId)).filter(
+    // Revision ids are the server's own; another deployment's container is never touched.
+    (standby) => standby.deploymentId === request.deploymentId && standby.revisionId === request.revisionId && standby.base === name,
+  );
+  let taken: StandbyContainer | null = null;
+  for (const standby of candidates) {
+    const why = await unusable(runtime, standby, request);
+    if (why === null && taken === null) {
+      taken = standby;
+      continue;
+    }
+    await context.log('INFO', `Removing standby container ${standby.name}: ${why ?? 'another standby of this revision is used'}`);
+    await removeContainers(runtime, [standby.name]);
+  }
+  if (!taken || taken.port === null) return null;
+  const renamed = await runCommand(runtime, ['rename', taken.name, name]);
+  if (renamed.code !== 0) {
+    // Another engine process took it first, or it was removed on expiry.
+    await context.log('INFO', `Could not take standby container ${taken.name} (${lastLine(renamed)}); starting a new one`);
+    return null;
+  }
+  const unpaused = await runCommand(runtime, ['unpause', name]);
+  if (unpaused.code !== 0) {
+    await context.log('WARNING', `Could not unpause standby container ${name} (${lastLine(unpaused)}); removing it and starting a new one`);
+    await removeContainers(runtime, [name]);
+    return null;
+  }
+  return { port: taken.port };
+}
+
+async function unusable(runtime: ResolvedRuntime, standby: StandbyContainer, request: RunRequest): Promise<string | null> {
+  if (standby.expiresAtMs <= Date.now()) return 'its standby time has ended';
+  if (!sameSettings(standby.settings, request.image, request.env)) return 'it was started with another image or other environment (secrets, settings) than the revision has now';
+  const image = await runCommand(runtime, ['image', 'inspect', '--format', '{{.Id}}', request.image]);
+  if (image.code !== 0 || !sameImageId(image.stdout.trim(), standby.imageId)) return `the image ${request.image} has changed since it was started`;
+  return null;
+}
+
+function sameImageId(a: string, b: string): boolean {
+  const strip = (id: string) => id.replace(/^sha256:/, '');
+  return strip(a) !== '' && strip(a) === strip(b);
+}
+
+/** Removes every standby container (of any deployment) whose time has ended; returns their names. */
+export async function removeExpiredStandbys(runtime: ResolvedRuntime, now = Date.now()): Promise<string[]> {
+  const expired = (await standbys(runtime, DEPLOYMENT_LABEL, null)).filter((standby) => standby.expiresAtMs <= now).map((standby) => standby.name);
+  if (expired.length > 0) await removeContainers(runtime, expired);
+  return expired;
+}
