@@ -1,6 +1,6 @@
 import { canonicalSource, isBuiltSource, localLimits, type RevisionConfig, type Source } from '../domain/deployment-config.js';
 import { stepTimeout } from '../domain/fair-share.js';
-import { platformVariables } from '../domain/platform-env.js';
+import { platformVariables, REVISION_VARIABLES } from '../domain/platform-env.js';
 import { isListenerOwned } from '../domain/queue-policy.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
@@ -134,6 +134,7 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
         instanceName: deployment.name.toLowerCase(),
         image,
         env,
+        revisionEnv: REVISION_VARIABLES,
         resources: localLimits(resources),
         ...pull,
       },

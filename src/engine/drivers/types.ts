@@ -34,6 +34,12 @@ export interface RunRequest {
   resources: { cpu?: number; memoryMb?: number };
   /** Credentials to pull the image with (an image in Berth's own registry); never logged. */
   pull?: { username: string; password: string; tlsVerify: boolean };
+  /**
+   * Names of `env` entries that only name the revision (its id): a standby instance started
+   * for an earlier revision with the same image and otherwise the same environment (a
+   * rollback's copy of that revision) may serve this one, keeping its own values of them.
+   */
+  revisionEnv?: string[];
   /** Extra labels for the instance (the listener agent marks its containers with its listener id). */
   labels?: Record<string, string>;
 }

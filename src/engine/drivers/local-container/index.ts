@@ -111,15 +111,14 @@ export class LocalContainerRuntime implements RuntimeDriver {
     validateRequest(request);
     const secrets = secretValues(request.env);
     const name = containerName(request.instanceName, request.revisionId);
-    if (this.standby) {
-      const resumed = await this.resumeStandby(runtime, request, name, context);
-      if (resumed) return resumed;
-    }
-
     // A process that died mid-start (and whose lease was taken over) may have left this very container.
     if (await containerExists(runtime, name)) {
       await context.log('WARNING', `Removing container ${name} left over from an earlier attempt at this revision`);
       await removeContainers(runtime, [name]);
+    }
+    if (this.standby) {
+      const resumed = await this.resumeStandby(runtime, request, name, context);
+      if (resumed) return resumed;
     }
 
     await ensureImage(runtime, request.image, context, request.pull);
@@ -141,7 +140,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
     const startedAt = Date.now();
     let created = false;
     try {
-      const labels = { [PORT_LABEL]: String(port), [SETTINGS_LABEL]: settingsLabel(request.image, request.env) };
+      const labels = { [PORT_LABEL]: String(port), [SETTINGS_LABEL]: settingsLabel(request) };
       await runContainer(runtime, request, { name, host: this.publishAddress, port, env, network: this.network, labels }, context);
       created = true;
       const limit = this.healthTimeoutMs === null ? "until the deploy step's timeout" : `up to ${formatSeconds(this.healthTimeoutMs)}`;
@@ -193,7 +192,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
     const taken = await takeStandby(runtime, request, name, context);
     if (!taken) return null;
     const url = `http://${this.host}:${taken.port}`;
-    await context.log('INFO', `Unpaused standby container ${name} of this revision (same image and environment) on ${this.host}:${taken.port}`);
+    await context.log('INFO', `Unpaused a standby container (same image and environment), now ${name}, on ${this.host}:${taken.port}`);
     try {
       const graphs = await expectedGraphs(runtime, { image: request.image, env: request.env });
       await waitHealthy(runtime, name, url, taken.port, this.healthTimeoutMs, context, graphs);

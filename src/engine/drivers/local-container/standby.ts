@@ -17,22 +17,25 @@ export const SETTINGS_LABEL = 'berth.settings';
 export const PORT_LABEL = 'berth.port';
 const STANDBY_MARK = '.standby-';
 
-export function settingsLabel(image: string, env: Record<string, string>, salt = randomBytes(16).toString('hex')): string {
-  return `${salt}:${settingsDigest(salt, image, env)}`;
+export function settingsLabel(request: RunRequest, salt = randomBytes(16).toString('hex')): string {
+  return `${salt}:${settingsDigest(salt, request)}`;
 }
 
-/** Whether a container labelled `label` was started from this image with this environment. */
-export function sameSettings(label: string, image: string, env: Record<string, string>): boolean {
+/** Whether a container labelled `label` was started from the request's image with its environment (bar the revision's own id). */
+export function sameSettings(label: string, request: RunRequest): boolean {
   const [salt = '', digest = ''] = label.split(':');
   if (!salt || !digest) return false;
-  const expected = Buffer.from(settingsDigest(salt, image, env));
+  const expected = Buffer.from(settingsDigest(salt, request));
   const actual = Buffer.from(digest);
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
-function settingsDigest(salt: string, image: string, env: Record<string, string>): string {
-  const entries = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(salt).update('\0').update(JSON.stringify([image, entries])).digest('hex');
+function settingsDigest(salt: string, request: RunRequest): string {
+  const skipped = new Set(request.revisionEnv ?? []);
+  const entries = Object.entries(request.env)
+    .filter(([key]) => !skipped.has(key))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(salt).update('\0').update(JSON.stringify([request.image, entries])).digest('hex');
 }
 
 export function standbyName(name: string, expiresAtMs: number): string {
@@ -111,24 +114,22 @@ export async function parkContainer(runtime: ResolvedRuntime, name: string, poli
 }
 
 /**
- * The standby container of the request's revision, unpaused under its running name, when it
- * belongs to the same deployment, has not expired and runs the same image with the same
- * environment; null otherwise (a mismatching standby is removed: its revision now runs anew).
+ * A standby container of the request's deployment that runs the same image with the same
+ * environment (a rollback makes a copy of an earlier revision), unpaused under the name of
+ * the request's revision; null when there is none. Standbys of the deployment that have
+ * expired are removed on the way.
  */
 export async function takeStandby(runtime: ResolvedRuntime, request: RunRequest, name: string, context: StepContext): Promise<{ port: number } | null> {
-  const candidates = (await standbys(runtime, REVISION_LABEL, request.revisionId)).filter(
-    // Revision ids are the server's own; another deployment's container is never touched.
-    (standby) => standby.deploymentId === request.deploymentId && standby.revisionId === request.revisionId && standby.base === name,
-  );
+  // Only the deployment's own: a container of another deployment is never resumed for this one.
+  const candidates = (await standbys(runtime, DEPLOYMENT_LABEL, request.deploymentId)).filter((standby) => standby.deploymentId === request.deploymentId);
   let taken: StandbyContainer | null = null;
   for (const standby of candidates) {
-    const why = await unusable(runtime, standby, request);
-    if (why === null && taken === null) {
+    if (standby.expiresAtMs <= Date.now()) {
+      await context.log('INFO', `Removing standby container ${standby.name}: its time has ended`);
+      await removeContainers(runtime, [standby.name]);
+    } else if (taken === null && (await usable(runtime, standby, request))) {
       taken = standby;
-      continue;
     }
-    await context.log('INFO', `Removing standby container ${standby.name}: ${why ?? 'another standby of this revision is used'}`);
-    await removeContainers(runtime, [standby.name]);
   }
   if (!taken || taken.port === null) return null;
   const renamed = await runCommand(runtime, ['rename', taken.name, name]);
@@ -146,12 +147,11 @@ export async function takeStandby(runtime: ResolvedRuntime, request: RunRequest,
   return { port: taken.port };
 }
 
-async function unusable(runtime: ResolvedRuntime, standby: StandbyContainer, request: RunRequest): Promise<string | null> {
-  if (standby.expiresAtMs <= Date.now()) return 'its standby time has ended';
-  if (!sameSettings(standby.settings, request.image, request.env)) return 'it was started with another image or other environment (secrets, settings) than the revision has now';
+async function usable(runtime: ResolvedRuntime, standby: StandbyContainer, request: RunRequest): Promise<boolean> {
+  if (!sameSettings(standby.settings, request)) return false;
+  // The name may have been given to another image since (a tag pushed again).
   const image = await runCommand(runtime, ['image', 'inspect', '--format', '{{.Id}}', request.image]);
-  if (image.code !== 0 || !sameImageId(image.stdout.trim(), standby.imageId)) return `the image ${request.image} has changed since it was started`;
-  return null;
+  return image.code === 0 && sameImageId(image.stdout.trim(), standby.imageId);
 }
 
 function sameImageId(a: string, b: string): boolean {
