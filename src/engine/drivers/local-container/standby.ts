@@ -35,7 +35,11 @@ function settingsDigest(salt: string, request: RunRequest): string {
   const entries = Object.entries(request.env)
     .filter(([key]) => !skipped.has(key))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(salt).update('\0').update(JSON.stringify([request.image, entries])).digest('hex');
+  return createHash('sha256')
+    .update(salt)
+    .update('\0')
+    .update(JSON.stringify([request.image, entries]))
+    .digest('hex');
 }
 
 export function standbyName(name: string, expiresAtMs: number): string {
