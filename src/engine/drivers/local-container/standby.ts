@@ -70,15 +70,21 @@ async function standbys(runtime: ResolvedRuntime, label: string, value: string |
   const filter = value === null ? `label=${label}` : `label=${label}=${value}`;
   const listed = await runCommand(runtime, ['ps', '-a', '--filter', filter, '--format', '{{.Names}}']);
   if (listed.code !== 0) throw new DriverError(`Could not list containers: \`${runtime.kind} ps\` failed: ${lastLine(listed)}`);
+  const names = listed.stdout
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((name) => parseStandbyName(name) !== null);
+  if (names.length === 0) return [];
+  // One inspect for them all: each runtime command is a process of its own, on a rollback's path.
+  const labels = [DEPLOYMENT_LABEL, REVISION_LABEL, SETTINGS_LABEL, PORT_LABEL].map((key) => `{{index .Config.Labels "${key}"}}`);
+  const inspected = await runCommand(runtime, ['container', 'inspect', '--format', ['{{.Name}}', ...labels, '{{.Image}}'].join('\t'), ...names]);
+  // A container taken or removed since the listing fails the command; the others are still printed.
   const found: StandbyContainer[] = [];
-  for (const name of listed.stdout.split('\n').map((line) => line.trim())) {
+  for (const line of inspected.stdout.split('\n').filter(Boolean)) {
+    const [rawName = '', deploymentId = '', revisionId = '', settings = '', port = '', imageId = ''] = line.trim().split('\t');
+    const name = rawName.replace(/^\//, '');
     const parsed = parseStandbyName(name);
-    if (!parsed) continue;
-    const labels = [DEPLOYMENT_LABEL, REVISION_LABEL, SETTINGS_LABEL, PORT_LABEL].map((key) => `{{index .Config.Labels "${key}"}}`);
-    const inspected = await runCommand(runtime, ['container', 'inspect', '--format', [...labels, '{{.Image}}'].join('\t'), name]);
-    // Taken or removed since the listing.
-    if (inspected.code !== 0) continue;
-    const [deploymentId = '', revisionId = '', settings = '', port = '', imageId = ''] = inspected.stdout.trim().split('\t');
+    if (!parsed || !names.includes(name)) continue;
     const portNumber = Number(port);
     found.push({ name, ...parsed, deploymentId, revisionId, settings, imageId, port: Number.isInteger(portNumber) && portNumber > 0 ? portNumber : null });
   }
