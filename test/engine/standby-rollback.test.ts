@@ -132,6 +132,32 @@ describe('rollback to a replaced revision resumes its standby container (real pr
     assert.deepEqual(containersOf(id), []);
   }
 
+  test('a standby past its time, of a deployment Berth does not know, is removed when Berth starts', async () => {
+    const driver = new LocalContainerRuntime({ runtime: 'podman', env: { ...process.env, ...runtime }, standby: { keepMs: 1_000, perDeployment: 1 } });
+    const deploymentId = `test-${randomUUID()}`;
+    const step = { signal: new AbortController().signal, log: async () => {} };
+    cleanups.push(async () => {
+      const names = containersOf(deploymentId);
+      if (names.length > 0) podman('rm', '-f', '-t', '0', ...names);
+    });
+    const started = await driver.start({ deploymentId, revisionId: randomUUID(), instanceName: 'orphan', image: IMAGE, env: {}, resources: {} }, step);
+    assert.equal(await driver.park(started.handle, step), true);
+    const [standby] = containersOf(deploymentId);
+    const expiresAt = Number(standby?.split('.standby-')[1]) * 1000;
+    await eventually(async () => Date.now() > expiresAt || undefined, 'the standby time to end', 10_000);
+
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-standby-'));
+    cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const berth = await spawnBerth({
+      BERTH_CONTAINER_RUNTIME: 'podman',
+      ...runtime,
+      BERTH_DATA_DIR: dataDir,
+      BERTH_BOOTSTRAP_API_KEY: `berth_test_${randomUUID()}`,
+    });
+    cleanups.push(() => stopBerth(berth));
+    await eventually(async () => containersOf(deploymentId).length === 0 || undefined, 'the expired standby to be removed at start-up', 30_000);
+  });
+
   test('on SQLite', async () => {
     await rollbackResumes({});
   });
