@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Lists what test runs must not leave in this machine's container store, one per line:
 #   container <name>   every container named berth-* (deployments, the listener's, test ones)
+#                      and the paused standbys of replaced revisions (berth-*.standby-<expiry>): a test that
+#                      replaces a revision with standbys on removes them (teardown) like its other containers
 #   image <name>       every image of a deployment: built here (localhost/berth/<workspace>/
 #                      <deployment>:<revision>, and localhost/berth/<name>:<revision> from
 #                      before workspaces) or pulled from a registry on this machine

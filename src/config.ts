@@ -72,6 +72,9 @@ export interface Config {
     maxDeployTimeoutSeconds: number;
     /** BERTH_CONTAINER_NETWORK: `bridge` (a port published on loopback) or `host` (the host's network). */
     network: 'bridge' | 'host';
+    /** BERTH_STANDBY_SECONDS / BERTH_STANDBY_PER_DEPLOYMENT: replaced containers kept paused for a rollback. */
+    standbySeconds: number;
+    standbyPerDeployment: number;
   };
   /** BERTH_REGISTRY and its token authentication: where built and pushed images live. */
   registry: RegistrySettings | undefined;
@@ -196,6 +199,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBuildTimeoutSeconds: vars.BERTH_MAX_BUILD_TIMEOUT_SECONDS,
       maxDeployTimeoutSeconds: vars.BERTH_MAX_DEPLOY_TIMEOUT_SECONDS,
       network: vars.BERTH_CONTAINER_NETWORK,
+      standbySeconds: vars.BERTH_STANDBY_SECONDS,
+      standbyPerDeployment: vars.BERTH_STANDBY_PER_DEPLOYMENT,
     },
     build: {
       builder: vars.BERTH_BUILDER,

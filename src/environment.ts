@@ -90,6 +90,11 @@ export const ENVIRONMENT = Type.Object({
   BERTH_CONTAINER_NETWORK: Choice(['bridge', 'host'] as const, 'bridge', {
     description: '`bridge` publishes each agent server on a loopback port; `host` runs it on the host network (needed to reach databases on 127.0.0.1)',
   }),
+  BERTH_STANDBY_SECONDS: Integer(900, 0, 86400, {
+    description:
+      'how long a container another revision replaced is kept paused (no CPU, its memory kept) so a rollback to its revision resumes it in about a second; 0 removes it at once',
+  }),
+  BERTH_STANDBY_PER_DEPLOYMENT: Integer(1, 1, 16, { description: 'standby containers kept per deployment (the oldest go first)' }),
   LOG_LEVEL: Choice(LOG_LEVELS, 'info', { description: LOG_LEVELS.map((level) => `\`${level}\``).join(', ') }),
   BERTH_LOG_FORMAT: Choice(LOG_FORMATS, 'auto', {
     description: '`json`: one JSON object per line; `pretty`: readable, coloured lines; `auto`: pretty when standard output is a terminal, else JSON',

@@ -295,7 +295,9 @@ function builderFor(config: Config, registry: Registry | undefined): BuildDriver
 
 function runtimeFor(engine: Config['engine']): RuntimeDriver {
   // The deploy step's own timeout (per deployment) bounds the health wait, not the driver's.
-  return engine.runtime === 'none' ? new NoRuntime() : new LocalContainerRuntime({ runtime: engine.runtime, healthTimeoutMs: null, network: engine.network });
+  if (engine.runtime === 'none') return new NoRuntime();
+  const standby = { keepMs: engine.standbySeconds * 1000, perDeployment: engine.standbyPerDeployment };
+  return new LocalContainerRuntime({ runtime: engine.runtime, healthTimeoutMs: null, network: engine.network, standby });
 }
 
 /** What the API checks at create; undefined when this server provisions nothing (the engine checks anyway). */

@@ -19,4 +19,7 @@ export const PLATFORM_VARIABLES = [
   'LANGSMITH_HOST_REVISION_ID',
 ] as const;
 
+/** The variables that name the revision itself: a copy of a revision (a rollback) differs from it only there. */
+export const REVISION_VARIABLES: PlatformVariable[] = ['LANGSMITH_HOST_REVISION_ID'];
+
 export type PlatformVariable = (typeof PLATFORM_VARIABLES)[number];

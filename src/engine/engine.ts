@@ -29,6 +29,8 @@ export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId' | 'workspa
  */
 const PARK_MS = 30_000;
 const PARKED_AT_MOST = 500;
+/** How often standby containers past their time are looked for (a runtime command each time). */
+const STANDBY_SWEEP_MS = 30_000;
 
 /**
  * The claim query sorts every revision in progress (oldest first), so under a backlog it
@@ -102,8 +104,10 @@ export class Engine {
       this.wake();
       this.#failOverdueHandovers();
       this.#markWaitingForShare();
+      this.#removeExpiredStandbys();
     }, this.settings.sweepMs);
     this.#sweep.unref();
+    this.#removeExpiredStandbys();
     this.wake();
   }
 
@@ -134,7 +138,7 @@ export class Engine {
     clearTimeout(this.#listExpiry);
     this.#unsubscribe?.();
     for (const controller of this.#work) controller.abort(new StopSignal('shutdown'));
-    await Promise.allSettled([...this.#running, this.#sweepingHandovers, this.#markingWaiting]);
+    await Promise.allSettled([...this.#running, this.#sweepingHandovers, this.#markingWaiting, this.#sweepingStandbys]);
   }
 
   wake(): void {
@@ -234,6 +238,23 @@ export class Engine {
   }
 
   #sweepingHandovers: Promise<void> | undefined;
+  #sweepingStandbys: Promise<void> | undefined;
+  #standbysSweptAt = 0;
+
+  /** Standby containers past their time go, those a stopped Berth left too (at start). */
+  #removeExpiredStandbys(): void {
+    const sweep = this.deps.runtime.sweepStandbys?.bind(this.deps.runtime);
+    if (!sweep || this.#sweepingStandbys || this.#stopped || Date.now() - this.#standbysSweptAt < STANDBY_SWEEP_MS) return;
+    this.#standbysSweptAt = Date.now();
+    this.#sweepingStandbys = sweep()
+      .then((removed) => {
+        if (removed.length > 0) this.deps.logger.info({ containers: removed }, 'removed standby containers whose time ended');
+      })
+      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not remove expired standby containers'))
+      .finally(() => {
+        this.#sweepingStandbys = undefined;
+      });
+  }
 
   /** Revisions a listener stayed silent on past the deploy timeout fail (engine/listener-deadlines.ts). */
   #failOverdueHandovers(): void {

@@ -1,6 +1,6 @@
 import { canonicalSource, isBuiltSource, localLimits, type RevisionConfig, type Source } from '../domain/deployment-config.js';
 import { stepTimeout } from '../domain/fair-share.js';
-import { platformVariables } from '../domain/platform-env.js';
+import { platformVariables, REVISION_VARIABLES } from '../domain/platform-env.js';
 import { isListenerOwned } from '../domain/queue-policy.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
@@ -134,6 +134,7 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
         instanceName: deployment.name.toLowerCase(),
         image,
         env,
+        revisionEnv: REVISION_VARIABLES,
         resources: localLimits(resources),
         ...pull,
       },
@@ -250,8 +251,12 @@ async function retirePrevious(ctx: WorkContext, revision: RevisionRecord, previo
   const previous = await runtimeHandleOf(ctx.db, previousId);
   if (!previous?.runtime_handle) return;
   try {
-    await ctx.runtime.retire(previous.runtime_handle, quietStep(ctx));
-    await writeLog(ctx, revision, 'deploy', 'INFO', `Stopped revision ${previous.seq}, which this revision replaces.`);
+    const step = quietStep(ctx);
+    // A driver with standbys keeps it paused a while, for a rollback without a new start.
+    const kept = ctx.runtime.park ? await ctx.runtime.park(previous.runtime_handle, step) : (await ctx.runtime.retire(previous.runtime_handle, step), false);
+    const what = kept ? 'Paused' : 'Stopped';
+    const why = kept ? ': kept as a standby, so a rollback to it starts nothing' : '';
+    await writeLog(ctx, revision, 'deploy', 'INFO', `${what} revision ${previous.seq}, which this revision replaces${why}.`);
   } catch (error) {
     await writeLog(ctx, revision, 'deploy', 'WARNING', `Could not stop revision ${previous.seq}: ${(error as Error).message}`);
   }

@@ -34,6 +34,12 @@ export interface RunRequest {
   resources: { cpu?: number; memoryMb?: number };
   /** Credentials to pull the image with (an image in Berth's own registry); never logged. */
   pull?: { username: string; password: string; tlsVerify: boolean };
+  /**
+   * Names of `env` entries that only name the revision (its id): a standby instance started
+   * for an earlier revision with the same image and otherwise the same environment (a
+   * rollback's copy of that revision) may serve this one, keeping its own values of them.
+   */
+  revisionEnv?: string[];
   /** Extra labels for the instance (the listener agent marks its containers with its listener id). */
   labels?: Record<string, string>;
 }
@@ -56,6 +62,14 @@ export interface RuntimeDriver {
   retire(handle: string, context: StepContext): Promise<void>;
   /** Removes every instance of the deployment, including ones a crashed process left behind. */
   teardown(deploymentId: string, context: StepContext): Promise<void>;
+  /**
+   * Retires an instance another revision replaced, perhaps keeping it paused as a standby a
+   * rollback to its revision resumes (`start` then finds it); true when it was kept. Drivers
+   * without it retire.
+   */
+  park?(handle: string, context: StepContext): Promise<boolean>;
+  /** Removes standby instances whose time has ended (the engine calls it at start and periodically). */
+  sweepStandbys?(): Promise<string[]>;
   /** Removes a built image from the store the runtime runs images from (pulled there, or built into it); nothing when it is not there. */
   forgetImage?(image: ImageToForget): Promise<void>;
 }

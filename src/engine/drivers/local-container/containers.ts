@@ -17,10 +17,12 @@ export interface ContainerSpec {
   env: Record<string, string>;
   /** `host`: the container listens on `port` of the host's own network (PORT says so). */
   network?: 'bridge' | 'host';
+  /** Labels of the runtime's own (standby.ts), beside the deployment's and the request's. */
+  labels?: Record<string, string>;
 }
 
 export async function runContainer(runtime: ResolvedRuntime, request: RunRequest, container: ContainerSpec, context: StepContext): Promise<void> {
-  const { name, host, port, env, network = 'bridge' } = container;
+  const { name, host, port, env, network = 'bridge', labels = {} } = container;
   await withEnvFile(env, runtime.env, async (envFile, byName) => {
     const args = [
       'run',
@@ -31,7 +33,7 @@ export async function runContainer(runtime: ResolvedRuntime, request: RunRequest
       `${DEPLOYMENT_LABEL}=${request.deploymentId}`,
       '--label',
       `${REVISION_LABEL}=${request.revisionId}`,
-      ...Object.entries(request.labels ?? {}).flatMap(([key, value]) => ['--label', `${key}=${value}`]),
+      ...Object.entries({ ...request.labels, ...labels }).flatMap(([key, value]) => ['--label', `${key}=${value}`]),
       ...(network === 'host'
         ? // The host's network: the server listens on PORT, which is `port`.
           ['--network', 'host']

@@ -19,6 +19,7 @@ import { blamedGraphs, describeGraphs, type ExpectedGraph, expectedGraphs, quote
 import { captureLogs, secretValues } from './logs.js';
 import { freePort } from './ports.js';
 import { containerName, describeLimits, isContainerName, validateRequest } from './request.js';
+import { PORT_LABEL, SETTINGS_LABEL, parkContainer, removeExpiredStandbys, settingsLabel, type StandbyPolicy, takeStandby } from './standby.js';
 import { errorMessage, formatSeconds, safeLog } from './step.js';
 
 export type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
@@ -46,6 +47,11 @@ export interface LocalContainerRuntimeOptions {
    * reach services that listen on the host's loopback only (per-deployment databases).
    */
   network?: ContainerNetwork;
+  /**
+   * Replaced containers kept paused for a rollback (standby.ts); off (the listener agent's
+   * case) unless given with a positive `keepMs`.
+   */
+  standby?: StandbyPolicy;
 }
 
 export type ContainerNetwork = 'bridge' | 'host';
@@ -81,6 +87,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
   private readonly healthTimeoutMs: number | null;
   private readonly baseEnv: NodeJS.ProcessEnv;
   private readonly network: ContainerNetwork;
+  private readonly standby: StandbyPolicy | null;
   private resolved: ResolvedRuntime | null = null;
 
   constructor(options: LocalContainerRuntimeOptions = {}) {
@@ -91,6 +98,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
     this.healthTimeoutMs = options.healthTimeoutMs === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : options.healthTimeoutMs;
     this.baseEnv = options.env ?? process.env;
     this.network = options.network ?? 'bridge';
+    this.standby = options.standby && options.standby.keepMs > 0 ? { ...options.standby, perDeployment: Math.max(1, options.standby.perDeployment) } : null;
   }
 
   async unavailableReason(): Promise<string | null> {
@@ -103,11 +111,14 @@ export class LocalContainerRuntime implements RuntimeDriver {
     validateRequest(request);
     const secrets = secretValues(request.env);
     const name = containerName(request.instanceName, request.revisionId);
-
     // A process that died mid-start (and whose lease was taken over) may have left this very container.
     if (await containerExists(runtime, name)) {
       await context.log('WARNING', `Removing container ${name} left over from an earlier attempt at this revision`);
       await removeContainers(runtime, [name]);
+    }
+    if (this.standby) {
+      const resumed = await this.resumeStandby(runtime, request, name, context);
+      if (resumed) return resumed;
     }
 
     await ensureImage(runtime, request.image, context, request.pull);
@@ -129,7 +140,8 @@ export class LocalContainerRuntime implements RuntimeDriver {
     const startedAt = Date.now();
     let created = false;
     try {
-      await runContainer(runtime, request, { name, host: this.publishAddress, port, env, network: this.network }, context);
+      const labels = { [PORT_LABEL]: String(port), [SETTINGS_LABEL]: settingsLabel(request) };
+      await runContainer(runtime, request, { name, host: this.publishAddress, port, env, network: this.network, labels }, context);
       created = true;
       const limit = this.healthTimeoutMs === null ? "until the deploy step's timeout" : `up to ${formatSeconds(this.healthTimeoutMs)}`;
       await context.log('INFO', `Waiting for GET /ok on port ${port} (${limit})`);
@@ -151,6 +163,47 @@ export class LocalContainerRuntime implements RuntimeDriver {
     if (!isContainerName(handle)) throw new DriverError(`Cannot retire '${handle}': it is not a container name this runtime created`);
     await context.log('INFO', `Removing container ${handle}`);
     await removeContainers(runtime, [handle]);
+  }
+
+  /**
+   * Retires a replaced instance: with standbys on, pauses it for a quick rollback instead
+   * (true); false when it was removed.
+   */
+  async park(handle: string, context: StepContext): Promise<boolean> {
+    if (!this.standby) {
+      await this.retire(handle, context);
+      return false;
+    }
+    const runtime = await this.requireRuntime();
+    if (!isContainerName(handle)) throw new DriverError(`Cannot retire '${handle}': it is not a container name this runtime created`);
+    return parkContainer(runtime, handle, this.standby, context);
+  }
+
+  /** Removes standby containers whose time has ended (also those of a Berth that stopped); their names. */
+  async sweepStandbys(): Promise<string[]> {
+    const outcome = await this.resolve();
+    if (typeof outcome === 'string') return [];
+    return removeExpiredStandbys(outcome);
+  }
+
+  /** The revision's standby, unpaused and checked like a new container; null to start one. */
+  private async resumeStandby(runtime: ResolvedRuntime, request: RunRequest, name: string, context: StepContext): Promise<RunningRevision | null> {
+    const startedAt = Date.now();
+    const taken = await takeStandby(runtime, request, name, context);
+    if (!taken) return null;
+    const url = `http://${this.host}:${taken.port}`;
+    await context.log('INFO', `Unpaused a standby container (same image and environment), now ${name}, on ${this.host}:${taken.port}`);
+    try {
+      const graphs = await expectedGraphs(runtime, { image: request.image, env: request.env });
+      await waitHealthy(runtime, name, url, taken.port, this.healthTimeoutMs, context, graphs);
+    } catch (error) {
+      await safeLog(context, 'WARNING', `The standby container did not become healthy again (${errorMessage(error)}); removing it and starting a new one`);
+      await removeContainers(runtime, [name]);
+      if (context.signal.aborted) throw error;
+      return null;
+    }
+    await context.log('INFO', `Healthy after ${formatSeconds(Date.now() - startedAt)}, without starting a container: ${url}/ok answered 200`);
+    return { url, handle: name };
   }
 
   async teardown(deploymentId: string, context: StepContext): Promise<void> {
