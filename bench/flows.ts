@@ -17,20 +17,17 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
-import { createRepository, git, tempDir } from '../test/support/git-repos.js';
+import { tempDir } from '../test/support/git-repos.js';
 import { tempBuildDir } from '../test/support/build-sandbox.js';
-import { startGitHttpServer } from '../test/support/git-http-server.js';
 import { client } from '../test/support/http.js';
 import { takeMachineTurn } from '../test/support/machine-lock.js';
 import { spawnBerth, stopBerth } from '../test/support/process.js';
+import { baseImages, sampleProjectRepository } from './sample-project.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
 const KEY = `berth_bench_${randomUUID()}_${randomUUID()}`;
 const PUSHES = Number(process.argv[2] ?? 5);
 const POLL_SECONDS = 1;
@@ -89,19 +86,11 @@ async function main(): Promise<void> {
   // Image tests of other sessions take turns on this lock; measuring during one of them measures it.
   const release = await takeMachineTurn();
   const loadBefore = os.loadavg();
-  execFileSync('bash', [path.join(ROOT, 'scripts/build-base-images.sh')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  baseImages(env);
   const repos = await tempDir('berth-bench-repos-');
   const data = await tempDir('berth-bench-flows-');
   const builds = await tempBuildDir({ diskMb: 20_480 });
-  const repo = await createRepository(repos.path, { owner: 'acme', name: 'echo-agent', defaultBranch: 'main' });
-  await cp(FIXTURE, repo.work, { recursive: true });
-  // A package name no earlier build used, so the cold build cannot take its install layer from the cache.
-  const manifest = JSON.parse(await readFile(path.join(repo.work, 'package.json'), 'utf8')) as Record<string, unknown>;
-  await writeFile(path.join(repo.work, 'package.json'), `${JSON.stringify({ ...manifest, name: `echo-agent-${randomUUID().slice(0, 8)}` }, null, 2)}\n`);
-  await git(repo.work, ['add', '.']);
-  await git(repo.work, ['commit', '--quiet', '-m', 'the echo agent']);
-  await git(repo.work, ['push', '--quiet', 'origin', 'main']);
-  const http = await startGitHttpServer({ root: repos.path });
+  const { repo, http } = await sampleProjectRepository(repos.path);
   const berth = await spawnBerth(
     {
       ...(env as Record<string, string>),
