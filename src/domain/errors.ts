@@ -46,6 +46,7 @@ export const ERROR_CODES = [
   'provider_not_found',
   'workspace_not_found',
   'api_key_not_found',
+  'build_job_not_found',
   // 408, 409, 410, 412, 413, 422, 429, 431
   'request_timeout',
   'idempotency_key_in_progress',
@@ -58,6 +59,7 @@ export const ERROR_CODES = [
   'provider_exists',
   'workspace_name_taken',
   'api_key_self_revoke',
+  'build_lease_lost',
   'database_limit_reached',
   'upload_url_gone',
   'resource_changed',

@@ -5,13 +5,16 @@ import pg from 'pg';
  * Wake-ups between the API, the engine and waiting clients. `work` means a deployment has
  * something for the engine to do; `deployment` means it has new events (status changes or
  * log lines) to read from the database; `listener` means a listener's desired state changed
- * (`listenerId`; `deploymentId` is empty). Messages carry ids only: the database is the
+ * (`listenerId`; `deploymentId` is empty); `build-job` means a build job for runners was
+ * queued, claimed, reported on or ended (`jobId`). Messages carry ids only: the database is the
  * truth, the bus only says "look now" so nobody waits for a polling tick.
  */
 export type BusMessage = {
-  topic: 'work' | 'deployment' | 'listener';
+  topic: 'work' | 'deployment' | 'listener' | 'build-job';
   deploymentId: string;
   listenerId?: string;
+  /** `build-job`: a build job was queued or changed (docs/build-runners.md). */
+  jobId?: string;
   /** The engine worker whose change this announces: it need not react to its own news. */
   origin?: string;
 };

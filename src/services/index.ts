@@ -15,6 +15,7 @@ import { createUploadService, type UploadService } from './uploads.js';
 import type { UploadStore } from '../build/uploads.js';
 import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
+import { createBuildRunnerService } from './build-runners.js';
 import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
@@ -42,6 +43,8 @@ export interface ServiceOptions {
   registry: Registry | undefined;
   /** Databases provisioned per deployment, when this server is configured with their servers. */
   provisioning?: ProvisioningPolicy;
+  /** BERTH_RUNNER_LEASE_SECONDS, in ms: how long a build runner's claim lasts without a heartbeat. */
+  runnerLeaseMs?: number;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */
@@ -71,6 +74,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     oauthProviders: createOAuthProviderService(deps),
     idempotency: createIdempotencyService(deps, { ttlMs: options.idempotencyKeyTtlMs }),
     audit: createAuditService(deps.db),
+    buildRunners: createBuildRunnerService({ ...deps, registry: options.registry, leaseMs: options.runnerLeaseMs ?? 30_000 }),
   };
 }
 

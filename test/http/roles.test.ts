@@ -47,6 +47,8 @@ async function keysOfEveryRole(ctx: SuiteContext, own: string) {
     member: await make('member'),
     read_only: await make('read_only'),
     deployer: await make('deployer', { deployment_ids: [own.toUpperCase()] }),
+    // Runner keys serve the organization, not a workspace.
+    runner: (await created(api('POST', '/v1/api-keys', { body: { name: 'runner', role: 'runner', labels: ['linux'] } }))).key,
   };
 }
 
@@ -80,6 +82,7 @@ function expected(permission: Permission, role: ApiKeyRole, ownDeployment: boole
   const onlyFor = permission.roles.length === 1 ? permission.roles[0] : undefined;
   let code = 'role_forbids';
   if (role === 'listener') code = 'listener_key_forbidden';
+  else if (role === 'runner' || onlyFor === 'runner') code = 'role_forbids';
   else if (onlyFor === 'listener') code = 'listener_key_required';
   else if (onlyFor === 'admin') code = 'admin_key_required';
   return { allowed, code };
@@ -87,7 +90,7 @@ function expected(permission: Permission, role: ApiKeyRole, ownDeployment: boole
 
 // Deletes last (they take fixtures away), the listener's very last (its key goes with it).
 const order = (key: string) => (key === 'DELETE /v2/listeners/:listener_id' ? 2 : key.startsWith('DELETE ') ? 1 : 0);
-const ROLES_IN_ORDER: ApiKeyRole[] = ['listener', 'read_only', 'deployer', 'member', 'admin'];
+const ROLES_IN_ORDER: ApiKeyRole[] = ['listener', 'runner', 'read_only', 'deployer', 'member', 'admin'];
 
 describeOnEachDatabase('the permission table', (ctx) => {
   test('names every authenticated route, and every route it names exists', async () => {
@@ -132,6 +135,7 @@ describeOnEachDatabase('the permission table', (ctx) => {
       integration_id: integration.id,
       provider_id: providerId,
       key_id: throwaway.id,
+      job_id: '00000000-0000-4000-8000-000000000000',
     };
     const revisionOf: Record<string, string> = { [own.id]: own.latest_revision_id, [other.id]: other.latest_revision_id };
     const documented = authenticatedOperations((await api('GET', '/openapi.json')).body);

@@ -16,6 +16,7 @@ import { imageRemovals } from './014-image-removals.js';
 import { keyRoles } from './015-key-roles.js';
 import { auditLog } from './016-audit-log.js';
 import { buildInputs } from './017-build-inputs.js';
+import { buildJobs } from './021-build-jobs.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   '015-key-roles': keyRoles,
   '016-audit-log': auditLog,
   '017-build-inputs': buildInputs,
+  '021-build-jobs': buildJobs,
 };
 
 export const migrationProvider: MigrationProvider = {
