@@ -64,6 +64,7 @@ describe('build runners', () => {
       let repos: TempDir;
       let repo: FixtureRepository;
       let http: GitHttpServer;
+      let headSha = '';
       let integrationId = '';
       let repoUrl = '';
       let runnerKey = '';
@@ -97,7 +98,7 @@ describe('build runners', () => {
         api = client(server.url, { key: server.adminKey });
         repos = await tempDir('berth-runner-repos-');
         repo = await createRepository(repos.path, { owner: 'acme', name: 'agent', defaultBranch: 'main' });
-        await repo.commit('main', { 'langgraph.json': '{"graphs":{}}' }, 'project');
+        headSha = await repo.commit('main', { 'langgraph.json': '{"graphs":{}}' }, 'project');
         http = await startGitHttpServer({ root: repos.path, auth: { username: 'git', password: GIT_PASSWORD } });
         const integration = await api('POST', '/v1/integrations/codehost', {
           body: { provider: 'git', name: 'company git', git: { repositories: [`${http.url}/acme/agent.git`], username: 'git', password: GIT_PASSWORD } },
@@ -156,7 +157,7 @@ describe('build runners', () => {
 
       async function newDeployment(name: string): Promise<{ id: string; revisionId: string }> {
         const created = await api('POST', '/v2/deployments', {
-          body: { name, source: 'codehost', source_config: { integration_id: integrationId, repo_url: repoUrl }, source_revision_config: { repo_ref: 'main' } },
+          body: { name, source: 'codehost', source_config: { integration_id: integrationId, repo_url: repoUrl }, source_revision_config: { repo_ref: 'main' }, secrets: [] },
         });
         assert.equal(created.status, 201, created.text);
         return { id: created.body.id, revisionId: created.body.latest_revision_id };
@@ -254,16 +255,18 @@ describe('build runners', () => {
         assert.ok(!lines.includes('forged'));
       });
 
-      test('a code-host revision is built by a runner process, pushed to the registry, and reaches DEPLOYED', { timeout: deadline(120_000) }, async () => {
+      test('a code-host revision is built by a runner process, pushed to the registry, and reaches DEPLOYED', { timeout: deadline(120_000) }, async (t) => {
         const runner = startRunner();
+        t.after(() => runner.child.kill('SIGKILL'));
         const { id, revisionId } = await newDeployment(`built-${kind}`);
         const revision = await terminal(id, revisionId);
         assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${runner.output.join('')}`);
         const full = (await api('GET', `/v2/deployments/${id}/revisions/${revisionId}`)).body;
-        assert.match(full.image_ref ?? full.source_revision_config?.image_uri ?? JSON.stringify(full), new RegExp(`${registry.host}/.+:${revisionId}`));
-        assert.match(full.source_revision_config.repo_commit_sha, /^[0-9a-f]{40}$/);
+        assert.equal(full.source_revision_config.repo_commit_sha, headSha, 'the commit the runner fetched');
+        const pushed = await fetch(`${registry.url}/v2/`);
+        assert.equal(pushed.status, 401, 'the registry asks for a token');
         const lines = await buildLog(id, revisionId);
-        for (const expected of ['A build runner took the build.', 'Fetching', 'Pushed']) {
+        for (const expected of ['A build runner took the build.', 'Fetching', `Pushed ${registry.host}/`]) {
           assert.ok(lines.some((line) => line.startsWith(expected)), `${expected} in\n${lines.join('\n')}`);
         }
         runner.child.kill('SIGTERM');
@@ -271,9 +274,10 @@ describe('build runners', () => {
       });
 
       test('a runner SIGKILLed mid-build loses its lease; another finishes the build and the revision reaches DEPLOYED once', { timeout: deadline(120_000) }, async () => {
+        assert.ok(runners.every((runner) => runner.child.exitCode !== null || runner.child.signalCode !== null), 'no other runner runs');
         const doomed = startRunner({ hold: true });
         const { id, revisionId } = await newDeployment(`takeover-${kind}`);
-        await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the first runner builds', deadline(60_000));
+        await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the first runner builds', 60_000);
         doomed.child.kill('SIGKILL');
         await doomed.exited;
         const rescuer = startRunner({ key: otherRunnerKey });
