@@ -258,7 +258,13 @@ function builderFor(config: Config, core: Core): BuildDriver {
   const choice = config.build.builder;
   if (choice === 'none') return new UnavailableBuildDriver();
   if (choice === 'runners') {
-    return new RunnerBuildDriver({ db: core.db, bus: core.bus, encryptor: core.encryptor, registry: registry?.settings.location, waitMs: config.build.runnerWaitMs });
+    return new RunnerBuildDriver({
+      db: core.db,
+      bus: core.bus,
+      encryptor: core.encryptor,
+      registry: registry?.settings.location,
+      waitMs: config.build.runnerWaitMs,
+    });
   }
   return new LangGraphBuildDriver({
     dataDir: config.dataDir,

@@ -5,7 +5,7 @@ const ROLE_DESCRIPTION =
   '`admin`: everything, organization administration included; `member`: everything in its workspaces but administration; ' +
   '`read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there ' +
   'reads, new revisions without secrets or configuration, redeploys and interruptions; `runner`: only the build runner routes ' +
-  '(/v1/runner, docs/build-runners.md), for the organization\'s builds.';
+  "(/v1/runner, docs/build-runners.md), for the organization's builds.";
 const Role = (options: { default?: 'member' } = {}) =>
   StringEnum(['admin', 'member', 'read_only', 'deployer', 'runner'], { ...options, description: ROLE_DESCRIPTION });
 /** Keys as listed: `listener` keys reach only the listener protocol of their listener. */

@@ -17,7 +17,9 @@ export const MAX_LOG_BATCH_LINES = 500;
 
 export const ClaimBody = Type.Object(
   {
-    labels: Type.Optional(Type.Array(RunnerLabel, { maxItems: 20, uniqueItems: true, description: "Labels this runner advertises (a subset of its key's); default: the key's." })),
+    labels: Type.Optional(
+      Type.Array(RunnerLabel, { maxItems: 20, uniqueItems: true, description: "Labels this runner advertises (a subset of its key's); default: the key's." }),
+    ),
     wait: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_CLAIM_WAIT_SECONDS, default: 0, description: 'Seconds to wait for a job (long poll).' })),
   },
   { title: 'RunnerClaimRequest' },
@@ -62,7 +64,9 @@ export const LeaseQuery = LeaseBody;
 
 export const HeartbeatResult = Type.Object(
   {
-    action: StringEnum(['continue', 'cancel'] as const, { description: '`cancel`: stop the build (interrupted, timed out, or no longer wanted) and report nothing more.' }),
+    action: StringEnum(['continue', 'cancel'] as const, {
+      description: '`cancel`: stop the build (interrupted, timed out, or no longer wanted) and report nothing more.',
+    }),
     lease_expires_at: DateTime(),
   },
   { title: 'RunnerHeartbeatResult' },
@@ -83,7 +87,10 @@ export const JobSource = Type.Object(
     ref: Type.String({ description: 'The branch, tag or commit the revision names.' }),
     credentials: Nullable(GitCredentials),
   },
-  { title: 'RunnerJobSource', description: 'Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them.' },
+  {
+    title: 'RunnerJobSource',
+    description: 'Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them.',
+  },
 );
 
 export const LogLine = Type.Object(
@@ -100,7 +107,10 @@ export const LogsBody = Type.Object(
   { title: 'RunnerLogBatch' },
 );
 
-export const LogsResult = Type.Object({ stored: Type.Boolean({ description: 'false: a batch with this number was stored before.' }) }, { title: 'RunnerLogBatchResult' });
+export const LogsResult = Type.Object(
+  { stored: Type.Boolean({ description: 'false: a batch with this number was stored before.' }) },
+  { title: 'RunnerLogBatchResult' },
+);
 
 export const ResultBody = Type.Object(
   {

@@ -18,7 +18,6 @@ import {
 import { stopReasonOf } from './context.js';
 import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type LogLevel, type StepContext } from './drivers/types.js';
 
-
 /** A runner counts as online when it asked for work this recently (a claim waits at most 60 s). */
 const ONLINE_WINDOW_MS = 90_000;
 /** The safety net behind the bus: a wake-up lost between processes is noticed within this. */
@@ -81,7 +80,12 @@ export class RunnerBuildDriver implements BuildDriver {
         }
         if (now.attempts > claimsSeen) {
           claimsSeen = now.attempts;
-          await step.log('INFO', claimsSeen === 1 ? 'A build runner took the build.' : `A build runner took the build over (claim ${claimsSeen}; the previous runner lost its lease).`);
+          await step.log(
+            'INFO',
+            claimsSeen === 1
+              ? 'A build runner took the build.'
+              : `A build runner took the build over (claim ${claimsSeen}; the previous runner lost its lease).`,
+          );
         }
         const ended = await this.#ended(now, cursor, step);
         if (ended) return ended;

@@ -57,7 +57,8 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv, flags: RunnerFlags = {}
   const bad = labels.find((label) => !LABEL.test(label));
   if (bad !== undefined) problems.push(`BERTH_RUNNER_LABELS holds an invalid label '${bad}' (letters, digits, '.', '_', '-')`);
   const builder = (env.BERTH_RUNNER_BUILDER ?? 'auto').trim() || 'auto';
-  if (!['auto', 'buildah', 'podman', 'docker'].includes(builder)) problems.push(`BERTH_RUNNER_BUILDER must be auto, buildah, podman or docker (got '${builder}')`);
+  if (!['auto', 'buildah', 'podman', 'docker'].includes(builder))
+    problems.push(`BERTH_RUNNER_BUILDER must be auto, buildah, podman or docker (got '${builder}')`);
   const concurrency = integer('BERTH_RUNNER_CONCURRENCY', flags.concurrency ?? env.BERTH_RUNNER_CONCURRENCY, 1, 1, 64, problems);
   const healthPort = integer('BERTH_RUNNER_HEALTH_PORT', env.BERTH_RUNNER_HEALTH_PORT, 0, 0, 65535, problems);
   const pollSeconds = integer('BERTH_RUNNER_POLL_SECONDS', env.BERTH_RUNNER_POLL_SECONDS, 30, 1, 60, problems);

@@ -78,7 +78,14 @@ export async function runJob(client: RunnerClient, job: RunnerJobView, driverFor
     let report: Parameters<RunnerClient['result']>[1];
     try {
       const built = await driverFor(job).build(request, step);
-      report = { lease_token: job.lease_token, status: 'succeeded', image: built.image, digest: built.digest ?? null, commit_sha: built.commitSha, ...(built.env ? { env: built.env } : {}) };
+      report = {
+        lease_token: job.lease_token,
+        status: 'succeeded',
+        image: built.image,
+        digest: built.digest ?? null,
+        commit_sha: built.commitSha,
+        ...(built.env ? { env: built.env } : {}),
+      };
     } catch (error) {
       if (stop.signal.aborted) return;
       const message = error instanceof DriverError ? error.message : 'the build runner failed unexpectedly; its log has the details.';

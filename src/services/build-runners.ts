@@ -44,7 +44,8 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
     const allowed = principal.runnerLabels ?? [];
     if (asked === undefined) return [...allowed];
     const extra = asked.find((label) => !allowed.includes(label));
-    if (extra !== undefined) throw fail('role_forbids', `This runner key may not advertise the label '${extra}' (its labels: ${allowed.join(', ') || 'none'}).`);
+    if (extra !== undefined)
+      throw fail('role_forbids', `This runner key may not advertise the label '${extra}' (its labels: ${allowed.join(', ') || 'none'}).`);
     return asked;
   }
 
@@ -52,7 +53,10 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
     const job = await findBuildJob(db, jobId.toLowerCase());
     if (!job || job.organization_id !== principal.organizationId) throw fail('build_job_not_found', `Build job ${jobId} not found.`);
     if (job.lease_token !== token || job.runner_key_id !== principal.keyId) {
-      throw fail('build_lease_lost', 'This runner does not hold the job (its lease expired and another runner took it, or it never held it): stop building it.');
+      throw fail(
+        'build_lease_lost',
+        'This runner does not hold the job (its lease expired and another runner took it, or it never held it): stop building it.',
+      );
     }
     return job;
   }

@@ -265,7 +265,12 @@ function runnerKeyLabels(role: ApiKeyRole, workspaceId: string | null, labels: s
     throw invalidField({ type: 'value_error', loc: ['body', 'labels'], msg: 'Value error, labels is only for runner keys', input: labels });
   }
   if (workspaceId !== null) {
-    throw invalidField({ type: 'value_error', loc: ['body', 'workspace_id'], msg: 'Value error, a runner key is not bound to a workspace', input: workspaceId });
+    throw invalidField({
+      type: 'value_error',
+      loc: ['body', 'workspace_id'],
+      msg: 'Value error, a runner key is not bound to a workspace',
+      input: workspaceId,
+    });
   }
   return labels ?? [];
 }

@@ -157,7 +157,13 @@ describe('build runners', () => {
 
       async function newDeployment(name: string): Promise<{ id: string; revisionId: string }> {
         const created = await api('POST', '/v2/deployments', {
-          body: { name, source: 'codehost', source_config: { integration_id: integrationId, repo_url: repoUrl }, source_revision_config: { repo_ref: 'main' }, secrets: [] },
+          body: {
+            name,
+            source: 'codehost',
+            source_config: { integration_id: integrationId, repo_url: repoUrl },
+            source_revision_config: { repo_ref: 'main' },
+            secrets: [],
+          },
         });
         assert.equal(created.status, 201, created.text);
         return { id: created.body.id, revisionId: created.body.latest_revision_id };
@@ -205,55 +211,59 @@ describe('build runners', () => {
         assert.equal(labelled.status, 422, 'only runner keys carry labels');
       });
 
-      test('a runner cannot report on a job it does not hold; log batches are stored once; a failure reaches the revision', { timeout: deadline(60_000) }, async () => {
-        const one = runnerApi(runnerKey);
-        const two = runnerApi(otherRunnerKey);
-        const { id, revisionId } = await newDeployment(`fenced-${kind}`);
-        const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { wait: 20 } });
-        assert.equal(claimed.status, 200, claimed.text);
-        const job = claimed.body.job;
-        assert.ok(job, 'the job was claimed');
-        assert.equal(job.revision_id, revisionId);
-        assert.match(job.image, new RegExp(`^${registry.host.replace(/\./g, '\\.')}/.+:${revisionId}$`));
-        assert.equal(job.push.repository, job.image.slice(registry.host.length + 1).replace(/:.*$/, ''));
-        const jobUrl = `/v1/runner/jobs/${job.id}`;
+      test(
+        'a runner cannot report on a job it does not hold; log batches are stored once; a failure reaches the revision',
+        { timeout: deadline(60_000) },
+        async () => {
+          const one = runnerApi(runnerKey);
+          const two = runnerApi(otherRunnerKey);
+          const { id, revisionId } = await newDeployment(`fenced-${kind}`);
+          const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { wait: 20 } });
+          assert.equal(claimed.status, 200, claimed.text);
+          const job = claimed.body.job;
+          assert.ok(job, 'the job was claimed');
+          assert.equal(job.revision_id, revisionId);
+          assert.match(job.image, new RegExp(`^${registry.host.replace(/\./g, '\\.')}/.+:${revisionId}$`));
+          assert.equal(job.push.repository, job.image.slice(registry.host.length + 1).replace(/:.*$/, ''));
+          const jobUrl = `/v1/runner/jobs/${job.id}`;
 
-        const source = await one('GET', `${jobUrl}/source?lease_token=${job.lease_token}`);
-        assert.equal(source.status, 200, source.text);
-        assert.deepEqual([source.body.url, source.body.ref, source.body.credentials.username], [repoUrl, 'main', 'git']);
+          const source = await one('GET', `${jobUrl}/source?lease_token=${job.lease_token}`);
+          assert.equal(source.status, 200, source.text);
+          assert.deepEqual([source.body.url, source.body.ref, source.body.credentials.username], [repoUrl, 'main', 'git']);
 
-        // Another runner, with the holder's token or without: refused, and nothing moves.
-        for (const [method, suffix, body] of [
-          ['POST', '/heartbeat', { lease_token: job.lease_token }],
-          ['POST', '/logs', { lease_token: job.lease_token, seq: 0, lines: [{ level: 'INFO', message: 'forged' }] }],
-          ['POST', '/result', { lease_token: job.lease_token, status: 'failed', message: 'forged' }],
-        ] as const) {
-          const res = await two(method, `${jobUrl}${suffix}`, { body });
-          assert.deepEqual([res.status, res.body.code], [409, 'build_lease_lost'], `${suffix}: ${res.text}`);
-        }
-        const stolenSource = await two('GET', `${jobUrl}/source?lease_token=${job.lease_token}`);
-        assert.equal(stolenSource.status, 409);
-        assert.ok(!stolenSource.text.includes(GIT_PASSWORD));
-        const wrongToken = await one('POST', `${jobUrl}/heartbeat`, { body: { lease_token: 'not-the-token' } });
-        assert.equal(wrongToken.status, 409);
+          // Another runner, with the holder's token or without: refused, and nothing moves.
+          for (const [method, suffix, body] of [
+            ['POST', '/heartbeat', { lease_token: job.lease_token }],
+            ['POST', '/logs', { lease_token: job.lease_token, seq: 0, lines: [{ level: 'INFO', message: 'forged' }] }],
+            ['POST', '/result', { lease_token: job.lease_token, status: 'failed', message: 'forged' }],
+          ] as const) {
+            const res = await two(method, `${jobUrl}${suffix}`, { body });
+            assert.deepEqual([res.status, res.body.code], [409, 'build_lease_lost'], `${suffix}: ${res.text}`);
+          }
+          const stolenSource = await two('GET', `${jobUrl}/source?lease_token=${job.lease_token}`);
+          assert.equal(stolenSource.status, 409);
+          assert.ok(!stolenSource.text.includes(GIT_PASSWORD));
+          const wrongToken = await one('POST', `${jobUrl}/heartbeat`, { body: { lease_token: 'not-the-token' } });
+          assert.equal(wrongToken.status, 409);
 
-        const batch = { lease_token: job.lease_token, seq: 0, lines: [{ level: 'INFO', message: 'step one of the build' }] };
-        assert.deepEqual((await one('POST', `${jobUrl}/logs`, { body: batch })).body, { stored: true });
-        assert.deepEqual((await one('POST', `${jobUrl}/logs`, { body: batch })).body, { stored: false }, 'the batch sent again');
-        const beat = await one('POST', `${jobUrl}/heartbeat`, { body: { lease_token: job.lease_token } });
-        assert.equal(beat.body.action, 'continue');
-        const failed = await one('POST', `${jobUrl}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'the compiler broke' } });
-        assert.deepEqual(failed.body, { outcome: 'applied' });
-        const again = await one('POST', `${jobUrl}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'the compiler broke' } });
-        assert.deepEqual(again.body, { outcome: 'unchanged' });
+          const batch = { lease_token: job.lease_token, seq: 0, lines: [{ level: 'INFO', message: 'step one of the build' }] };
+          assert.deepEqual((await one('POST', `${jobUrl}/logs`, { body: batch })).body, { stored: true });
+          assert.deepEqual((await one('POST', `${jobUrl}/logs`, { body: batch })).body, { stored: false }, 'the batch sent again');
+          const beat = await one('POST', `${jobUrl}/heartbeat`, { body: { lease_token: job.lease_token } });
+          assert.equal(beat.body.action, 'continue');
+          const failed = await one('POST', `${jobUrl}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'the compiler broke' } });
+          assert.deepEqual(failed.body, { outcome: 'applied' });
+          const again = await one('POST', `${jobUrl}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'the compiler broke' } });
+          assert.deepEqual(again.body, { outcome: 'unchanged' });
 
-        const revision = await terminal(id, revisionId);
-        assert.equal(revision.status, 'BUILD_FAILED');
-        assert.match(revision.status_message ?? '', /the compiler broke/);
-        const lines = await buildLog(id, revisionId);
-        assert.equal(lines.filter((line) => line === 'step one of the build').length, 1, lines.join('\n'));
-        assert.ok(!lines.includes('forged'));
-      });
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'BUILD_FAILED');
+          assert.match(revision.status_message ?? '', /the compiler broke/);
+          const lines = await buildLog(id, revisionId);
+          assert.equal(lines.filter((line) => line === 'step one of the build').length, 1, lines.join('\n'));
+          assert.ok(!lines.includes('forged'));
+        },
+      );
 
       test('a code-host revision is built by a runner process, pushed to the registry, and reaches DEPLOYED', { timeout: deadline(120_000) }, async (t) => {
         const runner = startRunner();
@@ -267,33 +277,46 @@ describe('build runners', () => {
         assert.equal(pushed.status, 401, 'the registry asks for a token');
         const lines = await buildLog(id, revisionId);
         for (const expected of ['A build runner took the build.', 'Fetching', `Pushed ${registry.host}/`]) {
-          assert.ok(lines.some((line) => line.startsWith(expected)), `${expected} in\n${lines.join('\n')}`);
+          assert.ok(
+            lines.some((line) => line.startsWith(expected)),
+            `${expected} in\n${lines.join('\n')}`,
+          );
         }
         runner.child.kill('SIGTERM');
         assert.equal(await runner.exited, 0, runner.output.join(''));
       });
 
-      test('a runner SIGKILLed mid-build loses its lease; another finishes the build and the revision reaches DEPLOYED once', { timeout: deadline(120_000) }, async () => {
-        assert.ok(runners.every((runner) => runner.child.exitCode !== null || runner.child.signalCode !== null), 'no other runner runs');
-        const doomed = startRunner({ hold: true });
-        const { id, revisionId } = await newDeployment(`takeover-${kind}`);
-        await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the first runner builds', 60_000);
-        doomed.child.kill('SIGKILL');
-        await doomed.exited;
-        const rescuer = startRunner({ key: otherRunnerKey });
-        const revision = await terminal(id, revisionId);
-        assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${rescuer.output.join('')}`);
-        const lines = await buildLog(id, revisionId);
-        assert.ok(lines.some((line) => /took the build over/.test(line)), lines.join('\n'));
-        assert.equal(lines.filter((line) => line.startsWith('Pushed')).length, 1, 'built and pushed once');
-        const events = await api('GET', `/v2/deployments/${id}/revisions/${revisionId}/timeline`);
-        if (events.status === 200) {
-          const deployed = JSON.stringify(events.body).match(/"DEPLOYED"/g) ?? [];
-          assert.ok(deployed.length <= 1, `DEPLOYED once: ${JSON.stringify(events.body)}`);
-        }
-        rescuer.child.kill('SIGTERM');
-        assert.equal(await rescuer.exited, 0, rescuer.output.join(''));
-      });
+      test(
+        'a runner SIGKILLed mid-build loses its lease; another finishes the build and the revision reaches DEPLOYED once',
+        { timeout: deadline(120_000) },
+        async () => {
+          assert.ok(
+            runners.every((runner) => runner.child.exitCode !== null || runner.child.signalCode !== null),
+            'no other runner runs',
+          );
+          const doomed = startRunner({ hold: true });
+          const { id, revisionId } = await newDeployment(`takeover-${kind}`);
+          await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the first runner builds', 60_000);
+          doomed.child.kill('SIGKILL');
+          await doomed.exited;
+          const rescuer = startRunner({ key: otherRunnerKey });
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${rescuer.output.join('')}`);
+          const lines = await buildLog(id, revisionId);
+          assert.ok(
+            lines.some((line) => /took the build over/.test(line)),
+            lines.join('\n'),
+          );
+          assert.equal(lines.filter((line) => line.startsWith('Pushed')).length, 1, 'built and pushed once');
+          const events = await api('GET', `/v2/deployments/${id}/revisions/${revisionId}/timeline`);
+          if (events.status === 200) {
+            const deployed = JSON.stringify(events.body).match(/"DEPLOYED"/g) ?? [];
+            assert.ok(deployed.length <= 1, `DEPLOYED once: ${JSON.stringify(events.body)}`);
+          }
+          rescuer.child.kill('SIGTERM');
+          assert.equal(await rescuer.exited, 0, rescuer.output.join(''));
+        },
+      );
 
       test('no key, token or password in any runner log or the server log', () => {
         assert.ok(runners.length >= 3);

@@ -29,7 +29,14 @@ class QuickBuild implements BuildDriver {
     if (request.source.kind !== 'git') throw new Error('git sources only');
     await step.log('INFO', `Fetching ${request.source.url} at ${request.source.ref}`);
     const dest = path.join(config.dataDir, 'checkouts', `${request.revisionId}-${Date.now()}`);
-    const { commitSha } = await mirrors.checkout({ url: request.source.url, ref: request.source.ref, auth: request.source.auth, dest, signal: step.signal, log: () => {} });
+    const { commitSha } = await mirrors.checkout({
+      url: request.source.url,
+      ref: request.source.ref,
+      auth: request.source.auth,
+      dest,
+      signal: step.signal,
+      log: () => {},
+    });
     await step.log('INFO', `Checked out ${commitSha}`);
     if (hold) {
       await step.log('INFO', 'Holding the build');

@@ -102,7 +102,8 @@ export async function claimBuildJob(
       .where('attempts', '=', job.attempts);
     update = job.lease_token === null ? update.where('lease_token', 'is', null) : update.where('lease_token', '=', job.lease_token);
     const result = await update.executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 1) return { ...job, status: 'claimed', lease_token: token, lease_expires_at: expires, runner_key_id: claimer.keyId, attempts: job.attempts + 1 };
+    if (Number(result.numUpdatedRows) === 1)
+      return { ...job, status: 'claimed', lease_token: token, lease_expires_at: expires, runner_key_id: claimer.keyId, attempts: job.attempts + 1 };
   }
   return null;
 }
