@@ -60,7 +60,6 @@ export const ClaimResult = Type.Object({ job: Nullable(RunnerJob) }, { title: 'R
 
 export const JobParams = Type.Object({ job_id: Uuid() });
 export const LeaseBody = Type.Object({ lease_token: Type.String({ minLength: 1, maxLength: 200 }) }, { title: 'RunnerLease' });
-export const LeaseQuery = LeaseBody;
 
 export const HeartbeatResult = Type.Object(
   {

@@ -194,5 +194,3 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
     },
   };
 }
-
-export type BuildRunnerService = ReturnType<typeof createBuildRunnerService>;

@@ -9,8 +9,6 @@ export type BuildJobRecord = Omit<Database['build_jobs'], 'request' | 'required_
   result: Record<string, unknown> | null;
 };
 
-export type BuildJobStatus = Database['build_jobs']['status'];
-
 export interface LogLine {
   level: string;
   message: string;
