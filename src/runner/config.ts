@@ -23,6 +23,20 @@ export interface RunnerConfig {
   logLevel: string;
 }
 
+/** Every variable `berth builder` reads (BERTH_URL and LOG_LEVEL are the listener agent's names too). */
+export const RUNNER_VARIABLES = [
+  'BERTH_URL',
+  'BERTH_RUNNER_KEY',
+  'BERTH_RUNNER_LABELS',
+  'BERTH_RUNNER_CONCURRENCY',
+  'BERTH_RUNNER_DATA_DIR',
+  'BERTH_RUNNER_BUILDER',
+  'BERTH_RUNNER_HEALTH_PORT',
+  'BERTH_RUNNER_HEALTH_HOST',
+  'BERTH_RUNNER_POLL_SECONDS',
+  'LOG_LEVEL',
+] as const;
+
 export interface RunnerFlags {
   url?: string;
   dataDir?: string;
