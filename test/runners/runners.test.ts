@@ -218,6 +218,15 @@ describe('build runners', () => {
           const one = runnerApi(runnerKey);
           const two = runnerApi(otherRunnerKey);
           const { id, revisionId } = await newDeployment(`fenced-${kind}`);
+          // A runner of another organization: never given the job, and nothing of it answers.
+          const foreign = await server.berth.services.tenancy.createOrganization(`runners-other-${kind}-${Date.now()}`);
+          assert.ok(foreign);
+          const foreignKey = await client(server.url, { key: foreign.apiKey })('POST', '/v1/api-keys', { body: { role: 'runner' } });
+          assert.equal(foreignKey.status, 201, foreignKey.text);
+          const hostile = runnerApi(foreignKey.body.key);
+          // The job is queued once the engine says it waits for a runner.
+          await eventually(async () => (await buildLog(id, revisionId)).some((line) => /none is online/.test(line)), 'the job queued');
+          assert.deepEqual((await hostile('POST', '/v1/runner/jobs/claim', { body: { wait: 2 } })).body, { job: null }, 'another organization’s runner');
           const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { wait: 20 } });
           assert.equal(claimed.status, 200, claimed.text);
           const job = claimed.body.job;
@@ -239,6 +248,15 @@ describe('build runners', () => {
           ] as const) {
             const res = await two(method, `${jobUrl}${suffix}`, { body });
             assert.deepEqual([res.status, res.body.code], [409, 'build_lease_lost'], `${suffix}: ${res.text}`);
+          }
+          for (const [method, suffix, body] of [
+            ['POST', '/heartbeat', { lease_token: job.lease_token }],
+            ['GET', `/source?lease_token=${job.lease_token}`, undefined],
+            ['POST', '/result', { lease_token: job.lease_token, status: 'failed', message: 'forged' }],
+          ] as const) {
+            const res = await hostile(method, `${jobUrl}${suffix}`, body ? { body } : {});
+            assert.deepEqual([res.status, res.body.code], [404, 'build_job_not_found'], `another organization, ${suffix}: ${res.text}`);
+            assert.ok(!res.text.includes(GIT_PASSWORD));
           }
           const stolenSource = await two('GET', `${jobUrl}/source?lease_token=${job.lease_token}`);
           assert.equal(stolenSource.status, 409);
