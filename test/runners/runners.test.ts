@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -49,6 +49,19 @@ describe('build runners', () => {
   });
   after(async () => {
     await run('podman', ['rmi', BASE]);
+  });
+
+  test('berth builder refuses to start without its settings, naming them and never the key', () => {
+    const key = `berth_${randomBytes(16).toString('hex')}`;
+    const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'builder'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', BERTH_RUNNER_KEY: key, BERTH_RUNNER_CONCURRENCY: 'lots' },
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 2, result.stderr);
+    assert.match(result.stderr, /BERTH_URL is required/);
+    assert.match(result.stderr, /BERTH_RUNNER_CONCURRENCY/);
+    assert.ok(!result.stderr.includes(key) && !result.stdout.includes(key));
   });
 
   for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
@@ -129,7 +142,7 @@ describe('build runners', () => {
         for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
       });
 
-      function startRunner(options: { hold?: boolean; key?: string } = {}): RunnerProcess {
+      function startRunner(options: { hold?: boolean; key?: string; healthPort?: number } = {}): RunnerProcess {
         const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-runner-'));
         dataDirs.push(dataDir);
         const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/runner-process.ts')], {
@@ -141,6 +154,7 @@ describe('build runners', () => {
             BERTH_RUNNER_DATA_DIR: dataDir,
             BERTH_RUNNER_LABELS: 'linux',
             BERTH_RUNNER_POLL_SECONDS: '5',
+            BERTH_RUNNER_HEALTH_PORT: String(options.healthPort ?? 0),
             RUNNER_TEST_BASE: BASE,
             RUNNER_TEST_HOLD: options.hold ? '1' : '0',
             LOG_LEVEL: 'debug',
@@ -284,7 +298,8 @@ describe('build runners', () => {
       );
 
       test('a code-host revision is built by a runner process, pushed to the registry, and reaches DEPLOYED', { timeout: deadline(120_000) }, async (t) => {
-        const runner = startRunner();
+        const healthPort = await freePort();
+        const runner = startRunner({ healthPort });
         t.after(() => runner.child.kill('SIGKILL'));
         const { id, revisionId } = await newDeployment(`built-${kind}`);
         const revision = await terminal(id, revisionId);
@@ -293,6 +308,11 @@ describe('build runners', () => {
         assert.equal(full.source_revision_config.repo_commit_sha, headSha, 'the commit the runner fetched');
         const pushed = await fetch(`${registry.url}/v2/`);
         assert.equal(pushed.status, 401, 'the registry asks for a token');
+        const health = await fetch(`http://127.0.0.1:${healthPort}/healthz`);
+        assert.equal(health.status, 200);
+        const healthBody = (await health.json()) as { status: string; running: string[]; last_contact: string | null };
+        assert.deepEqual([healthBody.status, healthBody.running], ['ok', []]);
+        assert.ok(healthBody.last_contact, 'the runner has reached the control plane');
         const lines = await buildLog(id, revisionId);
         for (const expected of ['A build runner took the build.', 'Fetching', `Pushed ${registry.host}/`]) {
           assert.ok(
