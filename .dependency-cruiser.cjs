@@ -112,6 +112,24 @@ module.exports = {
       to: { path: layer('listener') },
     },
     {
+      name: 'runner-speaks-the-protocol',
+      severity: 'error',
+      comment:
+        "runner/ is `berth builder`, a process of its own on another machine: it knows Berth only through contract/ and the domain, and builds with the build adapters (build/, sandbox/, codehost/) through the engine's LangGraph build driver and the driver types (runner.ts, job.ts): never the store, the use cases or the server.",
+      from: { path: layer('runner') },
+      to: {
+        path: '^src/',
+        pathNot: ['^src/(runner|contract|domain|build|sandbox|codehost)/', '^src/engine/drivers/(types|langgraph-build)\\.ts$'],
+      },
+    },
+    {
+      name: 'runner-is-its-own-process',
+      severity: 'error',
+      comment: 'Only the command line starts the build runner.',
+      from: { path: '^src/', pathNot: ['^src/runner/', '^src/main\\.ts$'] },
+      to: { path: layer('runner') },
+    },
+    {
       name: 'client-stands-alone',
       severity: 'error',
       comment: 'client/ is the published typed client: it speaks to Berth over HTTP only, from its generated schema.',

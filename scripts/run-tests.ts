@@ -1,4 +1,4 @@
-// Runs the test files under the given roots (default test/, without test/listener) with
+// Runs the test files under the given roots (default test/, without test/listener and test/runners) with
 // node's test runner, one process per file, in two tiers:
 //   fast    every file that does not take the machine turn, two at a time;
 //   images  the files that take the machine turn (they build images and time real
@@ -73,9 +73,10 @@ function parseArguments(argv: string[]): { roots: string[]; tiers: TestFile['tie
 }
 
 function discover(roots: string[]): string[] {
-  // `npm test` runs the listener's suite as its own step (`npm run test:listener`, as CI
-  // names it), so the run over all of test/ leaves it out unless it is asked for.
-  const separate = roots.length > 0 ? new Set<string>() : new Set([path.join('test', 'listener')]);
+  // `npm test` runs the listener's and the build runners' suites as steps of their own
+  // (`npm run test:listener`, `npm run test:runners`, as CI names them), so the run over all
+  // of test/ leaves them out unless they are asked for.
+  const separate = roots.length > 0 ? new Set<string>() : new Set([path.join('test', 'listener'), path.join('test', 'runners')]);
   const files: string[] = [];
   const walk = (dir: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {

@@ -90,8 +90,11 @@ export interface Config {
     perWorkspace: number;
   };
   build: {
-    /** BERTH_BUILDER: which program builds images, or `none` to refuse code-host builds. */
+    /** BERTH_BUILDER: which program builds images, `none` to refuse code-host builds, or `runners` to hand them to `berth builder` processes. */
     builder: BuilderChoice;
+    /** BERTH_RUNNER_WAIT_SECONDS and BERTH_RUNNER_LEASE_SECONDS, in ms (docs/build-runners.md). */
+    runnerWaitMs: number;
+    runnerLeaseMs: number;
     /** BERTH_BASE_IMAGE_NODE / _PYTHON: replace the LangGraph CLI's base images (tagged as the CLI tags them). */
     baseImages: { node?: string; python?: string };
     /** BERTH_BUILD_SANDBOX and its settings; undefined when builds run unconfined (`off`). */
@@ -204,6 +207,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     build: {
       builder: vars.BERTH_BUILDER,
+      runnerWaitMs: vars.BERTH_RUNNER_WAIT_SECONDS * 1000,
+      runnerLeaseMs: vars.BERTH_RUNNER_LEASE_SECONDS * 1000,
       baseImages: {
         ...(vars.BERTH_BASE_IMAGE_NODE ? { node: vars.BERTH_BASE_IMAGE_NODE } : {}),
         ...(vars.BERTH_BASE_IMAGE_PYTHON ? { python: vars.BERTH_BASE_IMAGE_PYTHON } : {}),

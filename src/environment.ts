@@ -31,7 +31,7 @@ export const isOn = (value: (typeof SWITCH_VALUES)[number]) => ['on', 'true', '1
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 export const RUNTIMES = ['auto', 'podman', 'docker', 'none'] as const;
-export const BUILDERS = ['auto', 'buildah', 'podman', 'docker', 'none'] as const;
+export const BUILDERS = ['auto', 'buildah', 'podman', 'docker', 'none', 'runners'] as const;
 
 /**
  * Keys are stored as unsalted SHA-256 digests, so a configured key must be too long to
@@ -186,7 +186,14 @@ export const ENVIRONMENT = Type.Object({
     description: 'the same, for all deployments of a workspace together',
   }),
   BERTH_BUILDER: Choice(BUILDERS, 'auto', {
-    description: 'what builds images from code: `buildah`, `podman`, `docker`, `auto` (the first found) or `none` (code-host builds fail)',
+    description:
+      'what builds images from code: `buildah`, `podman`, `docker`, `auto` (the first found), `none` (code-host builds fail) or `runners` (`berth builder` processes build them, never this one; docs/build-runners.md)',
+  }),
+  BERTH_RUNNER_WAIT_SECONDS: Integer(600, 5, 86400, {
+    description: 'with BERTH_BUILDER=runners: how long a build waits for a runner to take it before it fails',
+  }),
+  BERTH_RUNNER_LEASE_SECONDS: Integer(30, 3, 600, {
+    description: 'with BERTH_BUILDER=runners: a runner that does not heartbeat within this loses its build to another runner',
   }),
   BERTH_BASE_IMAGE_NODE: optional(
     Text(undefined, {

@@ -4,6 +4,8 @@ import { registerDockerfileCommand } from './build/dockerfile-command.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { AgentConfigError, loadAgentConfig } from './listener/agent/config.js';
 import { ListenerAgent } from './listener/agent/agent.js';
+import { loadRunnerConfig, RunnerConfigError, type RunnerFlags } from './runner/config.js';
+import { BuildRunner } from './runner/runner.js';
 import { computeFor } from './listener/computes.js';
 import { createLogger } from './logger.js';
 import { registerOperationsCommands } from './operations/commands.js';
@@ -93,6 +95,33 @@ program
     stopOnSignals(logger, () => agent.stop());
     await agent.run();
     logger.info('berth listener stopped');
+  });
+
+program
+  .command('builder')
+  .description('Run builds for a Berth control plane started with BERTH_BUILDER=runners, on this machine (docs/build-runners.md).')
+  .option('--url <url>', "Berth's base URL (else BERTH_URL)")
+  .option('--data-dir <dir>', "the runner's working directory: mirrors, build directories (else BERTH_RUNNER_DATA_DIR, default ./berth-builder)")
+  .option('--labels <labels>', "comma-separated labels to advertise (else BERTH_RUNNER_LABELS; default: the key's)")
+  .option('--concurrency <n>', 'builds at once (else BERTH_RUNNER_CONCURRENCY, default 1)')
+  .action(async (flags: RunnerFlags) => {
+    let config;
+    try {
+      config = loadRunnerConfig(process.env, flags);
+    } catch (error) {
+      if (!(error instanceof RunnerConfigError)) throw error;
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    const logger = createLogger(config.logLevel, 'auto');
+    const runner = new BuildRunner(config, logger);
+    const ran = runner.run();
+    stopOnSignals(logger, async () => {
+      runner.stop();
+      await ran;
+    });
+    await ran;
+    logger.info('berth builder stopped');
   });
 
 registerDockerfileCommand(program);

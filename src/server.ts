@@ -16,6 +16,7 @@ import type { EngineSettings } from './engine/context.js';
 import { LocalContainerRuntime } from './engine/drivers/local-container/index.js';
 import type { BuildDriver, RuntimeDriver } from './engine/drivers/types.js';
 import { LangGraphBuildDriver } from './engine/drivers/langgraph-build.js';
+import { RunnerBuildDriver } from './engine/runner-build.js';
 import { NoRuntime, UnavailableBuildDriver } from './engine/drivers/unavailable.js';
 import { Engine } from './engine/engine.js';
 import { type EventBus, LocalEventBus, PostgresEventBus } from './events/bus.js';
@@ -115,6 +116,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
         registry,
         provisioning: provisioningPolicy(config),
         outboundAllowPrivate: config.outboundAllowPrivate,
+        runnerLeaseMs: config.build.runnerLeaseMs,
       },
     );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };
@@ -127,7 +129,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
 async function startEngine(core: Core, config: Config, logger: Logger, overrides: BerthOverrides): Promise<Engine> {
   const runtime = overrides.runtime ?? runtimeFor(config.engine);
   const codehost = codehostOptions(config);
-  const builder = overrides.builder ?? builderFor(config, core.registry);
+  const builder = overrides.builder ?? builderFor(config, core);
   const provisioners = provisionersFor(config);
   const engine = new Engine(
     {
@@ -271,11 +273,22 @@ function codehostOptions(config: Config) {
   };
 }
 
-function builderFor(config: Config, registry: Registry | undefined): BuildDriver {
-  if (config.build.builder === 'none') return new UnavailableBuildDriver();
+function builderFor(config: Config, core: Core): BuildDriver {
+  const registry = core.registry;
+  const choice = config.build.builder;
+  if (choice === 'none') return new UnavailableBuildDriver();
+  if (choice === 'runners') {
+    return new RunnerBuildDriver({
+      db: core.db,
+      bus: core.bus,
+      encryptor: core.encryptor,
+      registry: registry?.settings.location,
+      waitMs: config.build.runnerWaitMs,
+    });
+  }
   return new LangGraphBuildDriver({
     dataDir: config.dataDir,
-    builder: config.build.builder,
+    builder: choice,
     baseImages: config.build.baseImages,
     ...(config.build.sandbox ? { sandbox: config.build.sandbox } : {}),
     ...codehostOptions(config),

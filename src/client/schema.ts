@@ -406,6 +406,106 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/runner/jobs/claim': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Claim a build job
+     * @description Claims the oldest build job this runner’s labels satisfy, waiting up to `wait` seconds for one. `job` is null when none came.
+     */
+    post: operations['claimBuildJob'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runner/jobs/{job_id}/heartbeat': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Extend a build job’s lease
+     * @description Extends the lease; `action: cancel` says the build is no longer wanted (interrupted or timed out).
+     */
+    post: operations['heartbeatBuildJob'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runner/jobs/{job_id}/source': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Where a build job’s source is
+     * @description The repository, the ref and the credentials to fetch it with, for the holder of the lease only.
+     */
+    get: operations['getBuildJobSource'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runner/jobs/{job_id}/logs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a batch of build log lines
+     * @description Batches are numbered from 0 per claim; a batch sent again with its number is stored once.
+     */
+    post: operations['sendBuildJobLogs'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runner/jobs/{job_id}/result': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Report how a build ended
+     * @description The image pushed (with its digest), or the failure. Retrying a report that was taken answers `unchanged`.
+     */
+    post: operations['reportBuildJobResult'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v2/auth/providers': {
     parameters: {
       query?: never;
@@ -834,10 +934,10 @@ export interface components {
       id: string;
       name: string;
       /**
-       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions; `runner`: only the build runner routes (/v1/runner, docs/build-runners.md), for the organization's builds.
        * @enum {string}
        */
-      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'listener';
+      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'listener' | 'runner';
       /** Format: uuid */
       organization_id: string;
       /** Format: uuid */
@@ -849,6 +949,8 @@ export interface components {
       listener_id?: string | null;
       /** @description For `deployer` keys: the deployments the key may act on; empty for other roles. */
       deployment_ids: string[];
+      /** @description For `runner` keys: the labels its runners may advertise. */
+      labels?: string[];
       /** @description First and last characters of the key, to tell keys apart. */
       key_hint: string;
       /** Format: date-time */
@@ -863,13 +965,15 @@ export interface components {
        */
       workspace_id?: string | null;
       /**
-       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions; `runner`: only the build runner routes (/v1/runner, docs/build-runners.md), for the organization's builds.
        * @default member
        * @enum {string}
        */
-      role: 'admin' | 'member' | 'read_only' | 'deployer';
+      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'runner';
       /** @description Required for a `deployer` key (which must be bound to a workspace) and only for it: deployments of that workspace. */
       deployment_ids?: string[];
+      /** @description Only for a `runner` key (organization-wide, not bound to a workspace): the labels its runners may advertise. */
+      labels?: string[];
       /**
        * Format: uuid
        * @description Make a `listener` key for this listener (a new key beside its others; revoke the old one to rotate). It reaches only the listener protocol (docs/listener-protocol.md); `role` is ignored.
@@ -962,10 +1066,10 @@ export interface components {
       id: string;
       name: string;
       /**
-       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions.
+       * @description `admin`: everything, organization administration included; `member`: everything in its workspaces but administration; `read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there reads, new revisions without secrets or configuration, redeploys and interruptions; `runner`: only the build runner routes (/v1/runner, docs/build-runners.md), for the organization's builds.
        * @enum {string}
        */
-      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'listener';
+      role: 'admin' | 'member' | 'read_only' | 'deployer' | 'listener' | 'runner';
       /** Format: uuid */
       organization_id: string;
       /** Format: uuid */
@@ -977,6 +1081,8 @@ export interface components {
       listener_id?: string | null;
       /** @description For `deployer` keys: the deployments the key may act on; empty for other roles. */
       deployment_ids: string[];
+      /** @description For `runner` keys: the labels its runners may advertise. */
+      labels?: string[];
       /** @description First and last characters of the key, to tell keys apart. */
       key_hint: string;
       /** Format: date-time */
@@ -1234,6 +1340,7 @@ export interface components {
       | 'session_not_found'
       | 'webhook_subscription_not_found'
       | 'webhook_delivery_not_found'
+      | 'build_job_not_found'
       | 'request_timeout'
       | 'idempotency_key_in_progress'
       | 'deployment_name_taken'
@@ -1245,6 +1352,7 @@ export interface components {
       | 'provider_exists'
       | 'workspace_name_taken'
       | 'api_key_self_revoke'
+      | 'build_lease_lost'
       | 'database_limit_reached'
       | 'upload_url_gone'
       | 'resource_changed'
@@ -1751,6 +1859,135 @@ export interface components {
       message?: string | null;
       /** @description Deploy log lines, added to the revision once. */
       logs?: components['schemas']['ReportedLogLine'][];
+    };
+    /** RunnerClaimRequest */
+    RunnerClaimRequest: {
+      /** @description Labels this runner advertises (a subset of its key's); default: the key's. */
+      labels?: string[];
+      /**
+       * @description Seconds to wait for a job (long poll).
+       * @default 0
+       */
+      wait: number;
+    };
+    /** RunnerClaimResult */
+    RunnerClaimResult: {
+      job: components['schemas']['RunnerJob'] | null;
+    };
+    /** RunnerGitCredentials */
+    RunnerGitCredentials:
+      | {
+          /** @enum {string} */
+          kind: 'basic';
+          username: string;
+          password: string;
+        }
+      | {
+          /** @enum {string} */
+          kind: 'ssh-key';
+          private_key: string;
+          known_hosts?: string;
+        };
+    /** RunnerHeartbeatResult */
+    RunnerHeartbeatResult: {
+      /**
+       * @description `cancel`: stop the build (interrupted, timed out, or no longer wanted) and report nothing more.
+       * @enum {string}
+       */
+      action: 'continue' | 'cancel';
+      /** Format: date-time */
+      lease_expires_at: string;
+    };
+    /** RunnerJob */
+    RunnerJob: {
+      /** Format: uuid */
+      id: string;
+      /** @description Send it with every call about this job; never log it. */
+      lease_token: string;
+      /** Format: date-time */
+      lease_expires_at: string;
+      /** @description Heartbeat well within this. */
+      lease_seconds: number;
+      /** Format: uuid */
+      workspace_id: string;
+      /** Format: uuid */
+      deployment_id: string;
+      deployment_name: string;
+      /** Format: uuid */
+      revision_id: string;
+      graph_config_path: string;
+      install_command: string | null;
+      build_command: string | null;
+      /** @description The name to build and push the image as. */
+      image: string;
+      push: components['schemas']['RunnerPush'] | null;
+    };
+    /**
+     * RunnerJobSource
+     * @description Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them.
+     */
+    RunnerJobSource: {
+      /** @enum {string} */
+      kind: 'git';
+      url: string;
+      /** @description The branch, tag or commit the revision names. */
+      ref: string;
+      credentials: components['schemas']['RunnerGitCredentials'];
+    };
+    /** RunnerLease */
+    RunnerLease: {
+      lease_token: string;
+    };
+    /** RunnerLogBatch */
+    RunnerLogBatch: {
+      lease_token: string;
+      /** @description The batch’s number, from 0, one more per batch: a batch re-sent with its number is stored once. */
+      seq: number;
+      lines: components['schemas']['RunnerLogLine'][];
+    };
+    /** RunnerLogBatchResult */
+    RunnerLogBatchResult: {
+      /** @description false: a batch with this number was stored before. */
+      stored: boolean;
+    };
+    /** RunnerLogLine */
+    RunnerLogLine: {
+      /** @enum {string} */
+      level: 'DEBUG' | 'INFO' | 'WARNING' | 'ERROR';
+      message: string;
+    };
+    /** RunnerPush */
+    RunnerPush: {
+      /** @description Berth's registry, `host[:port]`. */
+      registry: string;
+      path_prefix: string;
+      /** @description The one repository the credential may push to. */
+      repository: string;
+      tls_verify: boolean;
+      username: string;
+      /** @description A push credential for `repository` alone, valid a few minutes; never log it. */
+      password: string;
+    };
+    /** RunnerResult */
+    RunnerResult: {
+      lease_token: string;
+      /** @enum {string} */
+      status: 'succeeded' | 'failed';
+      /** @description succeeded: the image as pushed (the job’s `image`). */
+      image?: string;
+      digest?: string | null;
+      commit_sha?: string | null;
+      /** @description langgraph.json’s env, for the container; never logged. */
+      env?: {
+        [key: string]: string;
+      };
+      /** @description failed: what failed, for a person. */
+      message?: string;
+    };
+    /** RunnerResultOutcome */
+    RunnerResultOutcome: {
+      /** @enum {string} */
+      outcome: 'applied' | 'unchanged';
     };
     /** Secret */
     Secret: {
@@ -4032,6 +4269,393 @@ export interface operations {
       };
       /** @description `listener_not_found` */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  claimBuildJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerClaimRequest'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerClaimResult'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  heartbeatBuildJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerLease'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerHeartbeatResult'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_job_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_lease_lost` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getBuildJobSource: {
+    parameters: {
+      query: {
+        lease_token: string;
+      };
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerJobSource'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_job_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_lease_lost` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  sendBuildJobLogs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerLogBatch'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLogBatchResult'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_job_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_lease_lost` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  reportBuildJobResult: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerResult'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerResultOutcome'];
+        };
+      };
+      /** @description `bad_request` */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_job_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_lease_lost` */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -4,10 +4,16 @@ import { Nullable, StringEnum, Uuid } from './common.js';
 const ROLE_DESCRIPTION =
   '`admin`: everything, organization administration included; `member`: everything in its workspaces but administration; ' +
   '`read_only`: reads only (event streams and logs included); `deployer`: only the deployments in `deployment_ids`, and there ' +
-  'reads, new revisions without secrets or configuration, redeploys and interruptions.';
-const Role = (options: { default?: 'member' } = {}) => StringEnum(['admin', 'member', 'read_only', 'deployer'], { ...options, description: ROLE_DESCRIPTION });
+  'reads, new revisions without secrets or configuration, redeploys and interruptions; `runner`: only the build runner routes ' +
+  "(/v1/runner, docs/build-runners.md), for the organization's builds.";
+const Role = (options: { default?: 'member' } = {}) =>
+  StringEnum(['admin', 'member', 'read_only', 'deployer', 'runner'], { ...options, description: ROLE_DESCRIPTION });
 /** Keys as listed: `listener` keys reach only the listener protocol of their listener. */
-const AnyRole = StringEnum(['admin', 'member', 'read_only', 'deployer', 'listener'], { description: ROLE_DESCRIPTION });
+const AnyRole = StringEnum(['admin', 'member', 'read_only', 'deployer', 'listener', 'runner'], { description: ROLE_DESCRIPTION });
+
+/** A runner label: what a build may require of the runner that builds it. */
+export const RunnerLabel = Type.String({ minLength: 1, maxLength: 63, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
+const RunnerLabels = (description: string) => Type.Array(RunnerLabel, { maxItems: 20, uniqueItems: true, description });
 
 /** The most deployments one deployer key may list. */
 export const MAX_DEPLOYER_DEPLOYMENTS = 100;
@@ -28,6 +34,7 @@ export const ApiKey = Type.Object(
     workspace_id: Nullable(Uuid()),
     listener_id: Type.Optional(Nullable(Uuid({ description: 'For `listener` keys: the listener the key speaks for.' }))),
     deployment_ids: Type.Array(Uuid(), { description: 'For `deployer` keys: the deployments the key may act on; empty for other roles.' }),
+    labels: Type.Optional(RunnerLabels('For `runner` keys: the labels its runners may advertise.')),
     key_hint: Type.String({ description: 'First and last characters of the key, to tell keys apart.' }),
     created_at: Type.String({ format: 'date-time' }),
   },
@@ -50,6 +57,7 @@ export const ApiKeyCreate = Type.Object(
         description: 'Required for a `deployer` key (which must be bound to a workspace) and only for it: deployments of that workspace.',
       }),
     ),
+    labels: Type.Optional(RunnerLabels('Only for a `runner` key (organization-wide, not bound to a workspace): the labels its runners may advertise.')),
     listener_id: Type.Optional(
       Nullable(
         Uuid({

@@ -51,6 +51,7 @@ export const ERROR_CODES = [
   'session_not_found',
   'webhook_subscription_not_found',
   'webhook_delivery_not_found',
+  'build_job_not_found',
   // 408, 409, 410, 412, 413, 422, 429, 431
   'request_timeout',
   'idempotency_key_in_progress',
@@ -63,6 +64,7 @@ export const ERROR_CODES = [
   'provider_exists',
   'workspace_name_taken',
   'api_key_self_revoke',
+  'build_lease_lost',
   'database_limit_reached',
   'upload_url_gone',
   'resource_changed',

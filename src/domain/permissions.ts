@@ -14,6 +14,7 @@ import type { ErrorCode } from './errors.js';
  *   shipping a new version takes: reading the deployment, its revisions and logs, creating
  *   a revision (without secrets or configuration), redeploying, unpinning and interrupting.
  * - `listener` keys reach the listener protocol and nothing else.
+ * - `runner` keys reach the build runner routes (/v1/runner) and nothing else.
  */
 export interface Permission {
   roles: readonly ApiKeyRole[];
@@ -30,6 +31,8 @@ const OWN_WRITE: Permission = { ...WRITE, deployer: true };
 const OWN_READ: Permission = { ...READ, deployer: true };
 const LISTENER: Permission = { roles: ['listener'] };
 const SESSION: Permission = { roles: ['admin', 'member', 'read_only', 'deployer'] };
+const RUNNER: Permission = { roles: ['runner'] };
+const RUNNER_JOB = '/v1/runner/jobs/:job_id';
 
 const DEPLOYMENT = '/v2/deployments/:deployment_id';
 const REVISION = `${DEPLOYMENT}/revisions/:revision_id`;
@@ -79,6 +82,12 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['GET /v1/listener-protocol/state', LISTENER],
   ['POST /v1/listener-protocol/reports', LISTENER],
   ['POST /v1/listener-protocol/heartbeat', LISTENER],
+
+  ['POST /v1/runner/jobs/claim', RUNNER],
+  [`POST ${RUNNER_JOB}/heartbeat`, RUNNER],
+  [`GET ${RUNNER_JOB}/source`, RUNNER],
+  [`POST ${RUNNER_JOB}/logs`, RUNNER],
+  [`POST ${RUNNER_JOB}/result`, RUNNER],
 
   ['POST /v2/auth/providers', ADMIN],
   ['GET /v2/auth/providers', READ],
@@ -144,6 +153,12 @@ export function refusal(permission: Permission, caller: Caller, deploymentId: st
       message: 'A listener key reaches only the listener protocol (/v1/listener-protocol); use an API key for this operation.',
     };
   }
+  if (caller.role === 'runner') {
+    return { code: 'role_forbids', message: 'A runner key reaches only the build runner routes (/v1/runner); use an API key for this operation.' };
+  }
+  if (only(permission, 'runner')) {
+    return { code: 'role_forbids', message: 'The build runner routes need a runner key (POST /v1/api-keys with role runner).' };
+  }
   if (only(permission, 'listener')) {
     return {
       code: 'listener_key_required',
@@ -164,6 +179,7 @@ export function refusedFields(permission: Permission, caller: Caller, body: unkn
 /** The refusal codes a route can answer with, for its documentation. */
 export function refusalCodes(permission: Permission): Refusal['code'][] {
   if (only(permission, 'listener')) return ['listener_key_required'];
+  if (only(permission, 'runner')) return ['listener_key_forbidden', 'role_forbids'];
   // Every other route refuses some role: deployers reach only their deployments, read-only keys only reads.
   return ['listener_key_forbidden', only(permission, 'admin') ? 'admin_key_required' : 'role_forbids'];
 }

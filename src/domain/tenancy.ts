@@ -17,13 +17,16 @@ export interface Principal {
   listenerId: string | null;
   /** For `deployer` keys: the deployments the key may act on (lower case); empty for every other role. */
   deploymentIds: readonly string[];
+  /** For `runner` keys: the labels the runner may advertise (docs/build-runners.md); empty for every other role. */
+  runnerLabels?: readonly string[];
 }
 
 /**
  * What a key may do is decided by domain/permissions.ts from its role. `listener` keys are
- * made for one listener (docs/listener-protocol.md); `deployer` keys for a list of deployments.
+ * made for one listener (docs/listener-protocol.md); `deployer` keys for a list of deployments;
+ * `runner` keys (organization-wide) reach only the build runner routes (docs/build-runners.md).
  */
-export const API_KEY_ROLES = ['admin', 'member', 'read_only', 'deployer', 'listener'] as const;
+export const API_KEY_ROLES = ['admin', 'member', 'read_only', 'deployer', 'listener', 'runner'] as const;
 export type ApiKeyRole = (typeof API_KEY_ROLES)[number];
 
 /**

@@ -6,13 +6,16 @@ import pg from 'pg';
  * something for the engine to do; `deployment` means it has new events (status changes or
  * log lines) to read from the database; `listener` means a listener's desired state changed
  * (`listenerId`; `deploymentId` is empty); `webhooks` means the outbox has news for the
- * deliverer (an event or a redelivery; `deploymentId` is empty). Messages carry ids only: the database is the
+ * deliverer (an event or a redelivery; `deploymentId` is empty); `build-job` means a build job for runners was
+ * queued, claimed, reported on or ended (`jobId`). Messages carry ids only: the database is the
  * truth, the bus only says "look now" so nobody waits for a polling tick.
  */
 export type BusMessage = {
-  topic: 'work' | 'deployment' | 'listener' | 'webhooks';
+  topic: 'work' | 'deployment' | 'listener' | 'webhooks' | 'build-job';
   deploymentId: string;
   listenerId?: string;
+  /** `build-job`: a build job was queued or changed (docs/build-runners.md). */
+  jobId?: string;
   /** The engine worker whose change this announces: it need not react to its own news. */
   origin?: string;
 };

@@ -29,6 +29,7 @@ import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { listenerProtocolRoutes } from './routes/listener-protocol.js';
+import { buildRunnerRoutes } from './routes/build-runners.js';
 import { listenerRoutes } from './routes/listeners.js';
 import { logRoutes } from './routes/logs.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.js';
@@ -151,6 +152,7 @@ export async function buildApp({
     await scope.register(eventRoutes, { services, writeTimeoutMs: limits.responseWriteTimeoutMs });
     await scope.register(listenerRoutes, { services });
     await scope.register(listenerProtocolRoutes, { services });
+    await scope.register(buildRunnerRoutes, { services });
     await scope.register(oauthProviderRoutes, { services });
     await scope.register(adminRoutes, { services });
     await scope.register(auditRoutes, { services });

@@ -15,6 +15,7 @@ import { createUploadService, type UploadService } from './uploads.js';
 import type { UploadStore } from '../build/uploads.js';
 import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
+import { createBuildRunnerService } from './build-runners.js';
 import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
@@ -48,6 +49,8 @@ export interface ServiceOptions {
   provisioning?: ProvisioningPolicy;
   /** BERTH_OUTBOUND_ALLOW_PRIVATE: webhook subscriptions may name non-public addresses. */
   outboundAllowPrivate: boolean;
+  /** BERTH_RUNNER_LEASE_SECONDS, in ms: how long a build runner's claim lasts without a heartbeat. */
+  runnerLeaseMs?: number;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */
@@ -79,6 +82,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     audit: createAuditService(deps.db),
     sessions: createSessionService(deps.db, { ttlMs: options.sessionTtlMs }),
     webhooks: createWebhookService(deps, { allowPrivate: options.outboundAllowPrivate }),
+    buildRunners: createBuildRunnerService({ ...deps, registry: options.registry, leaseMs: options.runnerLeaseMs ?? 30_000 }),
   };
 }
 

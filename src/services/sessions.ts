@@ -38,7 +38,8 @@ export function createSessionService(db: Db, options: SessionOptions) {
   return {
     /** Opens a session for the key of the request; answers the cookie's secret (once) and the session. */
     async open(principal: Principal): Promise<{ secret: string; session: SessionView }> {
-      if (principal.role === 'listener') throw fail('listener_key_forbidden', 'A listener key cannot sign in.');
+      // The permission table already refuses these keys; a runner or listener key never opens a session.
+      if (principal.role === 'listener' || principal.role === 'runner') throw fail('listener_key_forbidden', `A ${principal.role} key cannot sign in.`);
       const value = secret();
       const at = now();
       const row: repo.SessionRow = {
@@ -108,7 +109,8 @@ function toRecord(row: repo.SessionRow): SessionRecord {
 }
 
 function view(principal: Principal, session: SessionRecord): SessionView {
-  if (principal.role === 'listener') throw fail('listener_key_forbidden', 'A listener key cannot sign in.');
+  // The permission table refuses these keys first; this tells the view's type so.
+  if (principal.role === 'listener' || principal.role === 'runner') throw fail('listener_key_forbidden', `A ${principal.role} key cannot sign in.`);
   return {
     id: session.id,
     created_at: session.createdAt,

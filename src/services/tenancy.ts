@@ -96,6 +96,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         role: row.role,
         listenerId: row.listener_id,
         deploymentIds: row.deployment_ids,
+        ...(row.runner_labels ? { runnerLabels: row.runner_labels } : {}),
       };
       if (ttlMs > 0 && revocations === revocationsBefore) {
         keyCache.set(digest, { principal, expiresAt: now() + ttlMs });
@@ -149,7 +150,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
     },
 
     async createApiKey(principal: Principal, input: NewApiKey): Promise<CreatedApiKeyView> {
-      const { name = 'api-key', workspace_id = null, role = 'member', listener_id = null, deployment_ids, ...unread } = input;
+      const { name = 'api-key', workspace_id = null, role = 'member', listener_id = null, deployment_ids, labels, ...unread } = input;
       allFieldsRead(unread);
       if (listener_id !== null) {
         const listener = await repo.findListenerOfOrganization(db, principal.organizationId, listener_id.toLowerCase());
@@ -169,6 +170,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         throw fail('workspace_not_found', `Workspace ID ${workspace_id} not found.`);
       }
       const deploymentIds = deployerDeployments(role, workspace_id, deployment_ids);
+      const runnerLabels = runnerKeyLabels(role, workspace_id, labels);
       if (workspace_id !== null && deploymentIds.length > 0) {
         const found = await repo.deploymentsInWorkspace(db, workspace_id, deploymentIds);
         const missing = deploymentIds.find((id) => !found.has(id));
@@ -186,6 +188,7 @@ export function createTenancyService(db: Db, options: TenancyOptions = {}) {
         created_at: nowIso(),
         listener_id: null,
         deployment_ids: deploymentIds,
+        ...(runnerLabels ? { runner_labels: runnerLabels } : {}),
       };
       await db.transaction().execute(async (trx) => {
         await repo.insertApiKey(trx, row);
@@ -258,7 +261,25 @@ function toKeyView(row: repo.ApiKeyRow): ApiKeyView {
     created_at: row.created_at,
     listener_id: row.listener_id,
     deployment_ids: row.deployment_ids,
+    ...(row.runner_labels ? { labels: row.runner_labels } : {}),
   };
+}
+
+/** A runner key serves the whole organization (a runner builds for every workspace) and carries its labels; no other key takes labels. */
+function runnerKeyLabels(role: ApiKeyRole, workspaceId: string | null, labels: string[] | undefined): string[] | undefined {
+  if (role !== 'runner') {
+    if (labels === undefined) return undefined;
+    throw invalidField({ type: 'value_error', loc: ['body', 'labels'], msg: 'Value error, labels is only for runner keys', input: labels });
+  }
+  if (workspaceId !== null) {
+    throw invalidField({
+      type: 'value_error',
+      loc: ['body', 'workspace_id'],
+      msg: 'Value error, a runner key is not bound to a workspace',
+      input: workspaceId,
+    });
+  }
+  return labels ?? [];
 }
 
 /**

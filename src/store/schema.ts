@@ -89,6 +89,49 @@ export interface Database {
     listener_id: string | null;
     /** For `deployer` keys: JSON array of the deployment ids the key may act on; null for other roles. */
     deployment_ids: string | null;
+    /** For `runner` keys: JSON array of the labels the runner may advertise; null for other roles. */
+    runner_labels: string | null;
+  };
+  /** A build handed to runners (migration 021, docs/build-runners.md). */
+  build_jobs: {
+    id: string;
+    organization_id: string;
+    workspace_id: string;
+    deployment_id: string;
+    revision_id: string;
+    /** JSON: the build request without credentials. */
+    request: string;
+    /** Encrypted JSON of the source's credentials while the job is open; null after. */
+    source_secret: string | null;
+    /** JSON array: labels a runner must have to claim the job. */
+    required_labels: string;
+    status: 'queued' | 'claimed' | 'succeeded' | 'failed' | 'cancelled';
+    lease_token: string | null;
+    lease_expires_at: string | null;
+    runner_key_id: string | null;
+    attempts: number;
+    /** When the job stops waiting for a runner (queued) or for its build (BERTH_RUNNER_WAIT_SECONDS, the build timeout). */
+    deadline_at: string;
+    /** JSON: the built image, for `succeeded`. */
+    result: string | null;
+    error: string | null;
+    created_at: string;
+    updated_at: string;
+  };
+  build_job_logs: {
+    job_id: string;
+    /** The claim (build_jobs.attempts) whose runner sent the batch: each claim numbers its batches from 0. */
+    attempt: number;
+    seq: number;
+    /** JSON array of {level, message}. */
+    lines: string;
+    created_at: string;
+  };
+  build_runners: {
+    key_id: string;
+    organization_id: string;
+    labels: string;
+    last_seen_at: string;
   };
   /** Dashboard sessions: `secret_hash` is the SHA-256 digest of the cookie's secret, never the secret. */
   sessions: {

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { AGENT_ENVIRONMENT } from '../../src/listener/agent/config.js';
+import { RUNNER_VARIABLES } from '../../src/runner/config.js';
 import { ENVIRONMENT } from '../../src/environment.js';
 import { configurationTable } from '../../scripts/config-table.js';
 
@@ -20,12 +21,15 @@ async function namedIn(paths: string[], exclude: string[] = []): Promise<string[
 
 test('every variable the server reads is in the schema: the sources name no BERTH_ variable it lacks', async () => {
   // The listener agent and the CLI are other programs with settings of their own (below).
-  const named = await namedIn(['src'], ['cli', 'agent']);
+  const named = await namedIn(['src'], ['cli', 'agent', 'runner']);
+  const runnerVariables: readonly string[] = RUNNER_VARIABLES;
   // Paths and constants that merely start with the prefix.
   // And the CLI's key variable, which the start-up banner (src/startup-guide.ts) tells a person to set.
   const notVariables = new Set(['BERTH_CONTAINERS_CONF', 'BERTH_REGISTRIES_CONF', 'BERTH_API_KEY']);
-  // src/main.ts names the agent's variables in `berth listener --help`.
-  const missing = named.filter((name) => !notVariables.has(name) && !(name in ENVIRONMENT.properties) && !(name in AGENT_ENVIRONMENT.properties));
+  // src/main.ts names the agent's and the build runner's variables in their --help.
+  const missing = named.filter(
+    (name) => !notVariables.has(name) && !(name in ENVIRONMENT.properties) && !(name in AGENT_ENVIRONMENT.properties) && !runnerVariables.includes(name),
+  );
   assert.deepEqual(missing, []);
 });
 
@@ -37,6 +41,18 @@ test("the listener agent's variables are all in its own schema, and none of them
   );
   assert.deepEqual(
     Object.keys(AGENT_ENVIRONMENT.properties).filter((name) => name.startsWith('BERTH_') && name in ENVIRONMENT.properties),
+    [],
+  );
+});
+
+test("the build runner's variables are all in its own list, and none of them is the server's", async () => {
+  const runnerVariables: readonly string[] = RUNNER_VARIABLES;
+  assert.deepEqual(
+    (await namedIn(['src/runner'])).filter((name) => !runnerVariables.includes(name)),
+    [],
+  );
+  assert.deepEqual(
+    runnerVariables.filter((name) => name.startsWith('BERTH_') && name in ENVIRONMENT.properties),
     [],
   );
 });

@@ -74,6 +74,8 @@ async function keysOfEveryRole(ctx: SuiteContext, own: string) {
     member: await make('member'),
     read_only: await make('read_only'),
     deployer: await make('deployer', { deployment_ids: [own.toUpperCase()] }),
+    // Runner keys serve the organization, not a workspace.
+    runner: (await created(api('POST', '/v1/api-keys', { body: { name: 'runner', role: 'runner', labels: ['linux'] } }))).key,
   };
 }
 
@@ -107,6 +109,7 @@ function expected(permission: Permission, role: ApiKeyRole, ownDeployment: boole
   const onlyFor = permission.roles.length === 1 ? permission.roles[0] : undefined;
   let code = 'role_forbids';
   if (role === 'listener') code = 'listener_key_forbidden';
+  else if (role === 'runner' || onlyFor === 'runner') code = 'role_forbids';
   else if (onlyFor === 'listener') code = 'listener_key_required';
   else if (onlyFor === 'admin') code = 'admin_key_required';
   return { allowed, code };
@@ -114,7 +117,7 @@ function expected(permission: Permission, role: ApiKeyRole, ownDeployment: boole
 
 // Deletes last (they take fixtures away), the listener's very last (its key goes with it).
 const order = (key: string) => (key === 'DELETE /v2/listeners/:listener_id' ? 2 : key.startsWith('DELETE ') ? 1 : 0);
-const ROLES_IN_ORDER: ApiKeyRole[] = ['listener', 'read_only', 'deployer', 'member', 'admin'];
+const ROLES_IN_ORDER: ApiKeyRole[] = ['listener', 'runner', 'read_only', 'deployer', 'member', 'admin'];
 
 describeOnEachDatabase('the permission table', (ctx) => {
   test('names every authenticated route, and every route it names exists', async () => {
@@ -164,6 +167,7 @@ describeOnEachDatabase('the permission table', (ctx) => {
       key_id: throwaway.id,
       subscription_id: subscription.id,
       delivery_id: delivery,
+      job_id: '00000000-0000-4000-8000-000000000000',
     };
     const revisionOf: Record<string, string> = { [own.id]: own.latest_revision_id, [other.id]: other.latest_revision_id };
     const documented = authenticatedOperations((await api('GET', '/openapi.json')).body);

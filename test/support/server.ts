@@ -101,6 +101,8 @@ export interface TestServerOptions {
   provisioning?: Partial<Config['provisioning']>;
   /** More settings, read as Berth reads its environment (e.g. BERTH_REGISTRY with a PORT fixed in advance). */
   env?: Record<string, string>;
+  /** Build with what BERTH_BUILDER chooses (`runners`, say) instead of the fake builder. */
+  configuredBuilder?: boolean;
 }
 
 /**
@@ -156,7 +158,7 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
     );
   try {
     berth = await startBerth(config, createLogger(config.logLevel, sink), {
-      builder: new FakeBuildDriver(),
+      ...(options.configuredBuilder ? {} : { builder: new FakeBuildDriver() }),
       ...options.overrides,
       runtime,
       engineSettings: { leaseMs: 3000, sweepMs: 250, ...options.overrides?.engineSettings },

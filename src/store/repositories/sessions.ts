@@ -35,6 +35,7 @@ export async function findLiveSession(db: Executor, secretHash: string, now: str
       'api_keys.created_at',
       'api_keys.listener_id',
       'api_keys.deployment_ids',
+      'api_keys.runner_labels',
     ])
     .where('sessions.secret_hash', '=', secretHash)
     .where('sessions.revoked_at', 'is', null)

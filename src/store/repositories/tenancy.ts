@@ -5,7 +5,7 @@ import { inBatches } from '../batches.js';
 import { preparedQuery } from '../prepared.js';
 
 /** A key as stored, its deployment list decoded (empty for every role but `deployer`). */
-export type ApiKeyRow = Omit<Database['api_keys'], 'deployment_ids'> & { deployment_ids: string[] };
+export type ApiKeyRow = Omit<Database['api_keys'], 'deployment_ids' | 'runner_labels'> & { deployment_ids: string[]; runner_labels?: string[] };
 /** A workspace as the API knows it; `name_key` is the store's own. */
 export type WorkspaceRow = Omit<Database['workspaces'], 'name_key'>;
 
@@ -49,12 +49,21 @@ export async function listWorkspaces(db: Executor, organizationId: string): Prom
 export async function insertApiKey(db: Executor, row: ApiKeyRow): Promise<void> {
   await db
     .insertInto('api_keys')
-    .values({ ...row, deployment_ids: row.role === 'deployer' ? JSON.stringify(row.deployment_ids) : null })
+    .values({
+      ...row,
+      deployment_ids: row.role === 'deployer' ? JSON.stringify(row.deployment_ids) : null,
+      runner_labels: row.role === 'runner' ? JSON.stringify(row.runner_labels ?? []) : null,
+    })
     .execute();
 }
 
 export function decodeApiKey(row: Database['api_keys']): ApiKeyRow {
-  return { ...row, deployment_ids: row.deployment_ids === null ? [] : (JSON.parse(row.deployment_ids) as string[]) };
+  const { runner_labels: labels, ...rest } = row;
+  return {
+    ...rest,
+    deployment_ids: row.deployment_ids === null ? [] : (JSON.parse(row.deployment_ids) as string[]),
+    ...(labels === null ? {} : { runner_labels: JSON.parse(labels) as string[] }),
+  };
 }
 
 const API_KEY_COLUMNS = [
@@ -68,6 +77,7 @@ const API_KEY_COLUMNS = [
   'created_at',
   'listener_id',
   'deployment_ids',
+  'runner_labels',
 ] as const satisfies readonly (keyof Database['api_keys'])[];
 
 // Every request whose key is not cached reads this (a listener's poll every 30 s is never cached).

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import type { EventBus } from '../events/bus.js';
+import type { RegistryLocation } from '../domain/registry-location.js';
+import { builtImageName } from '../registry/image-names.js';
+import { jobEnvContext, jobSourceContext } from '../security/build-job-contexts.js';
+import type { Encryptor } from '../security/encryption.js';
+import { type Db, nowIso } from '../store/database.js';
+import {
+  type BuildJobRecord,
+  buildJobLogsAfter,
+  buildRunnersSeenSince,
+  cancelBuildJob,
+  findBuildJob,
+  findOpenBuildJobOfRevision,
+  insertBuildJob,
+  removeBuildJobLogs,
+} from '../store/repositories/build-jobs.js';
+import { stopReasonOf } from './context.js';
+import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type LogLevel, type StepContext } from './drivers/types.js';
+
+/** A runner counts as online when it asked for work this recently (a claim waits at most 60 s). */
+const ONLINE_WINDOW_MS = 90_000;
+/** The safety net behind the bus: a wake-up lost between processes is noticed within this. */
+const RECHECK_MS = 2_000;
+
+export interface RunnerBuildOptions {
+  db: Db;
+  bus: EventBus;
+  encryptor: Encryptor;
+  /** Berth's registry, where runners push (the image name and the push credential's repository). */
+  registry: Pick<RegistryLocation, 'host' | 'pathPrefix'> | undefined;
+  /** BERTH_RUNNER_WAIT_SECONDS: how long a build waits for a runner to take it before it fails. */
+  waitMs: number;
+}
+
+/**
+ * With BERTH_BUILDER=runners the control plane builds nothing itself: each build becomes a
+ * build job that `berth builder` processes claim (docs/build-runners.md). This driver writes
+ * the job, relays the log lines its runner sends into the revision's build log, and answers
+ * what the runner reported. A stop (interruption, timeout, shutdown) cancels the job, which
+ * the runner hears at its next heartbeat; an engine that resumes the revision waits for the
+ * job still open rather than queueing another.
+ */
+export class RunnerBuildDriver implements BuildDriver {
+  readonly name = 'runners';
+
+  constructor(private readonly options: RunnerBuildOptions) {}
+
+  async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
+    const { db, bus } = this.options;
+    if (request.source.kind !== 'git') {
+      throw new DriverError('builds of uploaded archives are not done by build runners yet; deploy from a repository, or run Berth with BERTH_BUILDER=auto.');
+    }
+    const job = (await findOpenBuildJobOfRevision(db, request.revisionId)) ?? (await this.#queue(request));
+    let wake: () => void = () => {};
+    const unsubscribe = bus.subscribe((message) => {
+      if (message.topic === 'build-job' && message.jobId === job.id) wake();
+    });
+    const onAbort = () => wake();
+    step.signal.addEventListener('abort', onAbort);
+    const cursor = { attempt: 0, seq: -1 };
+    let claimsSeen = job.attempts;
+    let toldNoRunner = false;
+    try {
+      for (;;) {
+        const waited = new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, RECHECK_MS).unref();
+        });
+        await this.#relayLogs(job.id, cursor, step);
+        const now = await findBuildJob(db, job.id);
+        if (!now) throw new DriverError('the build job was removed while it was waiting.');
+        if (step.signal.aborted) {
+          // A process that stops or loses its lease leaves the job to whoever resumes the revision.
+          const reason = stopReasonOf(step.signal);
+          if (reason !== 'shutdown' && reason !== 'lease-lost' && (await cancelBuildJob(db, job.id, reason ?? 'stopped by Berth', nowIso()))) {
+            bus.publish({ topic: 'build-job', deploymentId: job.deployment_id, jobId: job.id });
+          }
+          throw step.signal.reason;
+        }
+        if (now.attempts > claimsSeen) {
+          claimsSeen = now.attempts;
+          await step.log(
+            'INFO',
+            claimsSeen === 1
+              ? 'A build runner took the build.'
+              : `A build runner took the build over (claim ${claimsSeen}; the previous runner lost its lease).`,
+          );
+        }
+        const ended = await this.#ended(now, cursor, step);
+        if (ended) return ended;
+        if (now.status === 'queued') {
+          if (Date.parse(now.deadline_at) <= Date.now()) {
+            await cancelBuildJob(db, job.id, 'no runner took it', nowIso());
+            throw new DriverError(
+              `no build runner took the build within ${Math.round(this.options.waitMs / 1000)} s (BERTH_RUNNER_WAIT_SECONDS): start \`berth builder\` with a runner key of this organization (docs/build-runners.md).`,
+            );
+          }
+          if (!toldNoRunner && (await buildRunnersSeenSince(db, now.organization_id, new Date(Date.now() - ONLINE_WINDOW_MS).toISOString())) === 0) {
+            toldNoRunner = true;
+            await step.log('WARNING', 'Waiting for a build runner: none is online for this organization (start `berth builder`, docs/build-runners.md).');
+          }
+        }
+        await waited;
+      }
+    } finally {
+      unsubscribe();
+      step.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async #queue(request: BuildRequest): Promise<BuildJobRecord> {
+    const { db, bus, encryptor } = this.options;
+    const workspace = await db.selectFrom('workspaces').select('organization_id').where('id', '=', request.workspaceId).executeTakeFirstOrThrow();
+    const id = randomUUID();
+    const source = request.source.kind === 'git' ? request.source : null;
+    const { image, repository } = builtImageName(this.options.registry, request);
+    const now = nowIso();
+    const job = {
+      id,
+      organization_id: workspace.organization_id,
+      workspace_id: request.workspaceId,
+      deployment_id: request.deploymentId,
+      revision_id: request.revisionId,
+      request: {
+        deployment_name: request.deploymentName,
+        graph_config_path: request.graphConfigPath,
+        install_command: request.installCommand,
+        build_command: request.buildCommand,
+        image,
+        repository,
+      },
+      // Credentials are stored only sealed, and only while the job is open.
+      source_secret: source ? encryptor.encrypt(JSON.stringify(source), jobSourceContext(id)) : null,
+      required_labels: [],
+      deadline_at: new Date(Date.now() + this.options.waitMs).toISOString(),
+    };
+    await insertBuildJob(db, job, now);
+    bus.publish({ topic: 'build-job', deploymentId: request.deploymentId, jobId: id });
+    const stored = await findBuildJob(db, id);
+    if (!stored) throw new Error('build job vanished after insert');
+    return stored;
+  }
+
+  async #relayLogs(jobId: string, cursor: { attempt: number; seq: number }, step: StepContext): Promise<void> {
+    for (const batch of await buildJobLogsAfter(this.options.db, jobId, cursor)) {
+      for (const line of batch.lines) await step.log(line.level as LogLevel, line.message);
+      cursor.attempt = batch.attempt;
+      cursor.seq = batch.seq;
+    }
+  }
+
+  /** What an ended job answers: the image, or the failure as the runner put it. */
+  async #ended(job: BuildJobRecord, cursor: { attempt: number; seq: number }, step: StepContext): Promise<BuiltImage | null> {
+    if (job.status !== 'succeeded' && job.status !== 'failed' && job.status !== 'cancelled') return null;
+    await this.#relayLogs(job.id, cursor, step);
+    await removeBuildJobLogs(this.options.db, job.id);
+    if (job.status === 'succeeded' && job.result) {
+      const result = job.result as { image: string; digest: string | null; commit_sha: string | null; env: string | null };
+      const env = result.env ? (JSON.parse(this.options.encryptor.decrypt(result.env, jobEnvContext(job.id))) as Record<string, string>) : {};
+      return { image: result.image, commitSha: result.commit_sha, id: null, digest: result.digest, env };
+    }
+    if (job.status === 'failed') throw new DriverError(job.error ?? 'the build runner reported a failure without a message.');
+    throw new DriverError(`the build job was cancelled (${job.error ?? 'no reason given'}).`);
+  }
+}

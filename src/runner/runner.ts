@@ -1,0 +1,101 @@
+import http from 'node:http';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { LangGraphBuildDriver } from '../engine/drivers/langgraph-build.js';
+import { RunnerClient } from './client.js';
+import type { RunnerConfig } from './config.js';
+import { type DriverFor, runJob } from './job.js';
+
+const CLAIM_RETRY_MS = 2_000;
+
+/** The driver `berth builder` builds with: Berth's own LangGraph builder, pushing with the job's credential. */
+export function langGraphDriverFor(config: RunnerConfig): DriverFor {
+  return (job) =>
+    new LangGraphBuildDriver({
+      dataDir: config.dataDir,
+      builder: config.builder,
+      baseImages: {},
+      allowLocal: true,
+      knownHostsFile: path.join(config.dataDir, 'git', 'known_hosts'),
+      ...(job.push
+        ? {
+            registry: {
+              host: job.push.registry,
+              pathPrefix: job.push.path_prefix,
+              tlsVerify: job.push.tls_verify,
+              pushCredentials: async (repository: string) =>
+                repository === job.push?.repository ? { username: job.push.username, password: job.push.password } : undefined,
+            },
+          }
+        : {}),
+    });
+}
+
+/**
+ * `berth builder`: `concurrency` loops, each long-polling the control plane for a build job
+ * and running it (job.ts). A health endpoint answers `GET /healthz` with what runs now.
+ */
+export class BuildRunner {
+  readonly #client: RunnerClient;
+  readonly #stop = new AbortController();
+  readonly #running = new Set<string>();
+  #server: http.Server | undefined;
+  #lastContact: string | null = null;
+
+  constructor(
+    private readonly config: RunnerConfig,
+    private readonly logger: Logger,
+    private readonly driverFor: DriverFor = langGraphDriverFor(config),
+  ) {
+    this.#client = new RunnerClient(config.berthUrl, config.runnerKey);
+  }
+
+  async run(): Promise<void> {
+    if (this.config.healthPort > 0) await this.#serveHealth();
+    this.logger.info({ url: this.config.berthUrl, labels: this.config.labels, concurrency: this.config.concurrency }, 'berth builder is running');
+    await Promise.all(Array.from({ length: this.config.concurrency }, () => this.#loop()));
+    await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
+  }
+
+  stop(): void {
+    this.#stop.abort();
+  }
+
+  async #loop(): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      let job;
+      try {
+        ({ job } = await this.#client.claim(this.config.labels, this.config.pollSeconds, signal));
+        this.#lastContact = new Date().toISOString();
+      } catch (error) {
+        if (signal.aborted) break;
+        this.logger.warn({ err: error }, 'asking for a build failed; trying again');
+        await new Promise((resolve) => setTimeout(resolve, CLAIM_RETRY_MS));
+        continue;
+      }
+      if (!job) continue;
+      this.#running.add(job.id);
+      try {
+        await runJob(this.#client, job, this.driverFor, this.logger, signal);
+      } finally {
+        this.#running.delete(job.id);
+      }
+    }
+  }
+
+  async #serveHealth(): Promise<void> {
+    this.#server = http.createServer((request, response) => {
+      if (request.url !== '/healthz') {
+        response.writeHead(404).end();
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ status: 'ok', running: [...this.#running], concurrency: this.config.concurrency, last_contact: this.#lastContact }));
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.#server?.once('error', reject);
+      this.#server?.listen(this.config.healthPort, this.config.healthHost, () => resolve());
+    });
+  }
+}

@@ -1,0 +1,211 @@
+import { randomBytes } from 'node:crypto';
+import type { Executor } from '../database.js';
+import type { Database } from '../schema.js';
+
+/** A build job as stored (migration 021), its JSON columns decoded. */
+export type BuildJobRecord = Omit<Database['build_jobs'], 'request' | 'required_labels' | 'result'> & {
+  request: Record<string, unknown>;
+  required_labels: string[];
+  result: Record<string, unknown> | null;
+};
+
+export interface LogLine {
+  level: string;
+  message: string;
+}
+
+function decode(row: Database['build_jobs']): BuildJobRecord {
+  return {
+    ...row,
+    request: JSON.parse(row.request) as Record<string, unknown>,
+    required_labels: JSON.parse(row.required_labels) as string[],
+    result: row.result === null ? null : (JSON.parse(row.result) as Record<string, unknown>),
+  };
+}
+
+export async function insertBuildJob(
+  db: Executor,
+  job: Pick<BuildJobRecord, 'id' | 'organization_id' | 'workspace_id' | 'deployment_id' | 'revision_id' | 'request' | 'required_labels' | 'deadline_at'> & {
+    source_secret: string | null;
+  },
+  now: string,
+): Promise<void> {
+  await db
+    .insertInto('build_jobs')
+    .values({
+      ...job,
+      request: JSON.stringify(job.request),
+      required_labels: JSON.stringify(job.required_labels),
+      status: 'queued',
+      lease_token: null,
+      lease_expires_at: null,
+      runner_key_id: null,
+      attempts: 0,
+      result: null,
+      error: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+}
+
+export async function findBuildJob(db: Executor, id: string): Promise<BuildJobRecord | undefined> {
+  const row = await db.selectFrom('build_jobs').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && decode(row);
+}
+
+/** The job of a revision still open (queued or claimed): an engine resuming a build waits for it rather than queueing another. */
+export async function findOpenBuildJobOfRevision(db: Executor, revisionId: string): Promise<BuildJobRecord | undefined> {
+  const row = await db
+    .selectFrom('build_jobs')
+    .selectAll()
+    .where('revision_id', '=', revisionId)
+    .where('status', 'in', ['queued', 'claimed'])
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+  return row && decode(row);
+}
+
+/**
+ * Claims the oldest job of the organization that these labels satisfy: a queued one, or a
+ * claimed one whose lease has expired (its runner is gone or cut off). Compare-and-set on
+ * what was read, so two runners never hold one job; the winner gets a new lease token and
+ * every report of the loser is refused.
+ */
+export async function claimBuildJob(
+  db: Executor,
+  claimer: { organizationId: string; keyId: string; labels: readonly string[] },
+  leaseMs: number,
+  now: Date,
+): Promise<BuildJobRecord | null> {
+  const at = now.toISOString();
+  const candidates = await db
+    .selectFrom('build_jobs')
+    .selectAll()
+    .where('organization_id', '=', claimer.organizationId)
+    .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'claimed'), eb('lease_expires_at', '<', at)])]))
+    .orderBy('created_at')
+    .limit(50)
+    .execute();
+  for (const row of candidates) {
+    const job = decode(row);
+    if (!job.required_labels.every((label) => claimer.labels.includes(label))) continue;
+    const token = randomBytes(24).toString('base64url');
+    const expires = new Date(now.getTime() + leaseMs).toISOString();
+    let update = db
+      .updateTable('build_jobs')
+      .set({ status: 'claimed', lease_token: token, lease_expires_at: expires, runner_key_id: claimer.keyId, attempts: job.attempts + 1, updated_at: at })
+      .where('id', '=', job.id)
+      .where('status', '=', job.status)
+      .where('attempts', '=', job.attempts);
+    update = job.lease_token === null ? update.where('lease_token', 'is', null) : update.where('lease_token', '=', job.lease_token);
+    const result = await update.executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 1)
+      return { ...job, status: 'claimed', lease_token: token, lease_expires_at: expires, runner_key_id: claimer.keyId, attempts: job.attempts + 1 };
+  }
+  return null;
+}
+
+/**
+ * Extends the lease of the holder of `token`; answers the job as it is now (a cancelled job
+ * tells its runner to stop), or null when the token is not the job's lease any more.
+ */
+export async function extendBuildJobLease(db: Executor, id: string, token: string, leaseMs: number, now: Date): Promise<BuildJobRecord | null> {
+  const expires = new Date(now.getTime() + leaseMs).toISOString();
+  await db
+    .updateTable('build_jobs')
+    .set({ lease_expires_at: expires, updated_at: now.toISOString() })
+    .where('id', '=', id)
+    .where('lease_token', '=', token)
+    .where('status', '=', 'claimed')
+    .execute();
+  const job = await findBuildJob(db, id);
+  return job && job.lease_token === token ? job : null;
+}
+
+/** Stores one batch of log lines; a batch with a sequence number already stored is not stored again. Answers whether it was new. */
+export async function insertBuildJobLogs(db: Executor, jobId: string, attempt: number, seq: number, lines: LogLine[], now: string): Promise<boolean> {
+  const result = await db
+    .insertInto('build_job_logs')
+    .values({ job_id: jobId, attempt, seq, lines: JSON.stringify(lines), created_at: now })
+    .onConflict((oc) => oc.columns(['job_id', 'attempt', 'seq']).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
+/** The batches stored after the cursor (attempt, seq), in the order they were built. */
+export async function buildJobLogsAfter(
+  db: Executor,
+  jobId: string,
+  after: { attempt: number; seq: number },
+): Promise<{ attempt: number; seq: number; lines: LogLine[] }[]> {
+  const rows = await db
+    .selectFrom('build_job_logs')
+    .select(['attempt', 'seq', 'lines'])
+    .where('job_id', '=', jobId)
+    .where((eb) => eb.or([eb('attempt', '>', after.attempt), eb.and([eb('attempt', '=', after.attempt), eb('seq', '>', after.seq)])]))
+    .orderBy('attempt')
+    .orderBy('seq')
+    .execute();
+  return rows.map((row) => ({ attempt: row.attempt, seq: row.seq, lines: JSON.parse(row.lines) as LogLine[] }));
+}
+
+/** Ends a job the holder of `token` built; false when the token no longer holds it (fenced). */
+export async function finishBuildJob(
+  db: Executor,
+  id: string,
+  token: string,
+  outcome: { status: 'succeeded'; result: Record<string, unknown> } | { status: 'failed'; error: string },
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('build_jobs')
+    .set({
+      status: outcome.status,
+      result: outcome.status === 'succeeded' ? JSON.stringify(outcome.result) : null,
+      error: outcome.status === 'failed' ? outcome.error : null,
+      source_secret: null,
+      lease_expires_at: null,
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .where('lease_token', '=', token)
+    .where('status', '=', 'claimed')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Ends an open job from Berth's side (the build was stopped, timed out, or found no runner); its runner hears "cancel". */
+export async function cancelBuildJob(db: Executor, id: string, reason: string, now: string): Promise<boolean> {
+  const result = await db
+    .updateTable('build_jobs')
+    .set({ status: 'cancelled', error: reason, source_secret: null, updated_at: now })
+    .where('id', '=', id)
+    .where('status', 'in', ['queued', 'claimed'])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+export async function removeBuildJobLogs(db: Executor, jobId: string): Promise<void> {
+  await db.deleteFrom('build_job_logs').where('job_id', '=', jobId).execute();
+}
+
+/** Records that a runner asked for work now, with the labels it advertised. */
+export async function touchBuildRunner(db: Executor, runner: { keyId: string; organizationId: string; labels: readonly string[] }, now: string): Promise<void> {
+  await db
+    .insertInto('build_runners')
+    .values({ key_id: runner.keyId, organization_id: runner.organizationId, labels: JSON.stringify(runner.labels), last_seen_at: now })
+    .onConflict((oc) => oc.column('key_id').doUpdateSet({ labels: JSON.stringify(runner.labels), last_seen_at: now }))
+    .execute();
+}
+
+/** Runner keys of the organization seen since `since` (ISO). */
+export async function buildRunnersSeenSince(db: Executor, organizationId: string, since: string): Promise<number> {
+  const row = await db
+    .selectFrom('build_runners')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .where('last_seen_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -1,0 +1,367 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { containersEnv, run } from '../build/helpers.js';
+import type { Registry } from '../../src/registry/setup.js';
+import { createRepository, type FixtureRepository, tempDir, type TempDir } from '../support/git-repos.js';
+import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
+import { type Client, client } from '../support/http.js';
+import { holdMachineTurnForSuite } from '../support/machine-lock.js';
+import { freePort } from '../support/process.js';
+import { startTokenRegistry, TOKEN_PATH, type TokenRegistry } from '../support/registry.js';
+import { eventually } from '../support/runtimes.js';
+import { deadline } from '../support/deadline.js';
+import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const BASE = 'localhost/berth-test/runner-base:1';
+const GIT_PASSWORD = `git-${randomBytes(12).toString('hex')}`;
+
+interface RunnerProcess {
+  child: ChildProcess;
+  output: string[];
+  exited: Promise<number | null>;
+}
+
+/**
+ * Issue 25, first slice: builds off the control plane. A real control plane with
+ * BERTH_BUILDER=runners and no builder of its own, `berth builder` processes (the real
+ * runner with a quick build: test/support/runner-process.ts) with separate data
+ * directories, a git http-backend repository behind a password, and Debian's docker-registry
+ * trusting Berth's tokens.
+ */
+describe('build runners', () => {
+  holdMachineTurnForSuite({ before, after });
+  before(async () => {
+    if ((await run('podman', ['image', 'exists', BASE])).code === 0) return;
+    const container = (await run('buildah', ['from', 'scratch'])).stdout.trim();
+    assert.ok(container, 'buildah from scratch');
+    try {
+      assert.equal((await run('buildah', ['copy', container, '/bin/busybox', '/busybox'])).code, 0);
+      assert.equal((await run('buildah', ['commit', '--quiet', container, BASE])).code, 0);
+    } finally {
+      await run('buildah', ['rm', container]);
+    }
+  });
+  after(async () => {
+    await run('podman', ['rmi', BASE]);
+  });
+
+  test('berth builder refuses to start without its settings, naming them and never the key', () => {
+    const key = `berth_${randomBytes(16).toString('hex')}`;
+    const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'builder'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', BERTH_RUNNER_KEY: key, BERTH_RUNNER_CONCURRENCY: 'lots' },
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 2, result.stderr);
+    assert.match(result.stderr, /BERTH_URL is required/);
+    assert.match(result.stderr, /BERTH_RUNNER_CONCURRENCY/);
+    assert.ok(!result.stderr.includes(key) && !result.stdout.includes(key));
+  });
+
+  for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
+    describe(`[${kind}]`, async () => {
+      const skip = kind === 'postgres' ? await postgresUnavailable() : null;
+      if (skip) {
+        process.stdout.write(`# SKIP build runners [postgres]: ${skip}\n`);
+        return;
+      }
+      let server: TestServer;
+      let registry: TokenRegistry;
+      let api: Client;
+      let repos: TempDir;
+      let repo: FixtureRepository;
+      let http: GitHttpServer;
+      let headSha = '';
+      let integrationId = '';
+      let repoUrl = '';
+      let runnerKey = '';
+      let otherRunnerKey = '';
+      const runners: RunnerProcess[] = [];
+      const dataDirs: string[] = [];
+
+      before(async () => {
+        const berthPort = await freePort();
+        const registryPort = await freePort();
+        server = await startTestServer(kind, {
+          configuredBuilder: true,
+          env: {
+            PORT: String(berthPort),
+            BERTH_BUILDER: 'runners',
+            BERTH_RUNNER_LEASE_SECONDS: '3',
+            BERTH_RUNNER_WAIT_SECONDS: '8',
+            BERTH_REGISTRY: `127.0.0.1:${registryPort}`,
+            BERTH_REGISTRY_TLS_VERIFY: 'off',
+            BERTH_GIT_ALLOW_LOCAL: 'on',
+          },
+        });
+        const berthRegistry = server.berth.registry as Registry;
+        registry = await startTokenRegistry({
+          port: registryPort,
+          realm: `http://127.0.0.1:${berthPort}${TOKEN_PATH}`,
+          service: berthRegistry.settings.service,
+          issuer: berthRegistry.settings.issuer,
+          rootCertBundle: berthRegistry.bundleFile,
+        });
+        api = client(server.url, { key: server.adminKey });
+        repos = await tempDir('berth-runner-repos-');
+        repo = await createRepository(repos.path, { owner: 'acme', name: 'agent', defaultBranch: 'main' });
+        headSha = await repo.commit('main', { 'langgraph.json': '{"graphs":{}}' }, 'project');
+        http = await startGitHttpServer({ root: repos.path, auth: { username: 'git', password: GIT_PASSWORD } });
+        const integration = await api('POST', '/v1/integrations/codehost', {
+          body: { provider: 'git', name: 'company git', git: { repositories: [`${http.url}/acme/agent.git`], username: 'git', password: GIT_PASSWORD } },
+        });
+        assert.equal(integration.status, 201, integration.text);
+        integrationId = integration.body.id;
+        const [listed] = (await api('GET', `/v1/integrations/codehost/${integrationId}/repos`)).body as { url: string }[];
+        assert.ok(listed);
+        repoUrl = listed.url;
+        const key = async (name: string) => {
+          const made = await api('POST', '/v1/api-keys', { body: { name, role: 'runner', labels: ['linux', 'x86'] } });
+          assert.equal(made.status, 201, made.text);
+          assert.equal(made.body.role, 'runner');
+          assert.deepEqual(made.body.labels, ['linux', 'x86']);
+          return made.body.key as string;
+        };
+        runnerKey = await key('runner-one');
+        otherRunnerKey = await key('runner-two');
+      });
+
+      after(async () => {
+        for (const runner of runners) if (runner.child.exitCode === null) runner.child.kill('SIGKILL');
+        await Promise.all(runners.map((runner) => runner.exited));
+        await server?.close();
+        await registry?.stop();
+        await http?.close();
+        await repos?.remove();
+        for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
+      });
+
+      function startRunner(options: { hold?: boolean; key?: string; healthPort?: number } = {}): RunnerProcess {
+        const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-runner-'));
+        dataDirs.push(dataDir);
+        const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/runner-process.ts')], {
+          cwd: ROOT,
+          env: {
+            ...containersEnv(),
+            BERTH_URL: server.url,
+            BERTH_RUNNER_KEY: options.key ?? runnerKey,
+            BERTH_RUNNER_DATA_DIR: dataDir,
+            BERTH_RUNNER_LABELS: 'linux',
+            BERTH_RUNNER_POLL_SECONDS: '5',
+            BERTH_RUNNER_HEALTH_PORT: String(options.healthPort ?? 0),
+            RUNNER_TEST_BASE: BASE,
+            RUNNER_TEST_HOLD: options.hold ? '1' : '0',
+            LOG_LEVEL: 'debug',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        const output: string[] = [];
+        child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+        child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+        const started = { child, output, exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))) };
+        runners.push(started);
+        return started;
+      }
+
+      async function newDeployment(name: string): Promise<{ id: string; revisionId: string }> {
+        const created = await api('POST', '/v2/deployments', {
+          body: {
+            name,
+            source: 'codehost',
+            source_config: { integration_id: integrationId, repo_url: repoUrl },
+            source_revision_config: { repo_ref: 'main' },
+            secrets: [],
+          },
+        });
+        assert.equal(created.status, 201, created.text);
+        return { id: created.body.id, revisionId: created.body.latest_revision_id };
+      }
+
+      async function terminal(deploymentId: string, revisionId: string) {
+        const res = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}?wait_for_terminal=60`);
+        assert.equal(res.status, 200, res.text);
+        return res.body as { status: string; status_message: string | null; image_ref?: string | null };
+      }
+
+      async function buildLog(deploymentId: string, revisionId: string): Promise<string[]> {
+        const res = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=build&limit=1000`);
+        assert.equal(res.status, 200, res.text);
+        return (res.body.logs as { message: string }[]).map((line) => line.message);
+      }
+
+      const runnerApi = (key: string) => client(server.url, { key });
+
+      test('with no runner online, the build waits saying so and fails after BERTH_RUNNER_WAIT_SECONDS', { timeout: deadline(60_000) }, async () => {
+        const { id, revisionId } = await newDeployment(`no-runner-${kind}`);
+        await eventually(async () => (await buildLog(id, revisionId)).some((line) => /none is online/.test(line)), 'the waiting line');
+        const revision = await terminal(id, revisionId);
+        assert.equal(revision.status, 'BUILD_FAILED');
+        assert.match(revision.status_message ?? '', /BERTH_RUNNER_WAIT_SECONDS/);
+      });
+
+      test('runner keys reach only the runner routes; other keys do not reach them', async () => {
+        const runner = runnerApi(runnerKey);
+        for (const [method, url] of [
+          ['GET', '/v2/deployments'],
+          ['GET', '/v1/api-keys'],
+          ['GET', '/v2/listeners'],
+        ] as const) {
+          const res = await runner(method, url);
+          assert.deepEqual([res.status, res.body.code], [403, 'role_forbids'], `${method} ${url}: ${res.text}`);
+        }
+        const byAdmin = await api('POST', '/v1/runner/jobs/claim', { body: {} });
+        assert.deepEqual([byAdmin.status, byAdmin.body.code], [403, 'role_forbids']);
+        const foreignLabel = await runner('POST', '/v1/runner/jobs/claim', { body: { labels: ['gpu'] } });
+        assert.deepEqual([foreignLabel.status, foreignLabel.body.code], [403, 'role_forbids'], 'a label its key does not carry');
+        const bound = await api('POST', '/v1/api-keys', { body: { role: 'runner', workspace_id: server.workspaceId } });
+        assert.equal(bound.status, 422, 'a runner key serves the organization');
+        const labelled = await api('POST', '/v1/api-keys', { body: { role: 'member', labels: ['linux'] } });
+        assert.equal(labelled.status, 422, 'only runner keys carry labels');
+      });
+
+      test(
+        'a runner cannot report on a job it does not hold; log batches are stored once; a failure reaches the revision',
+        { timeout: deadline(60_000) },
+        async () => {
+          const one = runnerApi(runnerKey);
+          const two = runnerApi(otherRunnerKey);
+          const { id, revisionId } = await newDeployment(`fenced-${kind}`);
+          // A runner of another organization: never given the job, and nothing of it answers.
+          const foreign = await server.berth.services.tenancy.createOrganization(`runners-other-${kind}-${Date.now()}`);
+          assert.ok(foreign);
+          const foreignKey = await client(server.url, { key: foreign.apiKey })('POST', '/v1/api-keys', { body: { role: 'runner' } });
+          assert.equal(foreignKey.status, 201, foreignKey.text);
+          const hostile = runnerApi(foreignKey.body.key);
+          // The job is queued once the engine says it waits for a runner.
+          await eventually(async () => (await buildLog(id, revisionId)).some((line) => /none is online/.test(line)), 'the job queued');
+          assert.deepEqual((await hostile('POST', '/v1/runner/jobs/claim', { body: { wait: 2 } })).body, { job: null }, 'another organization’s runner');
+          const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { wait: 20 } });
+          assert.equal(claimed.status, 200, claimed.text);
+          const job = claimed.body.job;
+          assert.ok(job, 'the job was claimed');
+          assert.equal(job.revision_id, revisionId);
+          assert.match(job.image, new RegExp(`^${registry.host.replace(/\./g, '\\.')}/.+:${revisionId}$`));
+          assert.equal(job.push.repository, job.image.slice(registry.host.length + 1).replace(/:.*$/, ''));
+          const jobUrl = `/v1/runner/jobs/${job.id}`;
+
+          const source = await one('GET', `${jobUrl}/source?lease_token=${job.lease_token}`);
+          assert.equal(source.status, 200, source.text);
+          assert.deepEqual([source.body.url, source.body.ref, source.body.credentials.username], [repoUrl, 'main', 'git']);
+
+          // Another runner, with the holder's token or without: refused, and nothing moves.
+          for (const [method, suffix, body] of [
+            ['POST', '/heartbeat', { lease_token: job.lease_token }],
+            ['POST', '/logs', { lease_token: job.lease_token, seq: 0, lines: [{ level: 'INFO', message: 'forged' }] }],
+            ['POST', '/result', { lease_token: job.lease_token, status: 'failed', message: 'forged' }],
+          ] as const) {
+            const res = await two(method, `${jobUrl}${suffix}`, { body });
+            assert.deepEqual([res.status, res.body.code], [409, 'build_lease_lost'], `${suffix}: ${res.text}`);
+          }
+          for (const [method, suffix, body] of [
+            ['POST', '/heartbeat', { lease_token: job.lease_token }],
+            ['GET', `/source?lease_token=${job.lease_token}`, undefined],
+            ['POST', '/result', { lease_token: job.lease_token, status: 'failed', message: 'forged' }],
+          ] as const) {
+            const res = await hostile(method, `${jobUrl}${suffix}`, body ? { body } : {});
+            assert.deepEqual([res.status, res.body.code], [404, 'build_job_not_found'], `another organization, ${suffix}: ${res.text}`);
+            assert.ok(!res.text.includes(GIT_PASSWORD));
+          }
+          const stolenSource = await two('GET', `${jobUrl}/source?lease_token=${job.lease_token}`);
+          assert.equal(stolenSource.status, 409);
+          assert.ok(!stolenSource.text.includes(GIT_PASSWORD));
+          const wrongToken = await one('POST', `${jobUrl}/heartbeat`, { body: { lease_token: 'not-the-token' } });
+          assert.equal(wrongToken.status, 409);
+
+          const batch = { lease_token: job.lease_token, seq: 0, lines: [{ level: 'INFO', message: 'step one of the build' }] };
+          assert.deepEqual((await one('POST', `${jobUrl}/logs`, { body: batch })).body, { stored: true });
+          assert.deepEqual((await one('POST', `${jobUrl}/logs`, { body: batch })).body, { stored: false }, 'the batch sent again');
+          const beat = await one('POST', `${jobUrl}/heartbeat`, { body: { lease_token: job.lease_token } });
+          assert.equal(beat.body.action, 'continue');
+          const failed = await one('POST', `${jobUrl}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'the compiler broke' } });
+          assert.deepEqual(failed.body, { outcome: 'applied' });
+          const again = await one('POST', `${jobUrl}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'the compiler broke' } });
+          assert.deepEqual(again.body, { outcome: 'unchanged' });
+
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'BUILD_FAILED');
+          assert.match(revision.status_message ?? '', /the compiler broke/);
+          const lines = await buildLog(id, revisionId);
+          assert.equal(lines.filter((line) => line === 'step one of the build').length, 1, lines.join('\n'));
+          assert.ok(!lines.includes('forged'));
+        },
+      );
+
+      test('a code-host revision is built by a runner process, pushed to the registry, and reaches DEPLOYED', { timeout: deadline(120_000) }, async (t) => {
+        const healthPort = await freePort();
+        const runner = startRunner({ healthPort });
+        t.after(() => runner.child.kill('SIGKILL'));
+        const { id, revisionId } = await newDeployment(`built-${kind}`);
+        const revision = await terminal(id, revisionId);
+        assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${runner.output.join('')}`);
+        const full = (await api('GET', `/v2/deployments/${id}/revisions/${revisionId}`)).body;
+        assert.equal(full.source_revision_config.repo_commit_sha, headSha, 'the commit the runner fetched');
+        const pushed = await fetch(`${registry.url}/v2/`);
+        assert.equal(pushed.status, 401, 'the registry asks for a token');
+        const health = await fetch(`http://127.0.0.1:${healthPort}/healthz`);
+        assert.equal(health.status, 200);
+        const healthBody = (await health.json()) as { status: string; running: string[]; last_contact: string | null };
+        assert.deepEqual([healthBody.status, healthBody.running], ['ok', []]);
+        assert.ok(healthBody.last_contact, 'the runner has reached the control plane');
+        const lines = await buildLog(id, revisionId);
+        for (const expected of ['A build runner took the build.', 'Fetching', `Pushed ${registry.host}/`]) {
+          assert.ok(
+            lines.some((line) => line.startsWith(expected)),
+            `${expected} in\n${lines.join('\n')}`,
+          );
+        }
+        runner.child.kill('SIGTERM');
+        assert.equal(await runner.exited, 0, runner.output.join(''));
+      });
+
+      test(
+        'a runner SIGKILLed mid-build loses its lease; another finishes the build and the revision reaches DEPLOYED once',
+        { timeout: deadline(120_000) },
+        async () => {
+          assert.ok(
+            runners.every((runner) => runner.child.exitCode !== null || runner.child.signalCode !== null),
+            'no other runner runs',
+          );
+          const doomed = startRunner({ hold: true });
+          const { id, revisionId } = await newDeployment(`takeover-${kind}`);
+          await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the first runner builds', 60_000);
+          doomed.child.kill('SIGKILL');
+          await doomed.exited;
+          const rescuer = startRunner({ key: otherRunnerKey });
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${rescuer.output.join('')}`);
+          const lines = await buildLog(id, revisionId);
+          assert.ok(
+            lines.some((line) => /took the build over/.test(line)),
+            lines.join('\n'),
+          );
+          assert.equal(lines.filter((line) => line.startsWith('Pushed')).length, 1, 'built and pushed once');
+          const events = await api('GET', `/v2/deployments/${id}/revisions/${revisionId}/timeline`);
+          if (events.status === 200) {
+            const deployed = JSON.stringify(events.body).match(/"DEPLOYED"/g) ?? [];
+            assert.ok(deployed.length <= 1, `DEPLOYED once: ${JSON.stringify(events.body)}`);
+          }
+          rescuer.child.kill('SIGTERM');
+          assert.equal(await rescuer.exited, 0, rescuer.output.join(''));
+        },
+      );
+
+      test('no key, token or password in any runner log or the server log', () => {
+        assert.ok(runners.length >= 3);
+        const everything = [...runners.flatMap((runner) => runner.output), ...server.logs].join('');
+        for (const secret of [runnerKey, otherRunnerKey, server.adminKey, GIT_PASSWORD]) assert.ok(!everything.includes(secret), 'a secret reached a log');
+        assert.ok(!/lease_token"\s*:\s*"[A-Za-z0-9_-]{20,}/.test(everything), 'a lease token reached a log');
+      });
+    });
+  }
+});

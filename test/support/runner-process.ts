@@ -1,0 +1,71 @@
+// `berth builder` as the tests run it: the real runner (settings, claim loops, protocol,
+// heartbeats, log batches, reports) with a quick build in place of a LangGraph one: a real
+// git fetch of the job's source with the credentials the control plane gave, a commit of a
+// small base image labelled with the revision, and a real push to Berth's registry with the
+// job's push credential. RUNNER_TEST_BASE names the base image; RUNNER_TEST_HOLD=1 makes
+// every build wait after its first lines until it is stopped (a runner to kill mid-build).
+import path from 'node:path';
+import { runBuilderCommand } from '../../src/build/commands.js';
+import { pushImage } from '../../src/build/push-image.js';
+import type { ResolvedBuilder } from '../../src/build/types.js';
+import { MirrorCache } from '../../src/codehost/index.js';
+import { createLogger } from '../../src/logger.js';
+import type { RunnerJobView } from '../../src/contract/build-runners.js';
+import type { BuildDriver, BuildRequest, BuiltImage, StepContext } from '../../src/engine/drivers/types.js';
+import { loadRunnerConfig } from '../../src/runner/config.js';
+import { BuildRunner } from '../../src/runner/runner.js';
+
+const config = loadRunnerConfig(process.env);
+const base = process.env.RUNNER_TEST_BASE ?? '';
+const hold = process.env.RUNNER_TEST_HOLD === '1';
+const buildah: ResolvedBuilder = { kind: 'buildah', binary: 'buildah', env: process.env };
+const mirrors = new MirrorCache({ root: path.join(config.dataDir, 'git'), allowLocal: true, knownHostsFile: path.join(config.dataDir, 'known_hosts') });
+
+class QuickBuild implements BuildDriver {
+  readonly name = 'quick';
+  constructor(private readonly job: RunnerJobView) {}
+
+  async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
+    if (request.source.kind !== 'git') throw new Error('git sources only');
+    await step.log('INFO', `Fetching ${request.source.url} at ${request.source.ref}`);
+    const dest = path.join(config.dataDir, 'checkouts', `${request.revisionId}-${Date.now()}`);
+    const { commitSha } = await mirrors.checkout({
+      url: request.source.url,
+      ref: request.source.ref,
+      auth: request.source.auth,
+      dest,
+      signal: step.signal,
+      log: () => {},
+    });
+    await step.log('INFO', `Checked out ${commitSha}`);
+    if (hold) {
+      await step.log('INFO', 'Holding the build');
+      await new Promise((_, reject) => step.signal.addEventListener('abort', () => reject(step.signal.reason), { once: true }));
+    }
+    const image = this.job.image;
+    const container = (await this.#buildah(['from', '--pull=false', base])).trim();
+    try {
+      await this.#buildah(['config', '--label', `berth.revision-id=${request.revisionId}`, container]);
+      await this.#buildah(['commit', '--quiet', container, image]);
+    } finally {
+      await runBuilderCommand(buildah, ['rm', container]);
+    }
+    await step.log('INFO', `Committed ${image}`);
+    const push = this.job.push;
+    if (!push) return { image, commitSha };
+    const pushed = await pushImage(buildah, image, { tlsVerify: push.tls_verify, credentials: { username: push.username, password: push.password } }, () => {});
+    await step.log('INFO', `Pushed ${image}`);
+    await runBuilderCommand(buildah, ['rmi', image]);
+    return { image, commitSha, digest: pushed.digest ?? null, env: { FROM_LANGGRAPH_JSON: 'yes' } };
+  }
+
+  async #buildah(args: string[]): Promise<string> {
+    const result = await runBuilderCommand(buildah, args);
+    if (result.code !== 0) throw new Error(`buildah ${args[0]} failed: ${result.stderr}`);
+    return result.stdout;
+  }
+}
+
+const runner = new BuildRunner(config, createLogger(config.logLevel, 'json'), (job) => new QuickBuild(job));
+process.once('SIGTERM', () => runner.stop());
+await runner.run();
