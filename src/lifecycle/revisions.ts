@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { noticeWanted } from '../domain/commit-status.js';
 import { canTransition, type RevisionStatus } from '../domain/revision-status.js';
 import type { EventBus } from '../events/bus.js';
 import { announce, announceListener, announceWebhooks, type LogLine, recordEvents } from '../events/recorder.js';
 import { bumpGenerationOfDeployment } from '../store/repositories/listeners.js';
 import { type Db, type Executor, nowIso } from '../store/database.js';
+import { insertGitHubNotices } from '../store/repositories/github-notices.js';
 import { insertDeploymentWebhookEvent } from '../store/repositories/webhooks.js';
 import { compareAndSetRevisionStatus, currentRevisionStatus, type RevisionFence, type TransitionSet } from '../store/repositories/revisions.js';
 
@@ -97,6 +99,9 @@ export async function moveRevision(
         passed_through: via.map((step) => step.status),
       },
     });
+    // So is what GitHub is told of it (commit status, GitHub deployment), for a deployment on a `github` integration.
+    const told = statuses.filter((step) => noticeWanted(step.status)).map((step) => ({ id: randomUUID(), status: step.status, message: step.message }));
+    if (told.length > 0 && (await insertGitHubNotices(trx, revision, told, at))) outboxed = true;
     // A placed revision's status is in its listener's desired state.
     if (move.listenerId !== null) listenerId = await bumpGenerationOfDeployment(trx, revision.deployment_id);
     return { outcome: 'ok', at };

@@ -19,6 +19,7 @@ import { buildInputs } from './017-build-inputs.js';
 import { deploymentPins } from './018-deployment-pins.js';
 import { outboundWebhooks } from './019-outbound-webhooks.js';
 import { sessions } from './020-sessions.js';
+import { githubNotices } from './024-github-notices.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '018-deployment-pins': deploymentPins,
   '019-outbound-webhooks': outboundWebhooks,
   '020-sessions': sessions,
+  '024-github-notices': githubNotices,
 };
 
 export const migrationProvider: MigrationProvider = {
