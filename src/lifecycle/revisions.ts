@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { noticeWanted } from '../domain/commit-status.js';
+import { canonicalSource } from '../domain/deployment-config.js';
 import { canTransition, type RevisionStatus } from '../domain/revision-status.js';
 import type { EventBus } from '../events/bus.js';
 import { announce, announceListener, announceWebhooks, type LogLine, recordEvents } from '../events/recorder.js';
@@ -57,7 +58,7 @@ export interface RevisionMove {
  */
 export async function moveRevision(
   deps: LifecycleDeps,
-  revision: { id: string; deployment_id: string; status: RevisionStatus },
+  revision: { id: string; deployment_id: string; status: RevisionStatus; source?: string },
   to: RevisionStatus,
   move: RevisionMove,
 ): Promise<RevisionTransition> {
@@ -100,8 +101,13 @@ export async function moveRevision(
       },
     });
     // So is what GitHub is told of it (commit status, GitHub deployment), for a deployment on a `github` integration.
-    const told = statuses.filter((step) => noticeWanted(step.status)).map((step) => ({ id: randomUUID(), status: step.status, message: step.message }));
-    if (told.length > 0 && (await insertGitHubNotices(trx, revision, told, at))) outboxed = true;
+    // A revision known not to come from a code host (an image, an upload) costs no statement.
+    const fromCodehost = revision.source === undefined || canonicalSource(revision.source) === 'codehost';
+    const told = fromCodehost ? statuses.filter((step) => noticeWanted(step.status)) : [];
+    if (told.length > 0) {
+      const notices = told.map((step) => ({ id: randomUUID(), status: step.status, message: step.message }));
+      if (await insertGitHubNotices(trx, revision, notices, at)) outboxed = true;
+    }
     // A placed revision's status is in its listener's desired state.
     if (move.listenerId !== null) listenerId = await bumpGenerationOfDeployment(trx, revision.deployment_id);
     return { outcome: 'ok', at };
