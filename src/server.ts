@@ -1,4 +1,5 @@
 import { type DelivererSettings, startWebhookDeliverer } from './engine/webhook-deliverer.js';
+import { type NotifierSettings, startGitHubNotifier } from './engine/github-notifier.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -45,6 +46,8 @@ export interface BerthOverrides {
   dashboardDir?: string;
   /** The webhook deliverer's retry timing and clock (tests shorten them). */
   webhookDelivery?: Partial<DelivererSettings>;
+  /** The GitHub notifier's retry timing and clock (tests shorten them). */
+  githubNotices?: Partial<NotifierSettings>;
 }
 
 export interface Berth {
@@ -164,6 +167,11 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
     { allowPrivate: config.outboundAllowPrivate, ...overrides.webhookDelivery },
   );
   engine.onStop(() => deliverer.stop());
+  const notifier = startGitHubNotifier(
+    { db: core.db, bus: core.bus, encryptor: core.encryptor, logger: logger.child({ component: 'github-notices' }), publicUrl: config.publicUrl },
+    overrides.githubNotices,
+  );
+  engine.onStop(() => notifier.stop());
   if (config.codehost.pollSeconds > 0) {
     const poller = startGitPoller(core.services.pushBuilds, config.codehost.pollSeconds, logger.child({ component: 'git-poller' }));
     engine.onStop(() => poller.stop());

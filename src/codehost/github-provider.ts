@@ -18,6 +18,12 @@ export interface GitHubAppConfig {
   requestTimeoutMs?: number;
 }
 
+/** A repository on GitHub, as the REST API names it. */
+export interface RepositoryName {
+  owner: string;
+  repo: string;
+}
+
 export interface InstallationToken {
   token: string;
   expiresAt: Date;
@@ -99,6 +105,84 @@ export class GitHubAppProvider implements CodehostProvider {
     if (host !== this.cloneHost) return undefined;
     const { token } = await this.installationToken();
     return { kind: 'basic', username: 'x-access-token', password: token };
+  }
+
+  /**
+   * A commit status (POST /repos/{owner}/{repo}/statuses/{sha}). GitHub keeps every one it is
+   * sent and shows the latest per context.
+   */
+  async createCommitStatus(
+    repository: RepositoryName,
+    sha: string,
+    status: { state: 'pending' | 'success' | 'failure' | 'error'; context: string; description: string; targetUrl?: string },
+  ): Promise<void> {
+    await this.withToken('posting a commit status through', (client) =>
+      client.rest.repos.createCommitStatus({
+        ...repository,
+        sha,
+        state: status.state,
+        context: status.context,
+        description: status.description,
+        ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
+      }),
+    );
+  }
+
+  /**
+   * A GitHub deployment of `sha` to `environment` (POST /repos/{owner}/{repo}/deployments):
+   * Berth deploys, so GitHub is asked neither to merge the default branch in nor to wait
+   * for other checks. Its id.
+   */
+  async createDeployment(repository: RepositoryName, sha: string, environment: string, description: string): Promise<number> {
+    const response = await this.withToken('creating a GitHub deployment through', (client) =>
+      client.rest.repos.createDeployment({
+        ...repository,
+        ref: sha,
+        environment,
+        description,
+        auto_merge: false,
+        required_contexts: [],
+        transient_environment: false,
+      }),
+    );
+    const body = response.data as { id?: unknown; message?: string };
+    // 202 is GitHub's answer when it merged instead of deploying; with auto_merge off it means a refusal.
+    if (typeof body.id !== 'number')
+      throw new CodehostError('provider', `github: no deployment was created (HTTP ${response.status}: ${body.message ?? 'no id'})`);
+    return body.id;
+  }
+
+  /** A GitHub deployment's status (POST /repos/{owner}/{repo}/deployments/{id}/statuses). */
+  async createDeploymentStatus(
+    repository: RepositoryName,
+    deploymentId: number,
+    status: { state: 'queued' | 'in_progress' | 'success' | 'failure' | 'error'; description: string; logUrl?: string; environmentUrl?: string },
+  ): Promise<void> {
+    await this.withToken('posting a deployment status through', (client) =>
+      client.rest.repos.createDeploymentStatus({
+        ...repository,
+        deployment_id: deploymentId,
+        state: status.state,
+        description: status.description,
+        ...(status.logUrl ? { log_url: status.logUrl } : {}),
+        ...(status.environmentUrl ? { environment_url: status.environmentUrl } : {}),
+        auto_inactive: true,
+      }),
+    );
+  }
+
+  /** One call with an installation token; a token revoked before its time is renewed and the call made once more. */
+  private async withToken<T>(activity: string, call: (client: Octokit) => Promise<T>): Promise<T> {
+    const once = async () => call(this.client((await this.installationToken()).token));
+    try {
+      return await once();
+    } catch (error) {
+      if (statusOf(error) !== 401) throw this.apiFailure(error, activity);
+      this.cached = undefined;
+      return once().catch((retryError: unknown) => {
+        throw this.apiFailure(retryError, activity);
+      });
+    }
   }
 
   private async fetchRepositories(options: ListOptions): Promise<CodehostRepository[]> {

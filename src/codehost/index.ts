@@ -6,7 +6,8 @@
  */
 export { CodehostError } from './errors.js';
 export { setGitConcurrency } from './git-slots.js';
-export { type GitHubSettings, type GitSettings, type ProviderOptions, providerFor } from './integration-provider.js';
+export type { GitHubAppProvider, RepositoryName } from './github-provider.js';
+export { type GitHubSettings, type GitSettings, gitHubAppOf, type ProviderOptions, providerFor } from './integration-provider.js';
 export { MirrorCache } from './mirror.js';
 export { remoteBranchHeads, resolveRemote } from './remote.js';
 export type { CodehostProvider, CodehostRepository, GitAuth } from './types.js';

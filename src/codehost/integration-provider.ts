@@ -26,6 +26,15 @@ export interface ProviderOptions {
   gitTimeoutMs?: number;
 }
 
+/** The GitHub App of a stored `github` integration, to report to (commit statuses, deployments); none for `git`. */
+export function gitHubAppOf(integration: {
+  provider: 'git' | 'github';
+  settings: Record<string, unknown>;
+  credentials: IntegrationCredentials;
+}): GitHubAppProvider | undefined {
+  return integration.provider === 'github' ? (providerFor(integration, { knownHostsFile: '', allowLocal: false }) as GitHubAppProvider) : undefined;
+}
+
 /** The provider of a stored integration, with its decrypted credentials. */
 export function providerFor(
   integration: { provider: 'git' | 'github'; settings: Record<string, unknown>; credentials: IntegrationCredentials },

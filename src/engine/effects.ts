@@ -128,19 +128,24 @@ async function writePending(ctx: WorkContext, pending: Pending | undefined, alon
     return 'ok';
   }
   const { revision } = pending;
-  const result = await lifecycleMove(ctx, { id: revision.id, deployment_id: revision.deployment_id, status: pending.from }, last.status, {
-    message: last.message,
-    via: pending.hops.slice(0, -1),
-    logs: pending.logs,
-    set: Object.keys(pending.set).length > 0 ? pending.set : undefined,
-    fence: leaseFence(ctx),
-    origin: ctx.settings.workerId,
-    listenerId: ctx.listenerId,
-    alongside: async (trx) => {
-      if (pending.ended.length > 0) await finishStepRuns(trx, pending.ended);
-      await alongside?.(trx);
+  const result = await lifecycleMove(
+    ctx,
+    { id: revision.id, deployment_id: revision.deployment_id, status: pending.from, source: revision.source },
+    last.status,
+    {
+      message: last.message,
+      via: pending.hops.slice(0, -1),
+      logs: pending.logs,
+      set: Object.keys(pending.set).length > 0 ? pending.set : undefined,
+      fence: leaseFence(ctx),
+      origin: ctx.settings.workerId,
+      listenerId: ctx.listenerId,
+      alongside: async (trx) => {
+        if (pending.ended.length > 0) await finishStepRuns(trx, pending.ended);
+        await alongside?.(trx);
+      },
     },
-  });
+  );
   if (result.outcome === 'ok') return 'ok';
   ctx.stale = true;
   // Nothing of the change was written: the lines and step runs still tell what happened.

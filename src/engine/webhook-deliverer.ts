@@ -4,6 +4,7 @@ import { DELIVERY_TIMEOUT_MS, deliveryBody, FIRST_RETRY_DELAY_MS, RESPONSE_EXCER
 import type { EventBus } from '../events/bus.js';
 import { postOnce } from '../outbound/sender.js';
 import { announceOfflineListeners } from './listener-offline.js';
+import { startOutboxLoop } from './outbox-loop.js';
 import { signatureHeader } from '../outbound/signature.js';
 import type { Encryptor } from '../security/encryption.js';
 import { webhookSecretContext } from '../security/webhook-secrets.js';
@@ -60,50 +61,15 @@ const printable = (text: string) => text.replaceAll('\u0000', '\uFFFD');
  */
 export function startWebhookDeliverer(deps: DelivererDeps, overrides: Partial<DelivererSettings> = {}): { stop(): Promise<void> } {
   const settings = { ...DEFAULT_DELIVERER_SETTINGS, ...overrides };
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  const schedule = (delayMs: number) => {
-    clearTimeout(timer);
-    if (stopped) return;
-    timer = setTimeout(pass, Math.max(0, Math.min(delayMs, settings.sweepMs)));
-    timer.unref();
-  };
-  const pass = () => {
-    if (running) {
-      again = true;
-      return;
-    }
-    running = deliverPass(deps, settings)
-      .then(async () => {
-        const next = await repo.nextDueAt(deps.db);
-        schedule(next ? Date.parse(next) - settings.now() : settings.sweepMs);
-      })
-      .catch((error: unknown) => {
-        deps.logger.warn({ err: error }, 'delivering webhooks failed');
-        schedule(settings.sweepMs);
-      })
-      .finally(() => {
-        running = undefined;
-        if (again && !stopped) {
-          again = false;
-          pass();
-        }
-      });
-  };
-  const unsubscribe = deps.bus.subscribe((message) => {
-    if (message.topic === 'webhooks') pass();
+  return startOutboxLoop({
+    pass: () => deliverPass(deps, settings),
+    nextDueAt: () => repo.nextDueAt(deps.db),
+    bus: deps.bus,
+    logger: deps.logger,
+    what: 'delivering webhooks',
+    sweepMs: settings.sweepMs,
+    now: settings.now,
   });
-  pass();
-  return {
-    async stop() {
-      stopped = true;
-      unsubscribe();
-      clearTimeout(timer);
-      await running;
-    },
-  };
 }
 
 /** One pass: announce listeners that went silent, make the deliveries of new outbox events, then send what is due. */

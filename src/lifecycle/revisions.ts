@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { noticeWanted } from '../domain/commit-status.js';
+import { canonicalSource } from '../domain/deployment-config.js';
 import { canTransition, type RevisionStatus } from '../domain/revision-status.js';
 import type { EventBus } from '../events/bus.js';
 import { announce, announceListener, announceWebhooks, type LogLine, recordEvents } from '../events/recorder.js';
 import { bumpGenerationOfDeployment } from '../store/repositories/listeners.js';
 import { type Db, type Executor, nowIso } from '../store/database.js';
+import { insertGitHubNotices } from '../store/repositories/github-notices.js';
 import { insertDeploymentWebhookEvent } from '../store/repositories/webhooks.js';
 import { compareAndSetRevisionStatus, currentRevisionStatus, type RevisionFence, type TransitionSet } from '../store/repositories/revisions.js';
 
@@ -55,7 +58,7 @@ export interface RevisionMove {
  */
 export async function moveRevision(
   deps: LifecycleDeps,
-  revision: { id: string; deployment_id: string; status: RevisionStatus },
+  revision: { id: string; deployment_id: string; status: RevisionStatus; source?: string },
   to: RevisionStatus,
   move: RevisionMove,
 ): Promise<RevisionTransition> {
@@ -97,6 +100,14 @@ export async function moveRevision(
         passed_through: via.map((step) => step.status),
       },
     });
+    // So is what GitHub is told of it (commit status, GitHub deployment), for a deployment on a `github` integration.
+    // A revision known not to come from a code host (an image, an upload) costs no statement.
+    const fromCodehost = revision.source === undefined || canonicalSource(revision.source) === 'codehost';
+    const told = fromCodehost ? statuses.filter((step) => noticeWanted(step.status)) : [];
+    if (told.length > 0) {
+      const notices = told.map((step) => ({ id: randomUUID(), status: step.status, message: step.message }));
+      if (await insertGitHubNotices(trx, revision, notices, at)) outboxed = true;
+    }
     // A placed revision's status is in its listener's desired state.
     if (move.listenerId !== null) listenerId = await bumpGenerationOfDeployment(trx, revision.deployment_id);
     return { outcome: 'ok', at };

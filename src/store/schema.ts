@@ -244,6 +244,26 @@ export interface Database {
     created_at: string;
     updated_at: string;
   };
+  /** Commit statuses and GitHub deployments to send (migration 022, docs/webhooks.md). */
+  github_notices: {
+    id: string;
+    revision_id: string;
+    deployment_id: string;
+    /** Order among the notices of one status change (a move through several statuses). */
+    position: number;
+    status: RevisionStatus;
+    message: string | null;
+    created_at: string;
+    state: 'pending' | 'sent' | 'dropped' | 'failed';
+    /** Bits of the calls that succeeded: 1 the GitHub deployment's status, 2 the commit status. */
+    steps_done: number;
+    attempts: number;
+    next_attempt_at: string | null;
+    leased_until: string | null;
+    last_error: string | null;
+  };
+  /** The GitHub deployment made for a revision (its id as GitHub gave it). */
+  github_deployments: { revision_id: string; github_deployment_id: string; created_at: string };
   /** What the git poller last saw of each branch, to start builds only on change. */
   codehost_branch_heads: {
     integration_id: string;

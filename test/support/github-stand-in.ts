@@ -33,6 +33,14 @@ export interface GitHubStandIn {
   tokens: string[];
   /** Requests refused, with why. */
   refusals: string[];
+  /** Commit statuses accepted (POST /repos/{owner}/{repo}/statuses/{sha}), in order. */
+  statuses: StandInCommitStatus[];
+  /** Deployments created (POST /repos/{owner}/{repo}/deployments), in order; `id` is GitHub's. */
+  deployments: StandInDeployment[];
+  /** Deployment statuses accepted (POST …/deployments/{id}/statuses), in order. */
+  deploymentStatuses: StandInDeploymentStatus[];
+  /** The next `times` API calls whose path matches answer 500, as GitHub does in an outage. */
+  failNext(path: RegExp, times: number): void;
   /** Revokes every token issued so far, as GitHub does when an installation is suspended. */
   revokeTokens(): void;
   close(): Promise<void>;
@@ -40,12 +48,47 @@ export interface GitHubStandIn {
 
 const DOCS = 'https://docs.github.com/rest';
 
+export interface StandInCommitStatus {
+  repository: string;
+  sha: string;
+  state: string;
+  context: string;
+  description: string | null;
+  target_url: string | null;
+}
+
+export interface StandInDeployment {
+  id: number;
+  repository: string;
+  ref: string;
+  environment: string;
+  description: string | null;
+  auto_merge: unknown;
+  required_contexts: unknown;
+}
+
+export interface StandInDeploymentStatus {
+  repository: string;
+  deployment_id: number;
+  state: string;
+  description: string | null;
+  log_url: string | null;
+  environment_url: string | null;
+}
+
+const COMMIT_STATES = ['error', 'failure', 'pending', 'success'];
+const DEPLOYMENT_STATES = ['error', 'failure', 'inactive', 'in_progress', 'queued', 'pending', 'success'];
+
 /**
  * A local stand-in for the parts of GitHub's REST API that the github provider calls, with
  * bodies shaped as GitHub documents them:
  * - `POST /app/installations/{id}/access_tokens` checks the app JWT (RS256 signature with
  *   the app's key, `iss` = app id, not expired) and issues a token;
  * - `GET /installation/repositories` checks the installation token and pages with `Link`;
+ * - `POST /repos/{owner}/{repo}/statuses/{sha}`, `POST /repos/{owner}/{repo}/deployments`
+ *   and `POST /repos/{owner}/{repo}/deployments/{id}/statuses` check the installation token
+ *   and validate as GitHub does (states, the 140-character description, a full commit sha,
+ *   a known deployment), answering 201 with the created resource or 422/404;
  * - git smart HTTP for the repositories, with the token as basic-auth password.
  */
 export async function startGitHubStandIn(options: GitHubStandInOptions): Promise<GitHubStandIn> {
@@ -59,6 +102,11 @@ export async function startGitHubStandIn(options: GitHubStandInOptions): Promise
   const tokens: string[] = [];
   const refusals: string[] = [];
   const expiries = new Map<string, number>();
+  const statuses: StandInCommitStatus[] = [];
+  const deployments: StandInDeployment[] = [];
+  const deploymentStatuses: StandInDeploymentStatus[] = [];
+  const failures: { path: RegExp; times: number }[] = [];
+  let nextId = 1000;
   const lifetime = options.tokenLifetimeMs ?? 60 * 60 * 1000;
   const validToken = (token: string) => (expiries.get(token) ?? 0) > Date.now();
   const git = gitHttpBackend({
@@ -123,6 +171,116 @@ export async function startGitHubStandIn(options: GitHubStandInOptions): Promise
         links.length ? { Link: links.join(', ') } : {},
       );
     }
+    const repoPath = /^\/repos\/([^/]+)\/([^/]+)\/(statuses\/([^/]+)|deployments|deployments\/(\d+)\/statuses)$/.exec(url.pathname);
+    if (request.method === 'POST' && repoPath) {
+      const token = /^(?:token|bearer)\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
+      if (!token || !validToken(token)) {
+        request.resume();
+        return refuse(response, 401, 'installation token missing, unknown or expired');
+      }
+      const failure = failures.find((f) => f.times > 0 && f.path.test(url.pathname));
+      if (failure) {
+        failure.times -= 1;
+        request.resume();
+        return json(response, 500, { message: 'Server Error' });
+      }
+      readJson(request)
+        .then((body) => {
+          const [, owner, name, , sha, deploymentId] = repoPath;
+          const repository = `${owner}/${name}`;
+          const created = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+          const text = (key: string) => (typeof body[key] === 'string' ? (body[key] as string) : null);
+          const invalid = (message: string, field: string) =>
+            json(response, 422, { message, errors: [{ resource: 'Status', field, code: 'invalid' }], documentation_url: DOCS, status: '422' });
+          if (sha !== undefined) {
+            if (!/^[0-9a-f]{40}$/.test(sha)) return invalid(`No commit found for SHA: ${sha}`, 'sha');
+            const state = text('state');
+            if (!state || !COMMIT_STATES.includes(state)) return invalid('Validation Failed', 'state');
+            if ((text('description') ?? '').length > 140) return invalid('description is too long (maximum is 140 characters)', 'description');
+            const status = { repository, sha, state, context: text('context') ?? 'default', description: text('description'), target_url: text('target_url') };
+            statuses.push(status);
+            const id = nextId++;
+            return json(response, 201, {
+              url: `${base}/repos/${repository}/statuses/${sha}`,
+              id,
+              node_id: Buffer.from(`StatusContext${id}`).toString('base64'),
+              state,
+              description: status.description,
+              target_url: status.target_url,
+              context: status.context,
+              created_at: created,
+              updated_at: created,
+              creator: { login: 'berth[bot]', id: 1, type: 'Bot' },
+            });
+          }
+          if (deploymentId !== undefined) {
+            const deployment = deployments.find((d) => d.id === Number(deploymentId) && d.repository === repository);
+            if (!deployment) return refuse(response, 404, `no deployment ${deploymentId}`);
+            const state = text('state');
+            if (!state || !DEPLOYMENT_STATES.includes(state)) return invalid('Validation Failed', 'state');
+            const status = {
+              repository,
+              deployment_id: deployment.id,
+              state,
+              description: text('description'),
+              log_url: text('log_url'),
+              environment_url: text('environment_url'),
+            };
+            deploymentStatuses.push(status);
+            const id = nextId++;
+            return json(response, 201, {
+              url: `${base}/repos/${repository}/deployments/${deployment.id}/statuses/${id}`,
+              id,
+              node_id: Buffer.from(`DeploymentStatus${id}`).toString('base64'),
+              state,
+              creator: { login: 'berth[bot]', id: 1, type: 'Bot' },
+              description: status.description ?? '',
+              environment: deployment.environment,
+              target_url: status.log_url ?? '',
+              log_url: status.log_url ?? '',
+              environment_url: status.environment_url ?? '',
+              created_at: created,
+              updated_at: created,
+              deployment_url: `${base}/repos/${repository}/deployments/${deployment.id}`,
+              repository_url: `${base}/repos/${repository}`,
+            });
+          }
+          const ref = text('ref');
+          if (!ref) return invalid('Validation Failed', 'ref');
+          const id = nextId++;
+          const deployment = {
+            id,
+            repository,
+            ref,
+            environment: text('environment') ?? 'production',
+            description: text('description'),
+            auto_merge: body.auto_merge,
+            required_contexts: body.required_contexts,
+          };
+          deployments.push(deployment);
+          return json(response, 201, {
+            url: `${base}/repos/${repository}/deployments/${id}`,
+            id,
+            node_id: Buffer.from(`Deployment${id}`).toString('base64'),
+            sha: ref,
+            ref,
+            task: 'deploy',
+            payload: {},
+            original_environment: deployment.environment,
+            environment: deployment.environment,
+            description: deployment.description,
+            creator: { login: 'berth[bot]', id: 1, type: 'Bot' },
+            created_at: created,
+            updated_at: created,
+            statuses_url: `${base}/repos/${repository}/deployments/${id}/statuses`,
+            repository_url: `${base}/repos/${repository}`,
+            transient_environment: body.transient_environment === true,
+            production_environment: false,
+          });
+        })
+        .catch(() => json(response, 400, { message: 'Problems parsing JSON', documentation_url: DOCS, status: '400' }));
+      return;
+    }
     if (/\/(info\/refs|git-upload-pack|git-receive-pack)$/.test(url.pathname)) {
       git.handle(request, response).catch(() => response.destroy());
       return;
@@ -138,6 +296,12 @@ export async function startGitHubStandIn(options: GitHubStandInOptions): Promise
     calls,
     tokens,
     refusals,
+    statuses,
+    deployments,
+    deploymentStatuses,
+    failNext: (path, times) => {
+      failures.push({ path, times });
+    },
     revokeTokens: () => expiries.clear(),
     close: async () => {
       git.stop();
@@ -145,6 +309,14 @@ export async function startGitHubStandIn(options: GitHubStandInOptions): Promise
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+async function readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('not an object');
+  return body as Record<string, unknown>;
 }
 
 /** What is wrong with the request's app JWT, or null if it is GitHub-valid. */

@@ -20,6 +20,7 @@ import { deploymentPins } from './018-deployment-pins.js';
 import { outboundWebhooks } from './019-outbound-webhooks.js';
 import { sessions } from './020-sessions.js';
 import { buildJobs } from './021-build-jobs.js';
+import { githubNotices } from './022-github-notices.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -44,6 +45,7 @@ const migrations: Record<string, Migration> = {
   '019-outbound-webhooks': outboundWebhooks,
   '020-sessions': sessions,
   '021-build-jobs': buildJobs,
+  '022-github-notices': githubNotices,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -301,6 +301,8 @@ export async function pruneRevisions(
   await queueImageRemovals(db, { deploymentId: deployment.id, revisionIds: ids }, now);
   await db.deleteFrom('deployment_events').where('revision_id', 'in', ids).execute();
   await db.deleteFrom('engine_step_runs').where('revision_id', 'in', ids).execute();
+  await db.deleteFrom('github_notices').where('revision_id', 'in', ids).execute();
+  await db.deleteFrom('github_deployments').where('revision_id', 'in', ids).execute();
   await db.deleteFrom('revisions').where('id', 'in', ids).execute();
   await db
     .deleteFrom('resource_specs')
