@@ -1070,7 +1070,7 @@ export interface components {
       /** @description Read-only: where the active revision serves. */
       url: string | null;
       source_revision_config: components['schemas']['SourceRevisionConfig'];
-      secrets: components['schemas']['Secret'][];
+      secrets: components['schemas']['SecretView'][];
       /** @enum {string} */
       status: 'AWAITING_DATABASE' | 'READY' | 'UNUSED' | 'AWAITING_DELETE' | 'UNKNOWN';
       /** Format: uuid */
@@ -1757,6 +1757,13 @@ export interface components {
       /** @description Environment variable name. */
       name: string;
       value: string;
+    };
+    /** SecretView */
+    SecretView: {
+      /** @description Environment variable name. */
+      name: string;
+      /** @description The value, answered to API keys; null in answers to a dashboard session, which never receives secret values. */
+      value: string | null;
     };
     /** Session */
     Session: {

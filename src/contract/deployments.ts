@@ -14,6 +14,19 @@ export const Secret = Type.Object(
   { title: 'Secret' },
 );
 
+/** A secret as answered: to a dashboard session never with its value. */
+const SecretView = Type.Object(
+  {
+    name: Type.String({ description: 'Environment variable name.' }),
+    value: Nullable(
+      Type.String({
+        description: 'The value, answered to API keys; null in answers to a dashboard session, which never receives secret values.',
+      }),
+    ),
+  },
+  { title: 'SecretView' },
+);
+
 const StepTimeout = (step: string, defaultSeconds: number) =>
   Type.Integer({
     minimum: 1,
@@ -187,7 +200,7 @@ export const Deployment = Type.Object(
     ),
     url: Nullable(Type.String({ description: 'Read-only: where the active revision serves.' })),
     source_revision_config: RevisionConfig,
-    secrets: Type.Array(Secret),
+    secrets: Type.Array(SecretView),
     status: StringEnum(DEPLOYMENT_STATUSES),
     latest_revision_id: Nullable(Uuid()),
     active_revision_id: Nullable(Uuid()),
