@@ -143,6 +143,16 @@ export const PatchDeploymentBody = Type.Object(
   { title: 'DeploymentUpdate' },
 );
 
+export const MergeSecretsBody = Type.Object(
+  {
+    set: Type.Optional(Type.Array(Secret, { maxItems: 200, description: 'Secrets to add, or to replace by name; the others are kept with their values.' })),
+    remove: Type.Optional(
+      Type.Array(Secret.properties.name, { maxItems: 200, description: 'Names to remove; a name the deployment does not have is already removed.' }),
+    ),
+  },
+  { title: 'SecretsMerge', additionalProperties: false },
+);
+
 export const CreateRevisionBody = Type.Object(
   {
     source_revision_config: OptionalNullable(RevisionConfigInput),
@@ -289,6 +299,7 @@ export const RevisionWaitQuery = Type.Object({
 
 export type CreateDeploymentInput = Static<typeof CreateDeploymentBody>;
 export type PatchDeploymentInput = Static<typeof PatchDeploymentBody>;
+export type MergeSecretsInput = Static<typeof MergeSecretsBody>;
 export type CreateRevisionInput = Static<typeof CreateRevisionBody>;
 export type DeploymentView = Static<typeof Deployment>;
 export type RevisionView = Static<typeof Revision>;
