@@ -231,6 +231,11 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
         (body: Schemas['DeploymentUpdate'], options) => deployments.update(deploymentId, body, options),
         change,
       ),
+    /** Sets and removes secrets by name; the others keep their values, which the caller need not know. */
+    mergeSecrets: (deploymentId: string, body: Schemas['SecretsMerge'], options?: WriteOptions) =>
+      call('mergeDeploymentSecrets', () =>
+        api.PATCH('/v2/deployments/{deployment_id}/secrets', { ...path({ deployment_id: deploymentId }), body, ...conditional(options) }),
+      ),
     /** Clears the pin a rollback set (idempotent), so build on push follows the branch again. */
     unpin: (deploymentId: string) => call('unpinDeployment', () => api.POST('/v2/deployments/{deployment_id}/unpin', path({ deployment_id: deploymentId }))),
     delete: (deploymentId: string, options?: WriteOptions) =>

@@ -70,6 +70,26 @@ export interface paths {
     patch: operations['updateDeployment'];
     trace?: never;
   };
+  '/v2/deployments/{deployment_id}/secrets': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Set and remove a deployment's secrets by name
+     * @description Merges with the current secrets by name: `set` adds or replaces, `remove` drops (the last one too), the others keep their values, so a client needs no value it did not set. A change creates a new revision exactly as a PATCH of the deployment with the merged full set would; no change creates none. A name both set and removed, or a merged set over the limits of `secrets`, is a 422. With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
+     */
+    patch: operations['mergeDeploymentSecrets'];
+    trace?: never;
+  };
   '/v2/deployments/{deployment_id}/unpin': {
     parameters: {
       query?: never;
@@ -1176,7 +1196,7 @@ export interface components {
       /** @description Read-only: where the active revision serves. */
       url: string | null;
       source_revision_config: components['schemas']['SourceRevisionConfig'];
-      secrets: components['schemas']['Secret'][];
+      secrets: components['schemas']['SecretView'][];
       /** @enum {string} */
       status: 'AWAITING_DATABASE' | 'READY' | 'UNUSED' | 'AWAITING_DELETE' | 'UNKNOWN';
       /** Format: uuid */
@@ -1995,6 +2015,20 @@ export interface components {
       name: string;
       value: string;
     };
+    /** SecretsMerge */
+    SecretsMerge: {
+      /** @description Secrets to add, or to replace by name; the others are kept with their values. */
+      set?: components['schemas']['Secret'][];
+      /** @description Names to remove; a name the deployment does not have is already removed. */
+      remove?: string[];
+    };
+    /** SecretView */
+    SecretView: {
+      /** @description Environment variable name. */
+      name: string;
+      /** @description The value, answered to API keys; null in answers to a dashboard session, which never receives secret values. */
+      value: string | null;
+    };
     /** Session */
     Session: {
       /** Format: uuid */
@@ -2655,6 +2689,107 @@ export interface operations {
         };
       };
       /** @description One of `image_not_in_workspace`, `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_deleting` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `resource_changed` */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  mergeDeploymentSecrets: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of the resource as it was read: when the resource has changed since, nothing is written and the answer is 412 (`resource_changed`). */
+        'if-match'?: string;
+      };
+      path: {
+        deployment_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SecretsMerge'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Deployment'];
+        };
+      };
+      /** @description `secrets_invalid` */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;

@@ -14,6 +14,19 @@ export const Secret = Type.Object(
   { title: 'Secret' },
 );
 
+/** A secret as answered: to a dashboard session never with its value. */
+const SecretView = Type.Object(
+  {
+    name: Type.String({ description: 'Environment variable name.' }),
+    value: Nullable(
+      Type.String({
+        description: 'The value, answered to API keys; null in answers to a dashboard session, which never receives secret values.',
+      }),
+    ),
+  },
+  { title: 'SecretView' },
+);
+
 const StepTimeout = (step: string, defaultSeconds: number) =>
   Type.Integer({
     minimum: 1,
@@ -130,6 +143,16 @@ export const PatchDeploymentBody = Type.Object(
   { title: 'DeploymentUpdate' },
 );
 
+export const MergeSecretsBody = Type.Object(
+  {
+    set: Type.Optional(Type.Array(Secret, { maxItems: 200, description: 'Secrets to add, or to replace by name; the others are kept with their values.' })),
+    remove: Type.Optional(
+      Type.Array(Secret.properties.name, { maxItems: 200, description: 'Names to remove; a name the deployment does not have is already removed.' }),
+    ),
+  },
+  { title: 'SecretsMerge', additionalProperties: false },
+);
+
 export const CreateRevisionBody = Type.Object(
   {
     source_revision_config: OptionalNullable(RevisionConfigInput),
@@ -187,7 +210,7 @@ export const Deployment = Type.Object(
     ),
     url: Nullable(Type.String({ description: 'Read-only: where the active revision serves.' })),
     source_revision_config: RevisionConfig,
-    secrets: Type.Array(Secret),
+    secrets: Type.Array(SecretView),
     status: StringEnum(DEPLOYMENT_STATUSES),
     latest_revision_id: Nullable(Uuid()),
     active_revision_id: Nullable(Uuid()),
@@ -276,6 +299,7 @@ export const RevisionWaitQuery = Type.Object({
 
 export type CreateDeploymentInput = Static<typeof CreateDeploymentBody>;
 export type PatchDeploymentInput = Static<typeof PatchDeploymentBody>;
+export type MergeSecretsInput = Static<typeof MergeSecretsBody>;
 export type CreateRevisionInput = Static<typeof CreateRevisionBody>;
 export type DeploymentView = Static<typeof Deployment>;
 export type RevisionView = Static<typeof Revision>;

@@ -1,10 +1,8 @@
 import { useRoute } from 'preact-iso';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { BerthApiError, type Deployment, type Schemas } from '../client/index.js';
+import { BerthApiError, type Deployment } from '../client/index.js';
 import { useWorkplace } from './context.js';
 import { describeError, may } from './session.js';
-
-type Secret = Schemas['Secret'];
 
 /** What the page holds of the deployment: no secret value is ever in state that renders. */
 interface Loaded {
@@ -14,9 +12,11 @@ interface Loaded {
 }
 
 /**
- * A deployment's settings and secrets. Names are shown, values are write-only. Settings that
- * change in place (display name, build on push) are saved without a revision; every change of
- * secrets makes a new revision (the API's rule), so secrets have only "save and deploy".
+ * A deployment's settings and secrets. Names are shown, values are write-only: the API answers
+ * a session no value, and secrets are saved by name (PATCH …/secrets), sending only what
+ * changed. Settings that change in place (display name, build on push) are saved without a
+ * revision; every change of secrets makes a new revision (the API's rule), so secrets have
+ * only "save and deploy".
  * Writes carry If-Match: someone else's change in between is a 412, told and reloaded.
  */
 export function SettingsPage() {
@@ -24,8 +24,6 @@ export function SettingsPage() {
   const { params } = useRoute();
   const deploymentId = params.deploymentId!;
   const [loaded, setLoaded] = useState<Loaded | null>(null);
-  // The current values, kept out of rendering: a PATCH replaces the whole set, so the others go back as they were.
-  const secrets = useRef<Secret[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -39,7 +37,6 @@ export function SettingsPage() {
     try {
       const { data, etag } = await client.deployments.getTagged(deploymentId);
       const { secrets: current, ...deployment } = data;
-      secrets.current = current;
       setLoaded({ deployment, secretNames: current.map((secret) => secret.name), etag });
       setDisplayName(deployment.display_name ?? '');
       setBuildOnPush(deployment.source_config.build_on_push ?? false);
@@ -66,14 +63,15 @@ export function SettingsPage() {
   const { deployment } = loaded;
   const name = deployment.display_name || deployment.name;
   const canWrite = may(session, 'PATCH /v2/deployments/{deployment_id}', deploymentId);
+  const canWriteSecrets = may(session, 'PATCH /v2/deployments/{deployment_id}/secrets', deploymentId);
   const codeHosted = deployment.source_config.repo_url !== null;
 
-  async function save(body: Schemas['DeploymentUpdate'], done: string) {
+  async function save(write: (ifMatch: string | undefined) => Promise<unknown>, done: string) {
     setBusy(true);
     setError(null);
     setNotice(null);
     try {
-      await client.deployments.update(deploymentId, body, { ifMatch: loaded!.etag });
+      await write(loaded!.etag);
       setNotice(done);
       await load();
     } catch (caught) {
@@ -92,15 +90,15 @@ export function SettingsPage() {
     event.preventDefault();
     const value = valueInput.current?.value ?? '';
     const named = secretName.trim();
-    const kept = secrets.current.filter((secret) => secret.name !== named && !removed.includes(secret.name));
-    const next = named && value ? [...kept, { name: named, value }] : kept;
-    if (next.length === 0) {
-      setError('A deployment keeps at least one secret once it has some: the API reads an empty list as "no change".');
+    const set = named && value ? [{ name: named, value }] : [];
+    const remove = removed.filter((secret) => secret !== named);
+    if (set.length === 0 && remove.length === 0) {
+      setError('Nothing to save: give a name and a value, or tick secrets to remove.');
       return;
     }
     if (valueInput.current) valueInput.current.value = '';
     setSecretName('');
-    void save({ secrets: next }, 'Secrets saved: a new revision is deploying them.');
+    void save((ifMatch) => client.deployments.mergeSecrets(deploymentId, { set, remove }, { ifMatch }), 'Secrets saved: a new revision is deploying them.');
   }
 
   return (
@@ -123,10 +121,8 @@ export function SettingsPage() {
       <form
         onSubmit={(event) => {
           event.preventDefault();
-          void save(
-            { display_name: displayName.trim() || null, ...(codeHosted ? { source_config: { build_on_push: buildOnPush } } : {}) },
-            'Saved. No new revision: these settings change in place.',
-          );
+          const body = { display_name: displayName.trim() || null, ...(codeHosted ? { source_config: { build_on_push: buildOnPush } } : {}) };
+          void save((ifMatch) => client.deployments.update(deploymentId, body, { ifMatch }), 'Saved. No new revision: these settings change in place.');
         }}
       >
         <label>
@@ -152,7 +148,7 @@ export function SettingsPage() {
           {loaded.secretNames.map((secret) => (
             <li key={secret}>
               <code>{secret}</code> <span class="masked">value hidden</span>
-              {canWrite && (
+              {canWriteSecrets && (
                 <label>
                   <input
                     type="checkbox"
@@ -166,7 +162,7 @@ export function SettingsPage() {
           ))}
         </ul>
       )}
-      {canWrite && (
+      {canWriteSecrets && (
         <form onSubmit={saveSecrets} autoComplete="off">
           <label>
             Secret name <input value={secretName} onInput={(event) => setSecretName(event.currentTarget.value)} />

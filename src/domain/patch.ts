@@ -144,6 +144,16 @@ export function planExplicitRevision(
 }
 
 /**
+ * A change of secrets alone, merged into `secrets` by the caller: a new revision exactly as a
+ * PATCH sending that full set would make, or null when it equals the current set. Unlike a
+ * PATCH, an empty set here means "no secrets", so the last one can be removed.
+ */
+export function planSecretsChange(current: DeploymentState, secrets: Secret[]): RevisionPlan | null {
+  if (sameSecrets(secrets, current.secrets)) return null;
+  return { config: nextRevisionConfig(current, {}, undefined), resourceSpec: current.resourceSpec, secrets, imageRef: reusedImage(current, {}) };
+}
+
+/**
  * An uploaded archive is built once and then removed: a new revision without a new upload
  * (new secrets, say) runs the image the latest one was built into.
  */

@@ -54,6 +54,8 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['GET /v2/deployments', READ],
   [`GET ${DEPLOYMENT}`, OWN_READ],
   [`PATCH ${DEPLOYMENT}`, WRITE],
+  // As a PATCH of the deployment's secrets: a deployer may not change secrets.
+  [`PATCH ${DEPLOYMENT}/secrets`, WRITE],
   [`DELETE ${DEPLOYMENT}`, WRITE],
   // A deployer may roll its deployments back (redeploy), so it may also let them follow the branch again.
   [`POST ${DEPLOYMENT}/unpin`, OWN_WRITE],

@@ -50,6 +50,8 @@ export const RESERVED_SECRET_NAMES: ReadonlySet<string> = new Set([
  * bounded by the schema (200), but each value may be long; every answer about the
  * deployment carries them, so this bounds those answers and list pages.
  */
+/** As many secrets as a full set in a request body may hold (contract/deployments.ts). */
+export const MAX_SECRETS = 200;
 export const MAX_SECRETS_BYTES = 1024 * 1024;
 
 /**
@@ -83,4 +85,44 @@ export function sameSecrets(a: readonly Secret[], b: readonly Secret[]): boolean
   if (a.length !== b.length) return false;
   const byName = new Map(a.map((s) => [s.name, s.value]));
   return b.every((s) => byName.get(s.name) === s.value);
+}
+
+/** A change of a deployment's secrets by name, as a script or the dashboard sends it without knowing the other values. */
+export interface SecretChange {
+  set: readonly Secret[];
+  remove: readonly string[];
+}
+
+/**
+ * The secret set after `change`: `set` replaces or adds by name, `remove` drops names (a name
+ * that is not there is already removed). A name both set and removed is ambiguous (422); the
+ * result passes the same checks as a full set sent by PATCH.
+ */
+export function mergeSecrets(current: readonly Secret[], change: SecretChange): Secret[] {
+  const removed = new Set(change.remove);
+  change.set.forEach(({ name }, index) => {
+    if (removed.has(name)) {
+      throw invalidField({
+        type: 'value_error',
+        loc: ['body', 'set', index, 'name'],
+        msg: `Value error, '${name}' is both set and removed; send it in one of them`,
+        input: name,
+      });
+    }
+  });
+  validateSecrets(change.set);
+  const given = new Map(change.set.map((secret) => [secret.name, secret.value]));
+  const kept = current.filter(({ name }) => !removed.has(name) && !given.has(name));
+  const merged = [...kept, ...change.set.map(({ name, value }) => ({ name, value }))];
+  if (merged.length > MAX_SECRETS) {
+    throw invalidField({
+      type: 'too_long',
+      loc: ['body', 'set'],
+      msg: `List should have at most ${MAX_SECRETS} items after merging, not ${merged.length}`,
+      input: '[redacted]',
+      ctx: { max_length: MAX_SECRETS, actual_length: merged.length },
+    });
+  }
+  validateSecrets(merged);
+  return merged;
 }

@@ -14,6 +14,7 @@ import { type HttpMetricsOptions, installMetrics } from '../observability/http-m
 import type { Services } from '../services/index.js';
 import { installAuthentication } from './auth.js';
 import { installIdempotency } from './idempotency.js';
+import { installSecretRedaction } from './secret-values.js';
 import { SELF_HOSTED_PREFIX } from './prefix.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.js';
 import { installJsonParser } from './json-body.js';
@@ -145,6 +146,7 @@ export async function buildApp({
   const guard = limits.rateLimitPerMinute > 0 ? new AuthFailureGuard(limits.rateLimitPerMinute) : undefined;
   const api = async (scope: FastifyInstance) => {
     installAuthentication(scope, services.tenancy, services.sessions, guard);
+    installSecretRedaction(scope);
     installIdempotency(scope, services.idempotency);
     await scope.register(deploymentRoutes, { services });
     await scope.register(revisionRoutes, { services });

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalSource, completeResourceSpec, completeRevisionConfig, givenRevisionFields, newSourceConfig } from '../domain/deployment-config.js';
 import { beingDeleted, deploymentNotFound, fail } from '../domain/errors.js';
-import { planPatch } from '../domain/patch.js';
+import { planPatch, planSecretsChange } from '../domain/patch.js';
 import { resolvePlacement } from '../domain/placement.js';
-import { validateSecrets } from '../domain/secrets.js';
+import { mergeSecrets, type SecretChange, validateSecrets } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { entityTag, requireIfMatch } from '../domain/entity-tags.js';
@@ -189,6 +189,39 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       });
       wakeEngine(id);
       return patched;
+    },
+
+    /**
+     * Sets and removes secrets by name, merged with the current set under the deployment's lock:
+     * a new revision exactly as a PATCH with the merged full set, so a client never needs the
+     * other values (the dashboard is never given them).
+     */
+    async mergeSecrets(scope: WorkspaceScope, id: string, change: SecretChange, ifMatch?: string): Promise<DeploymentView> {
+      const merged = await db.transaction().execute(async (trx) => {
+        const row = await repo.lockDeploymentAsIs(trx, scope.workspaceId, id);
+        if (!row) throw deploymentNotFound(id);
+        const current = await records.withLatest(trx, row);
+        const state = await records.state(trx, current);
+        if (ifMatch !== undefined) requireUnchanged(ifMatch, deploymentView(row, current.latest, state.secrets), id);
+        if (row.status === 'AWAITING_DELETE') throw beingDeleted(id);
+        const plan = planSecretsChange(state, mergeSecrets(state.secrets, change));
+        if (plan) {
+          row.updated_at = nowIso();
+          await repo.updateDeployment(trx, id, { updated_at: row.updated_at });
+        }
+        const unpinned = plan ? await unpinForExplicitRevision(trx, row) : false;
+        await recordChange(trx, scope, {
+          action: 'deployment.update',
+          target: { type: 'deployment', id, name: row.name },
+          changedFields: unpinned ? ['secrets', ...PIN_FIELDS].sort() : ['secrets'],
+          secretNames: secretNamesOf([...change.set, ...change.remove.map((name) => ({ name }))]),
+        });
+        if (!plan) return deploymentView(row, current.latest, state.secrets);
+        const revision = await appendRevision(trx, records, row, plan, { now: row.updated_at, keep: revisionsKept });
+        return deploymentView(row, revision, plan.secrets);
+      });
+      wakeEngine(id);
+      return merged;
     },
 
     /** POST …/unpin (services/pins.ts). */

@@ -43,6 +43,9 @@ describe("the dashboard's history, settings, pins, keys and audit screens", { sk
 
     // The diff, deep-linked: the image changed, the commit did not.
     const page = await harness.signedIn(server.adminKey, `/deployments/${id}/history?from=${first}&to=${second.body.id}`);
+    // Every answer the page receives, to show that no secret value ever reaches the browser.
+    const answers: Promise<string>[] = [];
+    page.on('response', (response) => void answers.push(response.text().catch(() => '')));
     const diff = page.getByTestId('diff');
     await diff.getByText('localhost/berth-test-agent:v2').waitFor();
     const image = diff.locator('tr', { has: page.getByRole('rowheader', { name: 'image', exact: true }) });
@@ -107,6 +110,29 @@ describe("the dashboard's history, settings, pins, keys and audit screens", { sk
     await pin.waitFor({ state: 'detached' });
     const unpinned = await api('GET', `/v2/deployments/${id}`);
     assert.equal(unpinned.body.pinned_revision_id, null);
+
+    // Removal of the last secret (the rollback to #1 brought back its set: FIRST_SECRET alone); only the name is sent.
+    assert.deepEqual(
+      unpinned.body.secrets.map((secret: { name: string }) => secret.name),
+      ['FIRST_SECRET'],
+    );
+    await page.goto(`${server.url}/deployments/${id}/settings`);
+    await page.getByLabel('Remove FIRST_SECRET').check();
+    await page.getByRole('button', { name: 'Save secrets and deploy' }).click();
+    await page.getByText('Secrets saved').waitFor();
+    await page.getByText('No secrets.').waitFor();
+    const emptied = await api('GET', `/v2/deployments/${id}`);
+    assert.deepEqual(emptied.body.secrets, []);
+    await terminal(id, emptied.body.latest_revision_id);
+
+    const received = await Promise.all(answers);
+    assert.ok(
+      received.some((body) => body.includes('FIRST_SECRET')),
+      'the page did receive the names',
+    );
+    for (const body of received) {
+      assert.ok(!body.includes(SECRET_VALUE) && !body.includes('first-value-kept'), `a secret value in an answer to the page: ${body.slice(0, 200)}`);
+    }
     assert.deepEqual(harness.violations, []);
   });
 

@@ -4,7 +4,7 @@ import type { Services } from '../../services/index.js';
 import { scopeOf } from '../auth.js';
 import { NoContent, noContent } from '../replies.js';
 import { Envelope } from '../../contract/common.js';
-import { CreateDeploymentBody, Deployment, DeploymentListQuery, DeploymentParams, PatchDeploymentBody } from '../../contract/deployments.js';
+import { CreateDeploymentBody, Deployment, DeploymentListQuery, DeploymentParams, MergeSecretsBody, PatchDeploymentBody } from '../../contract/deployments.js';
 import { errorResponses } from '../../contract/errors.js';
 import { commaList, uuidList } from '../query.js';
 import { ConditionalReadHeaders, ConditionalWriteHeaders, NotModified } from '../../contract/conditional.js';
@@ -125,6 +125,35 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
     },
     async (request, reply) => {
       const view = await deployments.patch(scopeOf(request), request.params.deployment_id, request.body, ifMatchOf(request));
+      reply.header('etag', deploymentTag(view));
+      return view;
+    },
+  );
+
+  app.patch(
+    '/v2/deployments/:deployment_id/secrets',
+    {
+      schema: {
+        operationId: 'mergeDeploymentSecrets',
+        summary: "Set and remove a deployment's secrets by name",
+        description:
+          'Merges with the current secrets by name: `set` adds or replaces, `remove` drops (the last one too), the others keep their values, ' +
+          'so a client needs no value it did not set. A change creates a new revision exactly as a PATCH of the deployment with the merged ' +
+          'full set would; no change creates none. A name both set and removed, or a merged set over the limits of `secrets`, is a 422. ' +
+          'With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.',
+        tags,
+        params: DeploymentParams,
+        headers: ConditionalWriteHeaders,
+        body: MergeSecretsBody,
+        response: {
+          200: Deployment,
+          ...errorResponses('deployment_not_found', 'secrets_invalid', 'deployment_deleting', 'resource_changed'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { set = [], remove = [] } = request.body;
+      const view = await deployments.mergeSecrets(scopeOf(request), request.params.deployment_id, { set, remove }, ifMatchOf(request));
       reply.header('etag', deploymentTag(view));
       return view;
     },
