@@ -97,9 +97,12 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.ok(!verify(subscription.secret, String(deployed.headers['berth-signature']), deployed.body, 300, t + 301), 'an old signature is refused');
       assert.equal(bodyOf(deployed).data.revision.deployment_id, created.body.id);
 
-      const deliveries = await deliveriesOf(subscription.id);
-      assert.ok(deliveries.length >= 2);
-      assert.ok(deliveries.every((d) => d.state === 'delivered' && d.attempts.length === 1 && d.attempts[0].status_code === 200));
+      // The receiver has the last event before the deliverer records its answer: wait for the records.
+      const deliveries = await eventually(async () => {
+        const listed = await deliveriesOf(subscription.id);
+        return listed.length >= 2 && listed.every((d) => d.state === 'delivered') ? listed : undefined;
+      }, 'every delivery recorded as delivered');
+      assert.ok(deliveries.every((d) => d.attempts.length === 1 && d.attempts[0].status_code === 200));
       assert.equal((await api()('DELETE', `${ROOT}/${subscription.id}`)).status, 204);
       assert.equal((await api()('GET', `${ROOT}/${subscription.id}`)).status, 404);
     });
