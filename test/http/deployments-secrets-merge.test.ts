@@ -85,7 +85,10 @@ describeOnEachDatabase('PATCH /v2/deployments/{id}/secrets merges by name', (ctx
     assert.equal(over.status, 422, 'KEEP and 200 more make 201');
     const read = await api('GET', `/v2/deployments/${created.body.id}`);
     assert.deepEqual(byName(read.body.secrets), { KEEP: 'k' }, 'nothing changed');
-    const etag = read.headers.get('etag')!;
+    // The first revision's deploy moves the deployment (and its tag) until it ends: take the tag after.
+    const first = await api('GET', `/v2/deployments/${created.body.id}/revisions/${read.body.latest_revision_id}?wait_for_terminal=60`);
+    assert.equal(first.status, 200, first.text);
+    const etag = (await api('GET', `/v2/deployments/${created.body.id}`)).headers.get('etag')!;
     assert.equal((await api('PATCH', path, { body: { set: [{ name: 'NEW', value: 'n' }] }, headers: { 'If-Match': etag } })).status, 200);
     const stale = await api('PATCH', path, { body: { remove: ['NEW'] }, headers: { 'If-Match': etag } });
     assert.equal(stale.status, 412, stale.text);
