@@ -131,7 +131,7 @@ export class RunnerBuildDriver implements BuildDriver {
         repository,
       },
       // Credentials are stored only sealed, and only while the job is open.
-      source_secret: source ? encryptor.encrypt(JSON.stringify(source), jobSourceContext(id)) : null,
+      source_encrypted: source ? encryptor.encrypt(JSON.stringify(source), jobSourceContext(id)) : null,
       required_labels: [],
       deadline_at: new Date(Date.now() + this.options.waitMs).toISOString(),
     };

@@ -201,7 +201,7 @@ export const KEYED_VALUES: readonly KeyedValues[] = [
   // reported sits inside the job's result and is read by the engine at once.
   ciphertextColumn({
     table: 'build_jobs',
-    column: 'source_secret',
+    column: 'source_encrypted',
     key: ['id'],
     context: (row) => jobSourceContext(row.id),
   }),

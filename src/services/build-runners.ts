@@ -147,8 +147,8 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
 
     async source(principal: Principal, jobId: string, token: string): Promise<JobSourceView> {
       const job = await held(principal, jobId, token);
-      if (job.status !== 'claimed' || job.source_secret === null) throw fail('build_lease_lost', 'The job is over: its source is no longer given out.');
-      const source = JSON.parse(encryptor.decrypt(job.source_secret, jobSourceContext(job.id))) as {
+      if (job.status !== 'claimed' || job.source_encrypted === null) throw fail('build_lease_lost', 'The job is over: its source is no longer given out.');
+      const source = JSON.parse(encryptor.decrypt(job.source_encrypted, jobSourceContext(job.id))) as {
         url: string;
         ref: string;
         auth?: { kind: 'basic'; username: string; password: string } | { kind: 'ssh-key'; privateKey: string; knownHosts?: string };

@@ -102,7 +102,7 @@ export interface Database {
     /** JSON: the build request without credentials. */
     request: string;
     /** Encrypted JSON of the source's credentials while the job is open; null after. */
-    source_secret: string | null;
+    source_encrypted: string | null;
     /** JSON array: labels a runner must have to claim the job. */
     required_labels: string;
     status: 'queued' | 'claimed' | 'succeeded' | 'failed' | 'cancelled';

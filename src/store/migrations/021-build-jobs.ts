@@ -20,7 +20,7 @@ export const buildJobs: Migration = {
       .addColumn('deployment_id', 'text', (c) => c.notNull())
       .addColumn('revision_id', 'text', (c) => c.notNull())
       .addColumn('request', 'text', (c) => c.notNull())
-      .addColumn('source_secret', 'text')
+      .addColumn('source_encrypted', 'text')
       .addColumn('required_labels', 'text', (c) => c.notNull())
       .addColumn('status', 'text', (c) => c.notNull())
       .addColumn('lease_token', 'text')

@@ -26,7 +26,7 @@ function decode(row: Database['build_jobs']): BuildJobRecord {
 export async function insertBuildJob(
   db: Executor,
   job: Pick<BuildJobRecord, 'id' | 'organization_id' | 'workspace_id' | 'deployment_id' | 'revision_id' | 'request' | 'required_labels' | 'deadline_at'> & {
-    source_secret: string | null;
+    source_encrypted: string | null;
   },
   now: string,
 ): Promise<void> {
@@ -164,7 +164,7 @@ export async function finishBuildJob(
       status: outcome.status,
       result: outcome.status === 'succeeded' ? JSON.stringify(outcome.result) : null,
       error: outcome.status === 'failed' ? outcome.error : null,
-      source_secret: null,
+      source_encrypted: null,
       lease_expires_at: null,
       updated_at: now,
     })
@@ -179,7 +179,7 @@ export async function finishBuildJob(
 export async function cancelBuildJob(db: Executor, id: string, reason: string, now: string): Promise<boolean> {
   const result = await db
     .updateTable('build_jobs')
-    .set({ status: 'cancelled', error: reason, source_secret: null, updated_at: now })
+    .set({ status: 'cancelled', error: reason, source_encrypted: null, updated_at: now })
     .where('id', '=', id)
     .where('status', 'in', ['queued', 'claimed'])
     .executeTakeFirst();
