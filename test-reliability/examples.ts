@@ -47,6 +47,11 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
     secrets: [{ name: 'API_TOKEN', value: secretValue() }],
     tracked_packages: ['langgraph'],
   }),
+  'POST /v1/runner/jobs/claim': () => ({ labels: [], wait: 0 }),
+  'POST /v1/runner/jobs/{job_id}/heartbeat': () => ({ lease_token: `lease-${unique()}` }),
+  'POST /v1/runner/jobs/{job_id}/logs': () => ({ lease_token: `lease-${unique()}`, seq: 0, lines: [{ level: 'INFO', message: 'step 1' }] }),
+  'POST /v1/runner/jobs/{job_id}/result': () => ({ lease_token: `lease-${unique()}`, status: 'failed', message: 'no' }),
+  'PATCH /v2/deployments/{deployment_id}/secrets': () => ({ set: [{ name: 'API_TOKEN', value: secretValue() }], remove: ['OLD_TOKEN'] }),
   'POST /v2/deployments/{deployment_id}/revisions': () => ({
     source_revision_config: { image_uri: `localhost/example:${unique()}` },
     source_config: { resource_spec: { memory_mb: 512 }, install_command: 'pip install .' },
