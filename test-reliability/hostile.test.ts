@@ -271,6 +271,8 @@ class Hunt {
   #current: Snapshot | undefined;
   /** The listener protocol's routes take a listener key (any other key is refused before the body is read). */
   listenerKey: string | undefined;
+  /** The build runner routes take a runner key, likewise. */
+  runnerKey: string | undefined;
 
   constructor(
     readonly server: TestServer,
@@ -279,7 +281,12 @@ class Hunt {
 
   async send(probe: Probe): Promise<RawResponse | undefined> {
     this.#current ??= await snapshot(this.db);
-    const key = this.listenerKey && probe.route.startsWith('/v1/listener-protocol') ? this.listenerKey : this.server.adminKey;
+    const key =
+      this.listenerKey && probe.route.startsWith('/v1/listener-protocol')
+        ? this.listenerKey
+        : this.runnerKey && probe.route.startsWith('/v1/runner/')
+          ? this.runnerKey
+          : this.server.adminKey;
     const headers: Record<string, string> = { 'x-api-key': key, ...probe.headers };
     if (probe.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
     const fullPath = `${probe.path}${probe.query !== undefined ? `?${probe.query}` : ''}`;
@@ -387,6 +394,9 @@ describeEachDatabase(
       const listener = await api('POST', '/v2/listeners', { body: (EXAMPLE_BODIES['POST /v2/listeners'] as () => unknown)() });
       assert.equal(listener.status, 201, listener.text);
       hunt.listenerKey = listener.body.listener_key;
+      const runner = await api('POST', '/v1/api-keys', { body: { name: 'hostile-runner', role: 'runner' } });
+      assert.equal(runner.status, 201, runner.text);
+      hunt.runnerKey = runner.body.key;
       const provider = await api('POST', '/v2/auth/providers', {
         body: { ...(EXAMPLE_BODIES['POST /v2/auth/providers'] as () => object)(), provider_id: 'hostile-provider' },
       });
