@@ -18,7 +18,7 @@ import { tempDir } from '../test/support/git-repos.js';
 import { tempBuildDir } from '../test/support/build-sandbox.js';
 import { client } from '../test/support/http.js';
 import { spawnBerth, stopBerth } from '../test/support/process.js';
-import { baseImages, sampleProjectRepository } from './sample-project.js';
+import { baseImages, between, containersEnv, type LogLine as Line, sampleProjectRepository } from './sample-project.js';
 
 const KEY = `berth_bench_${randomUUID()}_${randomUUID()}`;
 
@@ -42,23 +42,8 @@ export interface BuildResult {
   builder: string;
 }
 
-interface Line {
-  message: string;
-  timestamp: number;
-}
-
-function between(lines: Line[], from: (m: string) => boolean, to: (m: string) => boolean): number {
-  const start = lines.find((l) => from(l.message));
-  const end = [...lines].reverse().find((l) => to(l.message));
-  return start && end ? end.timestamp - start.timestamp : 0;
-}
-
 async function main(): Promise<void> {
-  const env = {
-    ...process.env,
-    CONTAINERS_CONF: process.env.CONTAINERS_CONF ?? '/etc/berth/containers.conf',
-    CONTAINERS_REGISTRIES_CONF: process.env.CONTAINERS_REGISTRIES_CONF ?? '/etc/berth/registries.conf',
-  };
+  const env = containersEnv();
   baseImages(env);
   const repos = await tempDir('berth-bench-repos-');
   const data = await tempDir('berth-bench-build-');

@@ -26,7 +26,7 @@ import { tempBuildDir } from '../test/support/build-sandbox.js';
 import { client } from '../test/support/http.js';
 import { takeMachineTurn } from '../test/support/machine-lock.js';
 import { spawnBerth, stopBerth } from '../test/support/process.js';
-import { baseImages, sampleProjectRepository } from './sample-project.js';
+import { baseImages, between, containersEnv, type LogLine as Line, sampleProjectRepository } from './sample-project.js';
 
 const KEY = `berth_bench_${randomUUID()}_${randomUUID()}`;
 const PUSHES = Number(process.argv[2] ?? 5);
@@ -66,23 +66,8 @@ export interface FlowsResult {
   cores: number;
 }
 
-interface Line {
-  message: string;
-  timestamp: number;
-}
-
-function between(lines: Line[], from: (m: string) => boolean, to: (m: string) => boolean): number {
-  const start = lines.find((l) => from(l.message));
-  const end = [...lines].reverse().find((l) => to(l.message));
-  return start && end ? end.timestamp - start.timestamp : 0;
-}
-
 async function main(): Promise<void> {
-  const env = {
-    ...process.env,
-    CONTAINERS_CONF: process.env.CONTAINERS_CONF ?? '/etc/berth/containers.conf',
-    CONTAINERS_REGISTRIES_CONF: process.env.CONTAINERS_REGISTRIES_CONF ?? '/etc/berth/registries.conf',
-  };
+  const env = containersEnv();
   // Image tests of other sessions take turns on this lock; measuring during one of them measures it.
   const release = await takeMachineTurn();
   const loadBefore = os.loadavg();

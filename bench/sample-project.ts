@@ -33,3 +33,25 @@ export async function sampleProjectRepository(root: string) {
   const http = await startGitHttpServer({ root });
   return { repo: repo as FixtureRepository, http };
 }
+
+/** The environment podman and buildah run with here: Berth's containers.conf unless one is set. */
+export function containersEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CONTAINERS_CONF: process.env.CONTAINERS_CONF ?? '/etc/berth/containers.conf',
+    CONTAINERS_REGISTRIES_CONF: process.env.CONTAINERS_REGISTRIES_CONF ?? '/etc/berth/registries.conf',
+  };
+}
+
+/** A log line as the logs routes answer it, with what the benches read of it. */
+export interface LogLine {
+  message: string;
+  timestamp: number;
+}
+
+/** Milliseconds from the first log line `from` matches to the last one `to` matches; 0 when either is missing. */
+export function between(lines: LogLine[], from: (m: string) => boolean, to: (m: string) => boolean): number {
+  const start = lines.find((l) => from(l.message));
+  const end = [...lines].reverse().find((l) => to(l.message));
+  return start && end ? end.timestamp - start.timestamp : 0;
+}
