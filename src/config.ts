@@ -44,6 +44,8 @@ export interface Config {
   sessionTtlMs: number;
   /** BERTH_AUDIT_RETENTION_DAYS: how long the audit log keeps a row. */
   auditRetentionDays: number;
+  /** BERTH_WEBHOOK_DELIVERY_RETENTION_DAYS: how long a finished webhook delivery and its attempts are kept. */
+  webhookDeliveryRetentionDays: number;
   /** BERTH_OUTBOUND_ALLOW_PRIVATE: whether outbound webhooks may go to non-public addresses. */
   outboundAllowPrivate: boolean;
   /** BERTH_PUBLIC_URL: Berth's address as clients and code hosts reach it; else taken from each request. */
@@ -182,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyKeyTtlMs: vars.BERTH_IDEMPOTENCY_KEY_HOURS * 3_600_000,
     sessionTtlMs: vars.BERTH_SESSION_HOURS * 3_600_000,
     auditRetentionDays: vars.BERTH_AUDIT_RETENTION_DAYS,
+    webhookDeliveryRetentionDays: vars.BERTH_WEBHOOK_DELIVERY_RETENTION_DAYS,
     outboundAllowPrivate: isOn(vars.BERTH_OUTBOUND_ALLOW_PRIVATE),
     publicUrl: vars.BERTH_PUBLIC_URL,
     codehost: {

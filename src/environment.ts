@@ -144,6 +144,10 @@ export const ENVIRONMENT = Type.Object({
   BERTH_AUDIT_RETENTION_DAYS: Integer(365, 1, undefined, {
     description: 'days the audit log keeps a row; older rows are removed hourly by the engine',
   }),
+  BERTH_WEBHOOK_DELIVERY_RETENTION_DAYS: Integer(30, 1, undefined, {
+    description:
+      'days an outbound webhook delivery is listed (with its attempts) after it was made; older finished ones are removed hourly by the engine (a pending one never is)',
+  }),
   BERTH_OUTBOUND_ALLOW_PRIVATE: Switch('off', {
     description:
       'outbound webhooks may go to loopback, link-local and private addresses (RFC 1918, ULA, CGNAT, …); `off` refuses them at subscription and at each delivery',

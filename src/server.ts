@@ -29,7 +29,7 @@ import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { startGitPoller } from './services/git-poller.js';
 import { startImageReaper } from './engine/image-reaper.js';
 import { startUploadSweeper } from './engine/upload-sweeper.js';
-import { startAuditRetention } from './engine/audit-retention.js';
+import { startRetention } from './engine/retention.js';
 import type { ProvisioningPolicy } from './services/database-limit.js';
 import { createServices, type Services } from './services/index.js';
 import { type Db, migrateToLatest, openDatabase } from './store/database.js';
@@ -160,7 +160,11 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
   engine.onStop(() => sweeper.stop());
   const reaper = startImageReaper({ db: core.db, bus: core.bus, builder, runtime, registry: core.registry, logger: logger.child({ component: 'images' }) });
   engine.onStop(() => reaper.stop());
-  const retention = startAuditRetention(core.db, config.auditRetentionDays, logger.child({ component: 'audit' }));
+  const retention = startRetention(
+    core.db,
+    { audit: config.auditRetentionDays, webhookDeliveries: config.webhookDeliveryRetentionDays },
+    logger.child({ component: 'retention' }),
+  );
   engine.onStop(() => retention.stop());
   const deliverer = startWebhookDeliverer(
     { db: core.db, bus: core.bus, encryptor: core.encryptor, logger: logger.child({ component: 'webhooks' }) },

@@ -441,7 +441,7 @@ export function registerResourceCommands(program: Command, context: CliContext):
 
   // The audit log (admin and read-only keys).
   readable(program.command('audit').description('Show the audit log of the workspace, newest first (admin and read-only keys).'))
-    .option('--actor <key-id>', 'only changes made with this API key')
+    .option('--actor <key-id>', 'only changes made with this API key, or `berth`: only those Berth made itself')
     .option('--action <action>', 'only this action, e.g. deployment.update')
     .option('--target <id>', 'only changes to this resource id')
     .option('--target-type <type>', 'only changes to this kind of resource, e.g. deployment')

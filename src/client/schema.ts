@@ -1000,6 +1000,21 @@ export interface components {
        */
       listener_id?: string | null;
     };
+    /**
+     * AuditBerthActor
+     * @description Berth itself: the engine (a revision it stopped past its timeout), the webhook deliverer (a subscription it disabled) or build on push (a revision it created for a push).
+     */
+    AuditBerthActor: {
+      /** @enum {string} */
+      type: 'berth';
+      /**
+       * @description No key, client address or request was involved.
+       * @enum {string}
+       */
+      name: 'Berth itself';
+      /** @description Why Berth acted, e.g. "the deploy step ran past its timeout of 600 s (source_config.deploy_timeout_seconds)" or "every delivery failed for 24 h". */
+      reason: string;
+    };
     /** AuditEntry */
     AuditEntry: {
       /** Format: uuid */
@@ -1011,14 +1026,7 @@ export interface components {
        * @description Null for the organization's own changes (workspaces, keys, OAuth providers).
        */
       workspace_id: string | null;
-      actor: {
-        /** @description `berth`: a change Berth made itself. */
-        type: 'api_key' | 'berth';
-        /** Format: uuid */
-        key_id: string | null;
-        key_name: string | null;
-        role: string | null;
-      };
+      actor: components['schemas']['AuditKeyActor'] | components['schemas']['AuditBerthActor'];
       client_address: string | null;
       request_id: string | null;
       /** @description `<target type>.<verb>`, e.g. `deployment.update`. */
@@ -1043,6 +1051,16 @@ export interface components {
       resources: components['schemas']['AuditEntry'][];
       /** @description Pass as `offset` to get the next page. */
       offset: number;
+    };
+    /** AuditKeyActor */
+    AuditKeyActor: {
+      /** @enum {string} */
+      type: 'api_key';
+      /** Format: uuid */
+      key_id: string;
+      key_name: string;
+      /** @description The key's role when it made the change. */
+      role: string;
     };
     /**
      * BuildInputs
@@ -5546,8 +5564,8 @@ export interface operations {
         limit?: number;
         /** @description Pagination offset. */
         offset?: number;
-        /** @description Only changes made with this API key id. */
-        actor?: string;
+        /** @description Only changes made with this API key id, or `berth`: only those Berth made itself. */
+        actor?: string | 'berth';
         /** @description Only this action, e.g. `deployment.create`. */
         action?: string;
         target_type?: string;

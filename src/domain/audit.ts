@@ -1,8 +1,12 @@
 import type { ApiKeyRole, Principal } from './tenancy.js';
 
-/** Who made a change: a key (through the API), or Berth itself (the engine, pollers, webhooks). */
+/**
+ * Who made a change: a key (through the API), or Berth itself (the engine, the webhook
+ * deliverer, build on push), which says why it acted.
+ */
 export type Actor =
-  { type: 'api_key'; keyId: string; keyName: string; role: ApiKeyRole; clientAddress: string | null; requestId: string | null } | { type: 'berth' };
+  | { type: 'api_key'; keyId: string; keyName: string; role: ApiKeyRole; clientAddress: string | null; requestId: string | null }
+  | { type: 'berth'; reason: string };
 
 /** The request a principal arrived with, as the audit log names it. */
 export function actorOf(principal: Principal): Actor {
@@ -27,6 +31,20 @@ export interface AuditChange {
   changedFields?: readonly string[];
   secretNames?: readonly string[];
 }
+
+/**
+ * A change Berth made on its own, recorded in the workspace of what it changed. No key,
+ * address or request is involved; `reason` is Berth's own text, never a stored value.
+ */
+export interface BerthChange {
+  action: string;
+  target: AuditChange['target'];
+  changedFields?: readonly string[];
+  reason: string;
+}
+
+/** How long a reason may be: a sentence, not a log. */
+export const REASON_MAX_LENGTH = 500;
 
 /**
  * The fields a request body sets (top level, those present and not null), sorted: what

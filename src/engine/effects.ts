@@ -46,8 +46,9 @@ export function hop(ctx: WorkContext, revision: RevisionRecord, to: RevisionStat
 
 /**
  * Moves a revision to its next status through the lifecycle, fenced by our lease, with
- * whatever is pending for it, and keeps the in-memory record in step. False: someone else
- * moved it first, or our lease is gone; either way the worker re-reads and decides again.
+ * whatever is pending for it and `alongside` (run in the change's transaction, only if it
+ * goes through), and keeps the in-memory record in step. False: someone else moved it
+ * first, or our lease is gone; either way the worker re-reads and decides again.
  */
 export async function moveRevision(
   ctx: WorkContext,
@@ -55,16 +56,24 @@ export async function moveRevision(
   to: RevisionStatus,
   message: string | null,
   set?: TransitionSet,
+  alongside?: (trx: Executor) => Promise<void>,
 ): Promise<boolean> {
   if (ctx.pending?.revision !== revision) {
     // Nothing waits to be written with it (or it is another revision, one the queue skips or queues).
-    const result = await lifecycleMove(ctx, revision, to, { message, fence: leaseFence(ctx), set, origin: ctx.settings.workerId, listenerId: ctx.listenerId });
+    const result = await lifecycleMove(ctx, revision, to, {
+      message,
+      fence: leaseFence(ctx),
+      set,
+      origin: ctx.settings.workerId,
+      listenerId: ctx.listenerId,
+      alongside,
+    });
     if (result.outcome !== 'ok') return false;
     Object.assign(revision, set ?? {}, { status: to, status_message: message, updated_at: result.at });
     return true;
   }
   hop(ctx, revision, to, message, set);
-  return (await flush(ctx)) !== 'stale';
+  return (await flush(ctx, alongside)) !== 'stale';
 }
 
 /** A log line of the revision: written with its next status change, or within `settings.logFlushMs`. */

@@ -2,6 +2,7 @@ import { stepTimeout } from '../domain/fair-share.js';
 import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { moveRevision } from '../lifecycle/revisions.js';
+import { insertBerthAuditRow } from '../store/repositories/audit.js';
 import { findListenerById } from '../store/repositories/listeners.js';
 import { handedOverRevisions, handoverTimes, revisionsInStatus } from '../store/repositories/revisions.js';
 import type { EngineDeps, EngineSettings } from './context.js';
@@ -32,11 +33,15 @@ export async function failOverdueHandovers(
     const listener = await findListenerById(deps.db, revision.listener_id);
     const lastSeen = listener?.last_seen_at ? `last seen ${listener.last_seen_at}` : 'never seen';
     const fence = { kind: 'listener' as const, listenerId: revision.listener_id };
+    const silence = `listener ${revision.listener_id} did not report DEPLOYED within ${Math.round(timeoutMs / 1000)} s`;
     const result = await moveRevision(deps, revision, 'DEPLOY_FAILED', {
-      message: `Deploy failed: listener ${revision.listener_id} did not report DEPLOYED within ${Math.round(timeoutMs / 1000)} s; ${lastSeen}.`,
+      message: `Deploy failed: ${silence}; ${lastSeen}.`,
       fence,
       origin: settings.workerId,
       alongside: async (trx) => {
+        // Berth gave up on the revision, not a person: its own audit row.
+        const target = { type: 'revision', id: revision.id, name: null };
+        await insertBerthAuditRow(trx, { deploymentId: revision.deployment_id }, { action: 'revision.interrupt', target, reason: silence });
         // As the engine settles: nothing serves and nothing else is in flight.
         if ((await revisionsInStatus(trx, revision.deployment_id, [...IN_PROGRESS_STATUSES])).length === 0) {
           await moveDeployment(deps, revision.deployment_id, 'UNUSED', { fence, requireInactive: true }, trx);

@@ -2,6 +2,7 @@ import type { RevisionStatus } from '../domain/revision-status.js';
 import type { LogType } from '../events/recorder.js';
 import { observeStep } from '../observability/metrics.js';
 import { nowIso } from '../store/database.js';
+import { insertBerthAuditRow } from '../store/repositories/audit.js';
 import type { RevisionRecord } from '../store/repositories/revisions.js';
 import { startStepRun } from '../store/repositories/step-runs.js';
 import { StopSignal, stopReasonOf, type WorkContext } from './context.js';
@@ -69,7 +70,15 @@ export async function runStep<T>(ctx: WorkContext, revision: RevisionRecord, spe
       const seconds = Math.round(spec.timeoutMs / 1000);
       const message = `${title(spec.name)} timed out after ${seconds} s. Check the ${spec.logType} logs for where it stalled; raise the limit with ${spec.timeoutSetting} if it needs longer.`;
       await writeLog(ctx, revision, spec.logType, 'ERROR', message);
-      await moveRevision(ctx, revision, spec.failedStatus, message);
+      // Berth stopped the revision, not a person: its own audit row, written with the move.
+      const interrupted = {
+        action: 'revision.interrupt',
+        target: { type: 'revision', id: revision.id, name: null },
+        reason: `the ${spec.name} step ran past its timeout of ${seconds} s (${spec.timeoutSetting})`,
+      };
+      await moveRevision(ctx, revision, spec.failedStatus, message, undefined, (trx) =>
+        insertBerthAuditRow(trx, { deploymentId: revision.deployment_id }, interrupted),
+      );
       return { ok: false, next: 'again', started: true };
     }
     if (reason) {

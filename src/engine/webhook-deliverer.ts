@@ -9,6 +9,7 @@ import { signatureHeader } from '../outbound/signature.js';
 import type { Encryptor } from '../security/encryption.js';
 import { webhookSecretContext } from '../security/webhook-secrets.js';
 import type { Db } from '../store/database.js';
+import { insertBerthAuditRow } from '../store/repositories/audit.js';
 import * as repo from '../store/repositories/webhooks.js';
 
 export interface DelivererDeps {
@@ -190,6 +191,19 @@ async function attempt(deps: DelivererDeps, settings: DelivererSettings, deliver
         iso(finishedAt),
         `Every delivery failed for ${hours} h (since ${since}); the last one: ${lastError}.`.slice(0, 1000),
       );
+      // Once, by the deliverer that disabled it. The reason leaves out the receiver's answer: the subscription shows that.
+      if (disabled) {
+        await insertBerthAuditRow(
+          trx,
+          { workspaceId: subscription.workspace_id },
+          {
+            action: 'webhook_subscription.disable',
+            target: { type: 'webhook_subscription', id: subscription.id, name: subscription.url },
+            changedFields: ['disabled_at', 'disabled_reason', 'enabled'],
+            reason: `every delivery failed for ${hours} h, since ${since}`,
+          },
+        );
+      }
     }
   });
   if (disabled) deps.logger.warn({ subscription: subscription.id }, 'disabled a webhook subscription whose deliveries failed for the whole retry window');

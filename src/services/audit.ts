@@ -21,7 +21,7 @@ export function createAuditService(db: Db) {
         db,
         { organizationId: scope.organizationId, workspaceId: scope.workspaceId, withOrganization: scope.role === 'admin' },
         {
-          actorKeyId: actor?.toLowerCase(),
+          actor: actor?.toLowerCase(),
           action,
           targetType: target_type,
           targetId: target_id,
@@ -43,7 +43,7 @@ function entryView(row: AuditRecord): AuditEntryView {
     id: row.id,
     created_at: row.created_at,
     workspace_id: row.workspace_id,
-    actor: { type: row.actor_type, key_id: row.actor_key_id, key_name: row.actor_key_name, role: row.actor_role },
+    actor: actorView(row),
     client_address: row.client_address,
     request_id: row.request_id,
     action: row.action,
@@ -52,6 +52,11 @@ function entryView(row: AuditRecord): AuditEntryView {
     changed_fields: row.changed_fields,
     secret_names: row.secret_names,
   };
+}
+
+function actorView(row: AuditRecord): AuditEntryView['actor'] {
+  if (row.actor_type === 'berth') return { type: 'berth', name: 'Berth itself', reason: row.actor_reason ?? '' };
+  return { type: 'api_key', key_id: row.actor_key_id ?? '', key_name: row.actor_key_name ?? '', role: row.actor_role ?? '' };
 }
 
 /**

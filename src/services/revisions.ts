@@ -7,6 +7,7 @@ import { announce, recordLog, recordPushIgnored } from '../events/recorder.js';
 import { pushIgnoredMessage } from '../domain/pins.js';
 import { moveRevision } from '../lifecycle/revisions.js';
 import { type Executor, nowIso } from '../store/database.js';
+import { insertBerthAuditRow } from '../store/repositories/audit.js';
 import * as deployments from '../store/repositories/deployments.js';
 import * as revisions from '../store/repositories/revisions.js';
 import type { CreateRevisionInput, DeploymentView, RevisionView } from '../contract/deployments.js';
@@ -124,6 +125,9 @@ export function createRevisionService({ db, records, bus, revisionsKept, uploads
         const plan = { ...planned, config: { ...planned.config, repo_commit_sha: commit } };
         const revision = await appendRevision(trx, records, row, plan, { now, keep: revisionsKept });
         await recordLog(trx, { deploymentId: row.id, revisionId: revision.id, logType: 'build', level: 'INFO', message: `Build on push: ${reason}.` });
+        // No key asked for it: Berth made it, for the push.
+        const target = { type: 'revision', id: revision.id, name: row.name };
+        await insertBerthAuditRow(trx, { workspaceId: row.workspace_id }, { action: 'revision.create', target, reason: `build on push: ${reason}` });
         return revision.id;
       });
       if (created) wakeEngine(deployment.id);

@@ -22,6 +22,8 @@ export interface Database {
     actor_key_id: string | null;
     actor_key_name: string | null;
     actor_role: string | null;
+    /** Why Berth acted, on rows of changes it made itself; null on a key's. */
+    actor_reason: string | null;
     client_address: string | null;
     request_id: string | null;
     action: string;

@@ -157,6 +157,13 @@ describeEachDatabase('revision engine', (kind) => {
       runtime.open();
       await revisionStatus(api, id, next.latest_revision_id, ['DEPLOYED']);
       assert.equal((await api('GET', `/v2/deployments/${id}/revisions/${first}`)).body.status, 'INTERRUPTED');
+      // The key interrupted it, not Berth: one row, the key's; interrupting it again changes nothing and adds none.
+      assert.equal((await api('POST', `/v2/deployments/${id}/revisions/${first}/interruption`)).status, 200);
+      const rows = (await api('GET', `/v1/audit-log?target_id=${first}`)).body.resources;
+      assert.deepEqual(
+        rows.map((row: { action: string; actor: { type: string } }) => [row.action, row.actor.type]),
+        [['revision.interrupt', 'api_key']],
+      );
     } finally {
       runtime.open();
     }
@@ -168,6 +175,19 @@ describeEachDatabase('revision engine', (kind) => {
       const created = await api('POST', '/v2/deployments', { body: imageDeployment('engine-timeout', { deploy_timeout_seconds: 1 }) });
       const revision = await revisionStatus(api, created.body.id, created.body.latest_revision_id, ['DEPLOY_FAILED']);
       assert.match(revision.status_message, /Deploy timed out after 1 s.*source_config\.deploy_timeout_seconds/);
+      // Berth stopped it: one row in the audit log, Berth's own, saying why.
+      const rows = (await api('GET', `/v1/audit-log?target_id=${revision.id}`)).body.resources;
+      assert.equal(rows.length, 1, JSON.stringify(rows));
+      assert.equal(rows[0].action, 'revision.interrupt');
+      assert.deepEqual({ ...rows[0].actor, reason: undefined }, { type: 'berth', name: 'Berth itself', reason: undefined });
+      assert.match(rows[0].actor.reason, /the deploy step ran past its timeout of 1 s \(source_config\.deploy_timeout_seconds\)/);
+      assert.equal(rows[0].workspace_id, server.workspaceId);
+      assert.deepEqual([rows[0].client_address, rows[0].request_id], [null, null]);
+      const berths = (await api('GET', `/v1/audit-log?actor=berth&target_id=${revision.id}`)).body.resources;
+      assert.deepEqual(
+        berths.map((row: { id: string }) => row.id),
+        [rows[0].id],
+      );
     } finally {
       runtime.open();
     }

@@ -393,5 +393,11 @@ describeOnEachDatabase('listener protocol', (ctx) => {
     // A late report is fenced.
     const late = await s.agent('POST', `${P}/reports`, { body: { revisions: [{ deployment_id: deploymentId, revision_id: revisionId, status: 'DEPLOYED' }] } });
     assert.deepEqual(late.body.revisions, [{ revision_id: revisionId, outcome: 'fenced' }]);
+    // Berth gave up on it: one row of its own, in the deployment's workspace; the fenced report adds none.
+    const audit = await ctx().api('GET', `/v1/audit-log?target_id=${revisionId}`, { tenant: s.workspaceId });
+    assert.deepEqual(
+      audit.body.resources.map((row: { action: string; actor: { type: string; reason: string } }) => [row.action, row.actor.type, row.actor.reason]),
+      [['revision.interrupt', 'berth', `listener ${s.listenerId} did not report DEPLOYED within 1 s`]],
+    );
   });
 });

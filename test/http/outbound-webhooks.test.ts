@@ -177,6 +177,19 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.ok(disabled.failing_since);
       const [given] = await deliveriesOf(failing.id);
       assert.equal(given.state, 'failed');
+      // Berth disabled it: one row of its own, however many passes follow.
+      server.berth.bus.publish({ topic: 'webhooks', deploymentId: '' });
+      const audit = (await api()('GET', `/v1/audit-log?target_id=${failing.id}`)).body.resources;
+      assert.deepEqual(
+        audit.map((row: { action: string; actor: { type: string } }) => [row.action, row.actor.type]),
+        [
+          ['webhook_subscription.disable', 'berth'],
+          ['webhook_subscription.create', 'api_key'],
+        ],
+      );
+      assert.match(audit[0].actor.reason, /^every delivery failed for 24 h, since /);
+      assert.deepEqual(audit[0].changed_fields, ['disabled_at', 'disabled_reason', 'enabled']);
+      assert.ok(!audit[0].actor.reason.includes('x'.repeat(20)), "the receiver's answer stays out of the audit log");
       const refused = await api()('POST', `${ROOT}/${failing.id}/deliveries/${given.id}/redeliver`);
       assert.equal(refused.status, 422, refused.text);
       for (const id of [redirected.id, failing.id]) await api()('DELETE', `${ROOT}/${id}`);

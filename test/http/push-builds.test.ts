@@ -102,6 +102,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
 
       const body = payload('refs/heads/main');
       const delivery = randomUUID();
+      const startedAt = new Date().toISOString();
       const first = await send(body, signed(body, 'push', delivery));
       const firstText = await first.clone().text();
       assert.equal(first.status, 200, firstText);
@@ -132,6 +133,13 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       const unknown = await fetch(`${server.url}/v1/integrations/codehost/${randomUUID()}/webhook`, { method: 'POST', headers: signed(body), body });
       assert.equal(unknown.status, 404);
       assert.equal(await revisionCount(tracking), 2);
+      // Berth made the revision, for the push: one row of its own; the refused, repeated and ignored deliveries add none.
+      const audit = (await api('GET', `/v1/audit-log?actor=berth&since=${encodeURIComponent(startedAt)}&limit=100`)).body.resources;
+      assert.deepEqual(
+        audit.map((row: { action: string; target: { id: string; name: string } }) => [row.action, row.target.id]),
+        [['revision.create', outcome.revision_ids[0]]],
+      );
+      assert.match(audit[0].actor.reason, new RegExp(`^build on push: push of ${repo.commits.head.slice(0, 12)} to main$`));
     });
 
     test('the git poller builds on a new commit to the tracked branch, and only then', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AuditChange } from '../../domain/audit.js';
+import { type AuditChange, type BerthChange, REASON_MAX_LENGTH } from '../../domain/audit.js';
 import { type Executor, nowIso } from '../database.js';
 import type { Database } from '../schema.js';
 
@@ -20,6 +20,7 @@ export async function insertAuditRow(db: Executor, change: AuditChange): Promise
       actor_key_id: actor.type === 'api_key' ? actor.keyId : null,
       actor_key_name: actor.type === 'api_key' ? actor.keyName : null,
       actor_role: actor.type === 'api_key' ? actor.role : null,
+      actor_reason: actor.type === 'berth' ? actor.reason.slice(0, REASON_MAX_LENGTH) : null,
       client_address: actor.type === 'api_key' ? actor.clientAddress : null,
       request_id: actor.type === 'api_key' ? actor.requestId : null,
       action: change.action,
@@ -33,8 +34,56 @@ export async function insertAuditRow(db: Executor, change: AuditChange): Promise
     .execute();
 }
 
+/**
+ * Records a change Berth made on its own, with the executor of the change's transaction, in
+ * the workspace of the deployment (or workspace) it changed: one INSERT … SELECT that finds
+ * the organization itself, so the engine need not read it first.
+ */
+export async function insertBerthAuditRow(db: Executor, where: { deploymentId: string } | { workspaceId: string }, change: BerthChange): Promise<void> {
+  await db
+    .insertInto('audit_log')
+    .columns([
+      'id',
+      'organization_id',
+      'workspace_id',
+      'created_at',
+      'actor_type',
+      'actor_reason',
+      'action',
+      'target_type',
+      'target_id',
+      'target_name',
+      'outcome',
+      'changed_fields',
+      'secret_names',
+    ])
+    .expression((eb) => {
+      const from =
+        'deploymentId' in where
+          ? eb.selectFrom('deployments').innerJoin('workspaces', 'workspaces.id', 'deployments.workspace_id').where('deployments.id', '=', where.deploymentId)
+          : eb.selectFrom('workspaces').where('workspaces.id', '=', where.workspaceId);
+      return from.select([
+        eb.val(randomUUID()).as('id'),
+        'workspaces.organization_id',
+        'workspaces.id as workspace_id',
+        eb.val(nowIso()).as('created_at'),
+        eb.val('berth').as('actor_type'),
+        eb.val(change.reason.slice(0, REASON_MAX_LENGTH)).as('actor_reason'),
+        eb.val(change.action).as('action'),
+        eb.val(change.target.type).as('target_type'),
+        eb.val(change.target.id).as('target_id'),
+        eb.val(change.target.name).as('target_name'),
+        eb.val('success').as('outcome'),
+        eb.val(JSON.stringify([...(change.changedFields ?? [])])).as('changed_fields'),
+        eb.val('[]').as('secret_names'),
+      ]);
+    })
+    .execute();
+}
+
 export interface AuditFilters {
-  actorKeyId?: string;
+  /** A key's id, or `berth` for the changes Berth made itself. */
+  actor?: string;
   action?: string;
   targetType?: string;
   targetId?: string;
@@ -59,7 +108,8 @@ export async function listAuditRows(
     .where((eb) =>
       scope.withOrganization ? eb.or([eb('workspace_id', '=', scope.workspaceId), eb('workspace_id', 'is', null)]) : eb('workspace_id', '=', scope.workspaceId),
     );
-  if (filters.actorKeyId) query = query.where('actor_key_id', '=', filters.actorKeyId);
+  if (filters.actor === 'berth') query = query.where('actor_type', '=', 'berth');
+  else if (filters.actor) query = query.where('actor_key_id', '=', filters.actor);
   if (filters.action) query = query.where('action', '=', filters.action);
   if (filters.targetType) query = query.where('target_type', '=', filters.targetType);
   if (filters.targetId) query = query.where('target_id', '=', filters.targetId);

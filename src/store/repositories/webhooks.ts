@@ -1,4 +1,4 @@
-import type { Executor } from '../database.js';
+import type { Db, Executor } from '../database.js';
 import type { Database } from '../schema.js';
 
 type SubscriptionRow = Database['webhook_subscriptions'];
@@ -218,6 +218,20 @@ export async function listDeliveries(db: Executor, subscriptionId: string, page:
 
 export async function findDelivery(db: Executor, subscriptionId: string, id: string): Promise<DeliveryRow | undefined> {
   return db.selectFrom('webhook_deliveries').selectAll().where('subscription_id', '=', subscriptionId).where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Retention: removes the deliveries made before `before` that are done with (delivered or
+ * failed; a pending one is still being tried), their attempts first, in one transaction.
+ * Answers how many deliveries went.
+ */
+export async function deleteWebhookDeliveriesBefore(db: Db, before: string): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const finished = trx.selectFrom('webhook_deliveries').select('id').where('created_at', '<', before).where('state', '!=', 'pending');
+    await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', finished).execute();
+    const result = await trx.deleteFrom('webhook_deliveries').where('created_at', '<', before).where('state', '!=', 'pending').executeTakeFirst();
+    return Number(result.numDeletedRows);
+  });
 }
 
 export async function attemptsOf(db: Executor, deliveryIds: readonly string[]): Promise<AttemptRow[]> {
