@@ -9,6 +9,7 @@ import type { Db } from '../store/database.js';
 import { findDeploymentById } from '../store/repositories/deployments.js';
 import * as notices from '../store/repositories/github-notices.js';
 import { findIntegrationById } from '../store/repositories/integrations.js';
+import { leaseOutboxRow, nextOutboxDueAt } from '../store/repositories/outbox.js';
 import { findRevisionById } from '../store/repositories/revisions.js';
 import { startOutboxLoop } from './outbox-loop.js';
 
@@ -58,7 +59,7 @@ export function startGitHubNotifier(deps: NotifierDeps, overrides: Partial<Notif
   const apps = new Map<string, { updatedAt: string; app: GitHubAppProvider }>();
   return startOutboxLoop({
     pass: () => notifyPass(deps, settings, apps),
-    nextDueAt: () => notices.nextGitHubNoticeDueAt(deps.db),
+    nextDueAt: () => nextOutboxDueAt(deps.db, 'github_notices'),
     bus: deps.bus,
     logger: deps.logger,
     what: 'notifying GitHub',
@@ -90,7 +91,7 @@ async function notifyPass(deps: NotifierDeps, settings: NotifierSettings, apps: 
 async function send(deps: NotifierDeps, settings: NotifierSettings, apps: Apps, notice: notices.NoticeRow): Promise<boolean> {
   const { db, logger } = deps;
   const startedAt = settings.now();
-  if (!(await notices.leaseGitHubNotice(db, notice.id, iso(startedAt), iso(startedAt + settings.leaseMs)))) return false;
+  if (!(await leaseOutboxRow(db, 'github_notices', notice.id, iso(startedAt), iso(startedAt + settings.leaseMs)))) return false;
   const target = await targetOf(deps, apps, notice);
   if (typeof target === 'string') {
     logger.debug({ notice: notice.id, revision: notice.revision_id, why: target }, 'a GitHub notice was dropped');

@@ -10,6 +10,7 @@ import type { Encryptor } from '../security/encryption.js';
 import { webhookSecretContext } from '../security/webhook-secrets.js';
 import type { Db } from '../store/database.js';
 import { insertBerthAuditRow } from '../store/repositories/audit.js';
+import { leaseOutboxRow, nextOutboxDueAt } from '../store/repositories/outbox.js';
 import * as repo from '../store/repositories/webhooks.js';
 
 export interface DelivererDeps {
@@ -64,7 +65,7 @@ export function startWebhookDeliverer(deps: DelivererDeps, overrides: Partial<De
   const settings = { ...DEFAULT_DELIVERER_SETTINGS, ...overrides };
   return startOutboxLoop({
     pass: () => deliverPass(deps, settings),
-    nextDueAt: () => repo.nextDueAt(deps.db),
+    nextDueAt: () => nextOutboxDueAt(deps.db, 'webhook_deliveries'),
     bus: deps.bus,
     logger: deps.logger,
     what: 'delivering webhooks',
@@ -133,7 +134,7 @@ async function fanOut(deps: DelivererDeps, settings: DelivererSettings): Promise
 async function attempt(deps: DelivererDeps, settings: DelivererSettings, delivery: repo.DeliveryRow): Promise<void> {
   const { db } = deps;
   const startedAt = settings.now();
-  if (!(await repo.leaseDelivery(db, delivery.id, iso(startedAt), iso(startedAt + settings.leaseMs)))) return;
+  if (!(await leaseOutboxRow(db, 'webhook_deliveries', delivery.id, iso(startedAt), iso(startedAt + settings.leaseMs)))) return;
   const subscription = await repo.findSubscriptionById(db, delivery.subscription_id);
   // Deleted or disabled meanwhile: the delete took the delivery with it, the disabling failed it.
   if (!subscription || subscription.disabled_at) return;

@@ -7,7 +7,7 @@ import { announce, announceListener, announceWebhooks, type LogLine, recordEvent
 import { bumpGenerationOfDeployment } from '../store/repositories/listeners.js';
 import { type Db, type Executor, nowIso } from '../store/database.js';
 import { insertGitHubNotices } from '../store/repositories/github-notices.js';
-import { insertDeploymentWebhookEvent } from '../store/repositories/webhooks.js';
+import { insertWebhookEvent } from '../store/repositories/webhooks.js';
 import { compareAndSetRevisionStatus, currentRevisionStatus, type RevisionFence, type TransitionSet } from '../store/repositories/revisions.js';
 
 export interface LifecycleDeps {
@@ -89,17 +89,20 @@ export async function moveRevision(
     const statuses = [...via, { status: to, message: move.message, at }];
     await recordEvents(trx, revision.deployment_id, revision.id, move.logs ?? [], statuses);
     await move.alongside?.(trx, at);
-    // The outbox row commits with the change or not at all (docs/webhooks.md).
-    outboxed = await insertDeploymentWebhookEvent(trx, revision.deployment_id, {
-      id: randomUUID(),
-      type: 'revision.status_changed',
-      occurredAt: at,
-      payload: {
-        revision: { id: revision.id, deployment_id: revision.deployment_id, status: to, status_message: move.message, updated_at: at },
-        previous_status: revision.status,
-        passed_through: via.map((step) => step.status),
-      },
-    });
+    // The outbox row commits with the change or not at all (docs/webhooks.md); where nobody
+    // listens (as the compare-and-set answered), there is no statement to send.
+    if (changed.webhookWorkspaceId !== null) {
+      outboxed = await insertWebhookEvent(trx, changed.webhookWorkspaceId, {
+        id: randomUUID(),
+        type: 'revision.status_changed',
+        occurredAt: at,
+        payload: {
+          revision: { id: revision.id, deployment_id: revision.deployment_id, status: to, status_message: move.message, updated_at: at },
+          previous_status: revision.status,
+          passed_through: via.map((step) => step.status),
+        },
+      });
+    }
     // So is what GitHub is told of it (commit status, GitHub deployment), for a deployment on a `github` integration.
     // A revision known not to come from a code host (an image, an upload) costs no statement.
     const fromCodehost = revision.source === undefined || canonicalSource(revision.source) === 'codehost';

@@ -15,6 +15,7 @@ import { insertDeployment } from '../../src/store/repositories/deployments.js';
 import { claimCandidates, takeFairLease } from '../../src/store/repositories/leases.js';
 import { insertRevision } from '../../src/store/repositories/revisions.js';
 import { insertSecretSet } from '../../src/store/repositories/secret-sets.js';
+import { insertSubscription } from '../../src/store/repositories/webhooks.js';
 import type { UploadStore } from '../../src/build/uploads.js';
 import { openTestDatabase, describeEachDatabase } from '../support/database.js';
 import { FakeBuildDriver } from '../support/drivers/fake-build.js';
@@ -25,11 +26,11 @@ import { deploymentRow } from '../support/rows.js';
 
 /**
  * Statements the engine may send for one image revision, from its claim to its lease's
- * release. The claim is two of them: the workspace's turn (fair slots) and the lease. Each
- * of the revision's two status moves also sends its webhook outbox insert (docs/webhooks.md),
- * which writes no row in a workspace without subscriptions but is one statement all the same.
+ * release. The claim is two of them: the workspace's turn (fair slots) and the lease. In a
+ * workspace without webhook subscriptions the status moves send no outbox insert: their
+ * compare-and-set says nobody listens (docs/webhooks.md).
  */
-const BUDGET = 15;
+const BUDGET = 13;
 
 const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|start transaction)\b/i;
 
@@ -139,6 +140,38 @@ describeEachDatabase('engine statements per revision', (kind) => {
     const transactions = statements.filter((text) => /^\s*(begin|start transaction)\b/i.test(text)).length;
     t.diagnostic(`${work.length} statements in ${transactions} transactions`);
     assert.ok(work.length <= BUDGET, `${work.length} statements in ${transactions} transactions (budget ${BUDGET}):\n${work.join('\n')}`);
+    assert.ok(!work.some((text) => /insert into "webhook_events"/i.test(text)), 'no outbox insert where nobody listens');
+  });
+
+  test('where a subscription listens, each status move writes its outbox row, one insert each', async () => {
+    const subscriptionId = randomUUID();
+    await insertSubscription(db, {
+      id: subscriptionId,
+      workspace_id: workspaceId,
+      url: 'https://receiver.example/hook',
+      events: ['revision.status_changed'],
+      secret_encrypted: 'sealed',
+      description: null,
+      created_at: new Date().toISOString(),
+      failing_since: null,
+      disabled_at: null,
+      disabled_reason: null,
+    });
+    try {
+      const { revisionId } = await imageRevision();
+      const statements = await engineOnce(runtime, 60_000);
+      const inserts = statements.filter((text) => /insert into "webhook_events"/i.test(text));
+      const events = await db.selectFrom('webhook_events').select(['type', 'payload']).where('workspace_id', '=', workspaceId).execute();
+      const statuses = events
+        .map((event) => JSON.parse(event.payload) as { revision: { id: string; status: string } })
+        .filter((payload) => payload.revision.id === revisionId)
+        .map((payload) => payload.revision.status);
+      assert.deepEqual(statuses.sort(), ['DEPLOYED', 'DEPLOYING']);
+      assert.equal(inserts.length, 2);
+    } finally {
+      await db.deleteFrom('webhook_subscriptions').where('id', '=', subscriptionId).execute();
+      await db.deleteFrom('webhook_events').where('workspace_id', '=', workspaceId).execute();
+    }
   });
 
   test("a step's log lines are visible while it runs, not only when it ends", async () => {

@@ -63,27 +63,6 @@ export async function dueGitHubNotices(db: Executor, now: string, limit: number)
   return due;
 }
 
-export async function nextGitHubNoticeDueAt(db: Executor): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('github_notices')
-    .select((eb) => eb.fn.min('next_attempt_at').as('next'))
-    .where('state', '=', 'pending')
-    .executeTakeFirst();
-  return row?.next ?? undefined;
-}
-
-/** Holds a notice while it is sent, so two senders never send it at once; false when taken. */
-export async function leaseGitHubNotice(db: Executor, id: string, now: string, until: string): Promise<boolean> {
-  const result = await db
-    .updateTable('github_notices')
-    .set({ leased_until: until })
-    .where('id', '=', id)
-    .where('state', '=', 'pending')
-    .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<', now)]))
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
-}
-
 export async function updateGitHubNotice(
   db: Executor,
   id: string,

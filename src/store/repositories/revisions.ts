@@ -201,7 +201,10 @@ export type RevisionFence =
 /**
  * Compare-and-set of a revision's status under a fence: a worker whose lease was taken
  * over, or a listener the deployment is not placed on, can change nothing. Only the
- * lifecycle module calls it. False means nothing changed.
+ * lifecycle module calls it. Undefined means nothing changed; otherwise `webhookWorkspaceId`
+ * is the deployment's workspace when it has an enabled webhook subscription, else null:
+ * read by the same statement, so a change in a workspace nobody listens to sends no
+ * outbox insert at all.
  */
 export async function compareAndSetRevisionStatus(
   db: Executor,
@@ -215,7 +218,7 @@ export async function compareAndSetRevisionStatus(
     fence: RevisionFence;
     set?: TransitionSet;
   },
-): Promise<boolean> {
+): Promise<{ webhookWorkspaceId: string | null } | undefined> {
   const { source_revision_config, build, ...plain } = change.set ?? {};
   const values: RevisionChanges = {
     ...plain,
@@ -227,7 +230,7 @@ export async function compareAndSetRevisionStatus(
   };
   const fence = change.fence;
   const where = [change.revisionId, change.deploymentId, change.from] as const;
-  const updated =
+  const [updated] =
     fence.kind === 'lease'
       ? await setStatusUnderLease(db, values, ...where, fence.worker)
       : fence.kind === 'listener'
@@ -235,7 +238,7 @@ export async function compareAndSetRevisionStatus(
         : fence.kind === 'unleased'
           ? await setStatusUnleased(db, values, ...where, fence.now)
           : await setStatus(db, values, ...where);
-  return updated.length > 0;
+  return updated && { webhookWorkspaceId: updated.webhook_workspace_id ?? null };
 }
 
 type RevisionChanges = ColumnChanges<'revisions'>;
@@ -244,28 +247,50 @@ function updateStatus(db: Executor, values: RevisionChanges, revisionId: string,
   return db.updateTable('revisions').set(values).where('id', '=', revisionId).where('deployment_id', '=', deploymentId).where('status', '=', from);
 }
 
+/** What a status change answers: its revision, and the workspace when someone there listens for webhooks. */
+function returningListeners(query: ReturnType<typeof updateStatus>, deploymentId: string) {
+  return query.returning((eb) => [
+    'id',
+    eb
+      .selectFrom('webhook_subscriptions')
+      .innerJoin('deployments', 'deployments.workspace_id', 'webhook_subscriptions.workspace_id')
+      .select('webhook_subscriptions.workspace_id')
+      .where('deployments.id', '=', deploymentId)
+      .where('webhook_subscriptions.disabled_at', 'is', null)
+      .limit(1)
+      .as('webhook_workspace_id'),
+  ]);
+}
+
 const setStatus = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus) =>
-  updateStatus(db, values, revisionId, deploymentId, from).returning('id'),
+  returningListeners(updateStatus(db, values, revisionId, deploymentId, from), deploymentId),
 );
 
 const setStatusUnderLease = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus, worker: string) =>
-  updateStatus(db, values, revisionId, deploymentId, from)
-    .where(({ exists, selectFrom }) => exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('lease_owner', '=', worker)))
-    .returning('id'),
+  returningListeners(
+    updateStatus(db, values, revisionId, deploymentId, from).where(({ exists, selectFrom }) =>
+      exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('lease_owner', '=', worker)),
+    ),
+    deploymentId,
+  ),
 );
 
 const setStatusOnListener = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus, listenerId: string) =>
-  updateStatus(db, values, revisionId, deploymentId, from)
-    .where(({ exists, selectFrom }) => exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('listener_id', '=', listenerId)))
-    .returning('id'),
+  returningListeners(
+    updateStatus(db, values, revisionId, deploymentId, from).where(({ exists, selectFrom }) =>
+      exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('listener_id', '=', listenerId)),
+    ),
+    deploymentId,
+  ),
 );
 
 const setStatusUnleased = preparedQuery((db, values: RevisionChanges, revisionId: string, deploymentId: string, from: RevisionStatus, now: string) =>
-  updateStatus(db, values, revisionId, deploymentId, from)
-    .where(({ not, exists, selectFrom }) =>
+  returningListeners(
+    updateStatus(db, values, revisionId, deploymentId, from).where(({ not, exists, selectFrom }) =>
       not(exists(selectFrom('deployments').select('id').where('id', '=', deploymentId).where('lease_expires_at', '>=', now))),
-    )
-    .returning('id'),
+    ),
+    deploymentId,
+  ),
 );
 
 /** The status a revision has now, read inside a transaction to tell a lost race from a fence. */

@@ -110,36 +110,6 @@ export async function insertWebhookEvent(db: Executor, workspaceId: string, even
   return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
 }
 
-/** As insertWebhookEvent, for an event of a deployment: its workspace is looked up in the same statement. */
-export async function insertDeploymentWebhookEvent(db: Executor, deploymentId: string, event: NewWebhookEvent): Promise<boolean> {
-  const result = await db
-    .insertInto('webhook_events')
-    .columns(['id', 'workspace_id', 'type', 'payload', 'occurred_at'])
-    .expression((eb) =>
-      eb
-        .selectFrom('deployments')
-        .select([
-          eb.val(event.id).as('id'),
-          'deployments.workspace_id',
-          eb.val(event.type).as('type'),
-          eb.val(JSON.stringify(event.payload)).as('payload'),
-          eb.val(event.occurredAt).as('occurred_at'),
-        ])
-        .where('deployments.id', '=', deploymentId)
-        .where((inner) =>
-          inner.exists(
-            inner
-              .selectFrom('webhook_subscriptions')
-              .select('webhook_subscriptions.id')
-              .whereRef('webhook_subscriptions.workspace_id', '=', 'deployments.workspace_id')
-              .where('webhook_subscriptions.disabled_at', 'is', null),
-          ),
-        ),
-    )
-    .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
-}
-
 export async function eventsToFanOut(db: Executor, limit: number): Promise<WebhookEventRow[]> {
   return db.selectFrom('webhook_events').selectAll().orderBy('occurred_at').limit(limit).execute();
 }
@@ -168,28 +138,6 @@ export async function dueDeliveries(db: Executor, now: string, limit: number): P
     .orderBy('next_attempt_at')
     .limit(limit)
     .execute();
-}
-
-/** The earliest time a pending delivery is due, for the deliverer's next wake-up. */
-export async function nextDueAt(db: Executor): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('webhook_deliveries')
-    .select((eb) => eb.fn.min('next_attempt_at').as('next'))
-    .where('state', '=', 'pending')
-    .executeTakeFirst();
-  return row?.next ?? undefined;
-}
-
-/** Holds a delivery while it is tried, so two deliverers never send it at once; false when taken. */
-export async function leaseDelivery(db: Executor, id: string, now: string, until: string): Promise<boolean> {
-  const result = await db
-    .updateTable('webhook_deliveries')
-    .set({ leased_until: until })
-    .where('id', '=', id)
-    .where('state', '=', 'pending')
-    .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<', now)]))
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
 }
 
 export async function insertAttempt(db: Executor, attempt: AttemptRow): Promise<void> {
