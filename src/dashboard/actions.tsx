@@ -21,8 +21,7 @@ export function Actions({
   onDeleted(): void;
 }) {
   const { session, client } = useWorkplace();
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, call } = useCall();
   const dialog = useRef<HTMLDialogElement>(null);
   const [typed, setTyped] = useState('');
   const image = ((deployment.source_revision_config ?? {}) as { image_uri?: string | null }).image_uri ?? '';
@@ -37,18 +36,7 @@ export function Actions({
   };
   if (!can.create && !can.redeploy && !can.interrupt && !can.delete) return null;
 
-  async function run(action: () => Promise<unknown>, then: () => void = onChanged) {
-    setBusy(true);
-    setError(null);
-    try {
-      await action();
-      then();
-    } catch (caught) {
-      setError(describeError(caught));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const run = (action: () => Promise<unknown>, then: () => void = onChanged) => call(action, then);
 
   return (
     <div class="actions" data-testid="actions">
@@ -121,6 +109,28 @@ export function Actions({
       )}
     </div>
   );
+}
+
+/**
+ * A request a button sends: `busy` while it runs (the button is disabled, so it is not sent
+ * twice), its error kept until the next try, and `then` once it succeeded.
+ */
+export function useCall() {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  async function call(action: () => Promise<unknown>, then: () => void): Promise<void> {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+      then();
+    } catch (caught) {
+      setError(describeError(caught));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { busy, error, call };
 }
 
 /** Redeploying the revision that serves restarts it; redeploying an earlier one that served is a rollback. */

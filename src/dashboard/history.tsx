@@ -36,6 +36,22 @@ export function diffRevisions(older: Revision, newer: Revision): Row[] {
   return rows;
 }
 
+/** One side of the comparison: a revision picked by its number. */
+function RevisionChoice({ label, revisions, chosen, onChoose }: { label: string; revisions: Revision[]; chosen: Revision; onChoose(id: string): void }) {
+  return (
+    <label>
+      {label}{' '}
+      <select value={chosen.id} onChange={(event) => onChoose(event.currentTarget.value)}>
+        {revisions.map((revision) => (
+          <option key={revision.id} value={revision.id}>
+            #{revision.revision_number}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 /** A deployment's revisions, two of them chosen (`?from=&to=` in the URL) and compared. */
 export function HistoryPage() {
   const { client, link, signedOut } = useWorkplace();
@@ -115,26 +131,8 @@ export function HistoryPage() {
         <>
           <h2>Compare</h2>
           <div class="compare">
-            <label>
-              From{' '}
-              <select value={from.id} onChange={(event) => choose('from', event.currentTarget.value)}>
-                {revisions.map((revision) => (
-                  <option key={revision.id} value={revision.id}>
-                    #{revision.revision_number}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              To{' '}
-              <select value={to.id} onChange={(event) => choose('to', event.currentTarget.value)}>
-                {revisions.map((revision) => (
-                  <option key={revision.id} value={revision.id}>
-                    #{revision.revision_number}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <RevisionChoice label="From" revisions={revisions} chosen={from} onChoose={(id) => choose('from', id)} />
+            <RevisionChoice label="To" revisions={revisions} chosen={to} onChoose={(id) => choose('to', id)} />
           </div>
           <table class="diff" data-testid="diff">
             <caption>

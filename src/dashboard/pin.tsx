@@ -1,9 +1,9 @@
-import { useState } from 'preact/hooks';
 import type { Deployment, Revision } from '../client/index.js';
 import { useWorkplace } from './context.js';
 import type { IgnoredPushEvent } from './events.js';
 import { formatTime, shortId } from './format.js';
-import { describeError, may } from './session.js';
+import { useCall } from './actions.js';
+import { may } from './session.js';
 
 /**
  * A rollback's pin: since when and to which revision the deployment holds, Unpin when the
@@ -21,24 +21,10 @@ export function PinPanel({
   onChanged(): void;
 }) {
   const { session, client } = useWorkplace();
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, call } = useCall();
   if (!deployment.pinned_revision_id && ignoredPushes.length === 0) return null;
   const pinned = revisions.find((revision) => revision.id === deployment.pinned_revision_id);
   const canUnpin = may(session, 'POST /v2/deployments/{deployment_id}/unpin', deployment.id);
-
-  async function unpin() {
-    setBusy(true);
-    setError(null);
-    try {
-      await client.deployments.unpin(deployment.id);
-      onChanged();
-    } catch (caught) {
-      setError(describeError(caught));
-    } finally {
-      setBusy(false);
-    }
-  }
 
   return (
     <div class="pin" data-testid="pin">
@@ -51,7 +37,7 @@ export function PinPanel({
             unpinned.
           </p>
           {canUnpin && (
-            <button type="button" disabled={busy} onClick={() => void unpin()}>
+            <button type="button" disabled={busy} onClick={() => void call(() => client.deployments.unpin(deployment.id), onChanged)}>
               Unpin
             </button>
           )}
