@@ -643,7 +643,7 @@ export interface paths {
     };
     /**
      * List the audit log
-     * @description One entry per change in the workspace, newest first (with admin keys, also the organization's own: workspaces, keys, OAuth providers). Filters combine; `offset` in the answer is where the next page starts. Kept BERTH_AUDIT_RETENTION_DAYS days.
+     * @description One entry per change in the workspace, newest first (with admin keys, also the organization's own: workspaces, keys, OAuth providers), made with a key or by Berth itself (actor type `berth`, with its reason). Filters combine; `offset` in the answer is where the next page starts. Kept BERTH_AUDIT_RETENTION_DAYS days.
      */
     get: operations['listAuditLog'];
     put?: never;

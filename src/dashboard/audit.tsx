@@ -95,7 +95,15 @@ export function AuditPage() {
             {entries.map((entry) => (
               <tr key={entry.id}>
                 <td>{formatTime(entry.created_at)}</td>
-                <td>{entry.actor.type === 'berth' ? 'Berth' : `${entry.actor.key_name ?? entry.actor.key_id} (${entry.actor.role ?? '?'})`}</td>
+                <td>
+                  {entry.actor.type === 'berth' ? (
+                    <>
+                      Berth itself <small>({entry.actor.reason})</small>
+                    </>
+                  ) : (
+                    `${entry.actor.key_name} (${entry.actor.role})`
+                  )}
+                </td>
                 <td>
                   <code>{entry.action}</code>
                 </td>

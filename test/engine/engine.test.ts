@@ -188,6 +188,12 @@ describeEachDatabase('revision engine', (kind) => {
         berths.map((row: { id: string }) => row.id),
         [rows[0].id],
       );
+      // Hostile: a reader of another workspace sees none of this workspace's Berth rows.
+      const other = (await api('POST', '/v1/workspaces', { body: { name: `engine-other-${Date.now()}` } })).body;
+      const reader = (await api('POST', '/v1/api-keys', { body: { name: 'other-reader', role: 'read_only', workspace_id: other.id } })).body;
+      const seen = await client(server.url, { key: reader.key })('GET', '/v1/audit-log?actor=berth&limit=100');
+      assert.equal(seen.status, 200, seen.text);
+      assert.ok(!seen.text.includes(revision.id), "another workspace's reader saw a Berth row of this one");
     } finally {
       runtime.open();
     }

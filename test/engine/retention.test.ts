@@ -8,6 +8,7 @@ import type { Db } from '../../src/store/database.js';
 import { insertAuditRow } from '../../src/store/repositories/audit.js';
 import { insertAttempt, insertDeliveries, insertSubscription } from '../../src/store/repositories/webhooks.js';
 import { describeEachDatabase, openTestDatabase } from '../support/database.js';
+import { subscriptionRow } from '../support/rows.js';
 
 const DAY_MS = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -63,19 +64,9 @@ describeEachDatabase('retention', (kind) => {
 
   test('finished webhook deliveries past their days go with their attempts; pending and recent ones stay; the audit log keeps its own days', async () => {
     const now = Date.now();
-    const subscriptionId = randomUUID();
-    await insertSubscription(db, {
-      id: subscriptionId,
-      workspace_id: workspaceId,
-      url: 'https://receiver.example/hook',
-      events: ['deployment.created'],
-      secret_encrypted: 'sealed',
-      description: null,
-      created_at: iso(now - 90 * DAY_MS),
-      failing_since: null,
-      disabled_at: null,
-      disabled_reason: null,
-    });
+    const subscription = subscriptionRow(workspaceId, { created_at: iso(now - 90 * DAY_MS) });
+    await insertSubscription(db, subscription);
+    const subscriptionId = subscription.id;
     const oldDelivered = await delivery(subscriptionId, 31, 'delivered', now);
     const oldFailed = await delivery(subscriptionId, 45, 'failed', now);
     const oldPending = await delivery(subscriptionId, 31, 'pending', now);

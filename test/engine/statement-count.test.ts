@@ -22,7 +22,7 @@ import { FakeBuildDriver } from '../support/drivers/fake-build.js';
 import { InProcessRuntime } from '../support/drivers/in-process.js';
 import type { RunRequest, RunningRevision, RuntimeDriver, StepContext } from '../../src/engine/drivers/types.js';
 import { eventually } from '../support/runtimes.js';
-import { deploymentRow } from '../support/rows.js';
+import { deploymentRow, subscriptionRow } from '../support/rows.js';
 
 /**
  * Statements the engine may send for one image revision, from its claim to its lease's
@@ -144,19 +144,8 @@ describeEachDatabase('engine statements per revision', (kind) => {
   });
 
   test('where a subscription listens, each status move writes its outbox row, one insert each', async () => {
-    const subscriptionId = randomUUID();
-    await insertSubscription(db, {
-      id: subscriptionId,
-      workspace_id: workspaceId,
-      url: 'https://receiver.example/hook',
-      events: ['revision.status_changed'],
-      secret_encrypted: 'sealed',
-      description: null,
-      created_at: new Date().toISOString(),
-      failing_since: null,
-      disabled_at: null,
-      disabled_reason: null,
-    });
+    const subscription = subscriptionRow(workspaceId, { events: ['revision.status_changed'] });
+    await insertSubscription(db, subscription);
     try {
       const { revisionId } = await imageRevision();
       const statements = await engineOnce(runtime, 60_000);
@@ -169,7 +158,7 @@ describeEachDatabase('engine statements per revision', (kind) => {
       assert.deepEqual(statuses.sort(), ['DEPLOYED', 'DEPLOYING']);
       assert.equal(inserts.length, 2);
     } finally {
-      await db.deleteFrom('webhook_subscriptions').where('id', '=', subscriptionId).execute();
+      await db.deleteFrom('webhook_subscriptions').where('id', '=', subscription.id).execute();
       await db.deleteFrom('webhook_events').where('workspace_id', '=', workspaceId).execute();
     }
   });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { newSourceConfig } from '../../src/domain/deployment-config.js';
 import type { NewDeployment } from '../../src/store/repositories/deployments.js';
+import type { SubscriptionRecord } from '../../src/store/repositories/webhooks.js';
 import type { Database } from '../../src/store/schema.js';
 
 /** A new deployment for tests that write the store directly (through its repository); override what the test is about. */
@@ -48,6 +49,23 @@ export function revisionRow(deploymentId: string, seq: number, overrides: Partia
     config_env_encrypted: null,
     created_at: now,
     updated_at: now,
+    ...overrides,
+  };
+}
+
+/** An enabled webhook subscription of the workspace (its secret a placeholder: nothing is sent to it). */
+export function subscriptionRow(workspaceId: string, overrides: Partial<SubscriptionRecord> = {}): SubscriptionRecord {
+  return {
+    id: randomUUID(),
+    workspace_id: workspaceId,
+    url: 'https://receiver.example/hook',
+    events: ['deployment.created', 'revision.status_changed'],
+    secret_encrypted: 'sealed',
+    description: null,
+    created_at: new Date().toISOString(),
+    failing_since: null,
+    disabled_at: null,
+    disabled_reason: null,
     ...overrides,
   };
 }

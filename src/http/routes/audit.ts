@@ -15,7 +15,8 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         summary: 'List the audit log',
         description:
           "One entry per change in the workspace, newest first (with admin keys, also the organization's own: workspaces, keys, " +
-          'OAuth providers). Filters combine; `offset` in the answer is where the next page starts. Kept BERTH_AUDIT_RETENTION_DAYS days.',
+          'OAuth providers), made with a key or by Berth itself (actor type `berth`, with its reason). Filters combine; `offset` in ' +
+          'the answer is where the next page starts. Kept BERTH_AUDIT_RETENTION_DAYS days.',
         tags: ['admin'],
         querystring: AuditQuery,
         response: { 200: Envelope(AuditEntry), ...errorResponses() },
