@@ -48,5 +48,6 @@ export function observeGcPauses(registry: Registry): void {
 }
 
 function kindOf(entry: PerformanceEntry): number {
-  return (entry.detail as { kind?: number } | undefined)?.kind ?? -1;
+  // Node's GC entries carry their kind in `detail`, which the DOM-shaped type leaves out.
+  return (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? -1;
 }
