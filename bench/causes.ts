@@ -103,6 +103,27 @@ const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', strin
       'generator also uses (~0.25 cores). 0.2 of the ceiling here is ~11,500 GETs/s, ~87 µs of Berth CPU each. ' +
       'Runs of the same code here gave 0.14–0.17 (7,500–9,500 GETs/s); over loopback TCP it is lower again.',
   },
+  'tail-get': {
+    any:
+      'measured on a machine whose other work held 1.5–1.9 of its 2 cores (bench/results.md, issue 24): the bare node:http ' +
+      'ceiling had p99 80–350 ms in the same runs, so most of that p99 is the server waiting for a core. Of the stalls ' +
+      "inside Berth, the engine's lease counts (~300 ms of the event loop each at 100,000 deployments) were the longest and are " +
+      'gone; the CPU profile then shows no call path holding the loop for more than ~50 ms outside start-up, and ' +
+      'scavenges of up to ~30 ms (bench/long-tasks.ts). Re-measure on a quiet machine before anything else.',
+  },
+  'tail-list': {
+    any:
+      'as for GET: the machine was loaded (see the GET target). A page costs ~0.5 ms of CPU and allocates ~0.3 MB, so 50 ' +
+      'connections keep ~25 ms of pages queued in one process and a 4 MB young generation is scavenged every ~13 pages ' +
+      '(berth_gc_pause_seconds in the run: 44–56 scavenges per 3 s window, no mark-compact).',
+  },
+  'tail-create': {
+    any:
+      'a create is one write transaction on the one SQLite connection, so 50 creates in flight queue behind each other; before ' +
+      "issue 24's fix each create also woke the engine, whose claim ran two lease counts of ~300 ms each at 100,000 deployments on " +
+      'the event loop (0 creates completed in a 3 s window). With them gone the engine drains the backlog at once; what ' +
+      'remains of the p99 under this load is the machine (see the GET target).',
+  },
 };
 
 export function causeOf(target: string, database: 'sqlite' | 'postgres'): string {

@@ -107,6 +107,37 @@ describe('GET /metrics on the server', () => {
     assert.equal(value(samples, 'berth_engine_slots'), 4);
   });
 
+  test("reports the event loop's delay and garbage-collection pauses, so a stall can be attributed", async () => {
+    // Allocate until a young-generation collection has been seen.
+    const kept: unknown[] = [];
+    const collected = await eventually(async () => {
+      for (let i = 0; i < 50_000; i += 1) kept.push({ i, padding: `x${i}` });
+      kept.length = 0;
+      const current = await scrape(server.url);
+      return (value(current, 'berth_gc_pause_seconds_count', { kind: 'minor' }) ?? 0) > 0 ? current : undefined;
+    }, 'a minor collection to be reported');
+    for (const name of ['nodejs_eventloop_lag_p50_seconds', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_eventloop_lag_max_seconds']) {
+      const seconds = value(collected, name);
+      assert.ok(seconds !== undefined && Number.isFinite(seconds) && seconds >= 0, `${name}: ${seconds}`);
+    }
+    assert.ok((value(collected, 'berth_gc_pause_seconds_sum', { kind: 'minor' }) ?? 0) > 0);
+    assert.ok((value(collected, 'berth_gc_pause_seconds_bucket', { kind: 'minor', le: '+Inf' }) ?? 0) > 0);
+    assert.ok(value(collected, 'berth_gc_pause_max_seconds') !== undefined);
+  });
+
+  test('the event loop maximum shows a stall of synchronous work', async () => {
+    await scrape(server.url); // the loop's figures cover the time since the previous scrape
+    const stalledUntil = performance.now() + 80;
+    while (performance.now() < stalledUntil);
+    // The stall is recorded when the loop's sampling timer next fires: before the next scrape
+    // reads the figures, or else just after it (that scrape starts a new window), so one of
+    // the next two scrapes shows it.
+    const first = await scrape(server.url);
+    const samples = (value(first, 'nodejs_eventloop_lag_max_seconds') ?? 0) >= 0.07 ? first : await scrape(server.url);
+    assert.ok((value(samples, 'nodejs_eventloop_lag_max_seconds') ?? 0) >= 0.07, `max ${value(samples, 'nodejs_eventloop_lag_max_seconds')}`);
+    assert.ok((value(samples, 'nodejs_eventloop_lag_p99_seconds') ?? 0) > 0);
+  });
+
   test('reports listener ages once a reader is given, each listener apart only to scrapes with the token', async () => {
     assert.equal(value(await scrape(server.url), 'berth_listener_last_seen_max_age_seconds'), undefined);
     const lastSeenAt = new Date(Date.now() - 90_000);

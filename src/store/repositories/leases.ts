@@ -112,14 +112,37 @@ export async function claimCandidates(db: Executor, now: string, skip: readonly 
   return candidates;
 }
 
+/**
+ * The workspaces of live leases, one row per lease, for the counts below: found through the
+ * lease index alone, so they cost the number of live leases (a few per engine slot), not
+ * the number of deployments. Asked directly, SQLite counted a workspace's leases through the
+ * workspace's unique index on (workspace_id, lower(name)) and grouped leases by workspace by
+ * scanning that index whole: ~300 ms of the event loop each at 100,000 deployments, two or
+ * more per claim (bench/results.md, issue 24). Materialized, the CTE is planned alone, where
+ * the lease index is the only one that serves it.
+ */
+function withLiveLeases(db: Executor, now: string) {
+  return db.with(
+    (wb) => wb('live_leases').materialized(),
+    (qb) => qb.selectFrom('deployments').select('workspace_id').where('lease_expires_at', '>=', now),
+  );
+}
+
 /** Workspaces holding `share` live leases or more: they get no further slot until one ends. */
 function fullWorkspaces(db: Executor, now: string, share: number) {
-  return db
-    .selectFrom('deployments as l')
-    .select('l.workspace_id')
-    .where('l.lease_expires_at', '>=', now)
-    .groupBy('l.workspace_id')
+  return withLiveLeases(db, now)
+    .selectFrom('live_leases')
+    .select('workspace_id')
+    .groupBy('workspace_id')
     .having((eb) => eb.fn.countAll(), '>=', share);
+}
+
+/** How many live leases a workspace holds. */
+function liveLeaseCount(db: Executor, workspaceId: string, now: string) {
+  return withLiveLeases(db, now)
+    .selectFrom('live_leases')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('workspace_id', '=', workspaceId);
 }
 
 /** `leased`: ours now. `taken`: another worker was first. `full`: its workspace holds its share already. */
@@ -138,27 +161,11 @@ const leaseWithinShare = preparedQuery((db: Executor, id: string, workspaceId: s
     .set({ lease_owner: worker, lease_expires_at: expiresAt })
     .where('id', '=', id)
     .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
-    .where((eb) =>
-      eb(
-        eb
-          .selectFrom('deployments as l')
-          .select((c) => c.fn.countAll().as('n'))
-          .where('l.workspace_id', '=', workspaceId)
-          .where('l.lease_expires_at', '>=', now),
-        '<',
-        share,
-      ),
-    )
+    .where((eb) => eb(liveLeaseCount(db, workspaceId, now), '<', share))
     .returning('id'),
 );
 
-const liveLeasesOf = preparedQuery((db: Executor, workspaceId: string, now: string) =>
-  db
-    .selectFrom('deployments')
-    .select((eb) => eb.fn.countAll<string | number>().as('n'))
-    .where('workspace_id', '=', workspaceId)
-    .where('lease_expires_at', '>=', now),
-);
+const liveLeasesOf = preparedQuery((db: Executor, workspaceId: string, now: string) => liveLeaseCount(db, workspaceId, now));
 
 class NotLeased extends Error {
   constructor(readonly why: Exclude<FairLease, 'leased'>) {
