@@ -28,11 +28,11 @@ export const PreviewSettingsPatch = Type.Object(
   {
     enabled: OptionalNullable(fields.enabled),
     trigger: OptionalNullable(fields.trigger),
-    label: OptionalNullable(fields.label),
+    label: Type.Optional(fields.label),
     idle_minutes: OptionalNullable(fields.idle_minutes),
     max_previews: OptionalNullable(fields.max_previews),
     secret_names: OptionalNullable(fields.secret_names),
-    branch_pattern: OptionalNullable(fields.branch_pattern),
+    branch_pattern: Type.Optional(fields.branch_pattern),
     allow_forks: OptionalNullable(fields.allow_forks),
   },
   { title: 'PreviewSettingsUpdate', additionalProperties: false },
