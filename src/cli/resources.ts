@@ -203,7 +203,7 @@ export function registerResourceCommands(program: Command, context: CliContext):
     .addOption(new Option('--previews <state>', 'preview deployments of pull requests (github) or branches (git)').choices(['on', 'off']))
     .option('--preview-label <label>', 'only pull requests with this label get previews (without it: every pull request)')
     .option('--preview-branches <pattern>', 'git integrations: branches that get previews (`*` within a segment, `**` across)')
-    .option('--preview-secret <NAME>', "a secret of this deployment previews get (repeatable; replaces the list)", repeatable)
+    .option('--preview-secret <NAME>', 'a secret of this deployment previews get (repeatable; replaces the list)', repeatable)
     .option('--preview-max <n>', 'previews at once', Number)
     .option('--preview-idle-minutes <n>', 'a preview with no new commit for this long is removed', Number)
     .action(

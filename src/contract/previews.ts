@@ -9,14 +9,27 @@ const fields = {
   enabled: Type.Boolean({ description: `Whether pull requests (github) or matching branches (git) get previews (default ${d.enabled}).` }),
   trigger: StringEnum(['all', 'label'] as const, { description: `\`all\` pull requests, or only those with \`label\` (default \`${d.trigger}\`).` }),
   label: Nullable(Type.String({ minLength: 1, maxLength: 256, description: "The label a pull request needs with trigger 'label'." })),
-  idle_minutes: Type.Integer({ minimum: 1, maximum: 525_600, description: `A preview with no new commit for this long is removed (default ${d.idle_minutes}).` }),
-  max_previews: Type.Integer({ minimum: 1, maximum: 100, description: `Previews of this deployment at once; more are refused with a commit status (default ${d.max_previews}).` }),
+  idle_minutes: Type.Integer({
+    minimum: 1,
+    maximum: 525_600,
+    description: `A preview with no new commit for this long is removed (default ${d.idle_minutes}).`,
+  }),
+  max_previews: Type.Integer({
+    minimum: 1,
+    maximum: 100,
+    description: `Previews of this deployment at once; more are refused with a commit status (default ${d.max_previews}).`,
+  }),
   secret_names: Type.Array(SecretName, { maxItems: 200, description: "The parent's secrets previews get, by name (default none)." }),
   branch_pattern: Nullable(
-    Type.String({ minLength: 1, maxLength: 512, description: '`git` integrations: branches that get a preview; `*` matches within a path segment, `**` across.' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 512,
+      description: '`git` integrations: branches that get a preview; `*` matches within a path segment, `**` across.',
+    }),
   ),
   allow_forks: Type.Boolean({
-    description: 'Pull requests from forks get previews (never with secrets) when this is on and the operator set BERTH_PREVIEWS_ALLOW_FORKS=on (default false).',
+    description:
+      'Pull requests from forks get previews (never with secrets) when this is on and the operator set BERTH_PREVIEWS_ALLOW_FORKS=on (default false).',
   }),
 };
 

@@ -37,8 +37,7 @@ export const DEFAULT_PREVIEW_SETTINGS: PreviewSettings = {
 
 /** What a preview was made for: a pull request of a `github` repository, or a branch of a `git` one. */
 export type PreviewOrigin =
-  | { kind: 'pull_request'; number: number; head_ref: string; head_sha: string; fork: boolean }
-  | { kind: 'branch'; branch: string; head_sha: string };
+  { kind: 'pull_request'; number: number; head_ref: string; head_sha: string; fork: boolean } | { kind: 'branch'; branch: string; head_sha: string };
 
 /** One key per pull request or branch of a parent: the database keeps one preview per key. */
 export function previewKey(origin: PreviewOrigin): string {
@@ -63,9 +62,12 @@ export function mergePreviewSettings(current: PreviewSettings | null, patch: Pre
   return merged;
 }
 
-/** A preview cannot have previews of its own. */
-export function refusePreviewsOfPreview(isPreview: boolean): void {
-  if (isPreview) throw fail('previews_invalid', 'Preview settings: a preview deployment cannot have previews of its own; set them on its parent.');
+/** Previews are of pull requests and branches: only a deployment built from a repository, and not itself a preview, has them. */
+export function refuseUnpreviewable(deployment: { isPreview: boolean; fromRepository: boolean }, settings: PreviewSettings): void {
+  if (deployment.isPreview) throw fail('previews_invalid', 'Preview settings: a preview deployment cannot have previews of its own; set them on its parent.');
+  if (settings.enabled && !deployment.fromRepository) {
+    throw fail('previews_invalid', 'Preview settings: only a deployment built from a repository (source github or codehost) can have previews.');
+  }
 }
 
 /** The secrets a preview gets: only those named, and none at all for a pull request from a fork. */
@@ -156,6 +158,9 @@ export function previewName(parentName: string, origin: PreviewOrigin, salted = 
           .replace(/^-+|-+$/g, '')}`;
   const plain = `${parentName}-${tail}`.replace(/-+$/, '');
   if (plain.length <= NAME_LIMIT && !salted) return plain;
-  const digest = createHash('sha256').update(`${parentName}\0${previewKey(origin)}`).digest('hex').slice(0, 8);
+  const digest = createHash('sha256')
+    .update(`${parentName}\0${previewKey(origin)}`)
+    .digest('hex')
+    .slice(0, 8);
   return `${plain.slice(0, NAME_LIMIT - digest.length - 1).replace(/-+$/, '')}-${digest}`;
 }

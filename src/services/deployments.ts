@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { canonicalSource, completeResourceSpec, completeRevisionConfig, givenRevisionFields, newSourceConfig } from '../domain/deployment-config.js';
 import { beingDeleted, deploymentNotFound, fail } from '../domain/errors.js';
 import { planPatch, planSecretsChange } from '../domain/patch.js';
-import { mergePreviewSettings, refusePreviewsOfPreview } from '../domain/previews.js';
+import { mergePreviewSettings, refuseUnpreviewable } from '../domain/previews.js';
 import { resolvePlacement } from '../domain/placement.js';
 import { mergeSecrets, type SecretChange, validateSecrets } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
@@ -171,8 +171,11 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
         if (plan.displayName !== undefined) row.display_name = plan.displayName;
         if (plan.imageVersion !== undefined) row.image_version = plan.imageVersion;
         if (input.previews != null) {
-          refusePreviewsOfPreview(row.parent_deployment_id !== null);
           row.preview_settings = mergePreviewSettings(row.preview_settings, input.previews);
+          refuseUnpreviewable(
+            { isPreview: row.parent_deployment_id !== null, fromRepository: canonicalSource(row.source) === 'codehost' },
+            row.preview_settings,
+          );
         }
         await repo.updateDeployment(trx, id, {
           source_config: row.source_config,

@@ -92,7 +92,13 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
     const secrets = previewSecrets(state.secrets, settings, origin);
     const config = { ...state.revisionConfig, repo_ref: origin.head_sha, repo_commit_sha: origin.head_sha };
     const revision = await appendRevision(trx, records, preview, { config, resourceSpec: state.resourceSpec, secrets }, { now, keep: revisionsKept });
-    await recordLog(trx, { deploymentId: preview.id, revisionId: revision.id, logType: 'build', level: 'INFO', message: `Preview of ${subject} at ${origin.head_sha}.` });
+    await recordLog(trx, {
+      deploymentId: preview.id,
+      revisionId: revision.id,
+      logType: 'build',
+      level: 'INFO',
+      message: `Preview of ${subject} at ${origin.head_sha}.`,
+    });
     await recordBerthChange(trx, parent.workspace_id, {
       action: 'preview.create',
       target: { type: 'deployment', id: preview.id, name },
@@ -125,9 +131,19 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
     if (alreadyHeadingTo(newestLive, origin.head_sha)) return { outcome: outcome('ignored', 'the preview already builds this commit') };
     const state = await records.state(trx, await records.withLatest(trx, preview));
     const config = { ...state.revisionConfig, repo_ref: origin.head_sha, repo_commit_sha: origin.head_sha };
-    const revision = await appendRevision(trx, records, preview, { config, resourceSpec: state.resourceSpec, secrets: state.secrets }, { now, keep: revisionsKept });
+    const revision = await appendRevision(
+      trx,
+      records,
+      preview,
+      { config, resourceSpec: state.resourceSpec, secrets: state.secrets },
+      { now, keep: revisionsKept },
+    );
     await recordLog(trx, { deploymentId: preview.id, revisionId: revision.id, logType: 'build', level: 'INFO', message: `Preview: ${reason}.` });
-    await recordBerthChange(trx, preview.workspace_id, { action: 'preview.update', target: { type: 'deployment', id: preview.id, name: preview.name }, changedFields: ['preview'] });
+    await recordBerthChange(trx, preview.workspace_id, {
+      action: 'preview.update',
+      target: { type: 'deployment', id: preview.id, name: preview.name },
+      changedFields: ['preview'],
+    });
     const outboxed = await outboxEvent(trx, preview.workspace_id, 'preview.updated', { ...eventPayload(preview, parent, origin), revision_id: revision.id });
     return { outcome: outcome('updated', null), wake: preview.id, outboxed };
   }
@@ -193,11 +209,15 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
       for (const parent of parents) {
         const done = await underParentLock(parent, async (trx, locked, settings) => {
           const found = await previews.findLivePreview(trx, locked.id, origin);
-          const decision: PullRequestDecision = decidePullRequest(settings, { ...pr, headSha: origin.head_sha }, {
-            exists: found !== undefined,
-            live: await liveCount(trx, locked.id),
-            operatorAllowsForks: allowForks,
-          });
+          const decision: PullRequestDecision = decidePullRequest(
+            settings,
+            { ...pr, headSha: origin.head_sha },
+            {
+              exists: found !== undefined,
+              live: await liveCount(trx, locked.id),
+              operatorAllowsForks: allowForks,
+            },
+          );
           switch (decision.kind) {
             case 'remove':
               return remove(trx, found as deployments.DeploymentRecord, `pull request #${pr.number} was closed`);
@@ -237,7 +257,9 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
           const origin: PreviewOrigin = { kind: 'branch', branch, head_sha: sha.toLowerCase() };
           const done = await underParentLock(parent, async (trx, locked, settings) => {
             const found = await previews.findLivePreview(trx, locked.id, origin);
-            const ignored = (reason: string): Done => ({ outcome: { parent_deployment_id: locked.id, action: 'ignored', deployment_id: found?.id ?? null, reason } });
+            const ignored = (reason: string): Done => ({
+              outcome: { parent_deployment_id: locked.id, action: 'ignored', deployment_id: found?.id ?? null, reason },
+            });
             if (!settings.enabled || settings.branch_pattern === null || !branchMatches(settings.branch_pattern, branch)) return ignored('previews are off');
             if (found) return found.preview_origin?.head_sha === origin.head_sha ? ignored('no new commit') : update(trx, locked, found, origin);
             if ((await liveCount(trx, locked.id)) >= settings.max_previews) return ignored(`the maximum of ${settings.max_previews} previews is reached`);

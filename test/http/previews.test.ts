@@ -75,7 +75,11 @@ describeEachDatabase('preview deployments', (kind) => {
 
   async function githubIntegration(name: string, as: Client, secret = SECRET): Promise<{ id: string; repoUrl: string }> {
     const created = await as('POST', '/v1/integrations/codehost', {
-      body: { provider: 'github', name, github: { app_id: 41, installation_id: 42, private_key: github.privateKey, api_url: github.url, webhook_secret: secret } },
+      body: {
+        provider: 'github',
+        name,
+        github: { app_id: 41, installation_id: 42, private_key: github.privateKey, api_url: github.url, webhook_secret: secret },
+      },
     });
     assert.equal(created.status, 201, created.text);
     const [listed] = (await as('GET', `/v1/integrations/codehost/${created.body.id}/repos`)).body as { url: string }[];
@@ -195,7 +199,10 @@ describeEachDatabase('preview deployments', (kind) => {
     assert.equal(synced.body.previews?.[0]?.action, 'updated');
     const again = await pullRequest(integration.id, { action: 'synchronize', number: 1, sha: second, ref: 'feature-1' }, { deliveryId });
     assert.equal(again.body.outcome, 'duplicate');
-    const revisions = (await api('GET', `/v2/deployments/${preview.id}/revisions`)).body.resources as { id: string; source_revision_config: { repo_commit_sha: string } }[];
+    const revisions = (await api('GET', `/v2/deployments/${preview.id}/revisions`)).body.resources as {
+      id: string;
+      source_revision_config: { repo_commit_sha: string };
+    }[];
     assert.equal(revisions.length, 2);
     assert.equal(revisions[0]?.source_revision_config.repo_commit_sha, second);
     await deployed(preview.id, revisions[0]!.id);

@@ -52,7 +52,11 @@ export async function previewParents(db: Executor, integrationId: string): Promi
 
 /** A new commit of a preview: its origin's head and the time idle removal counts from. */
 export async function touchPreview(db: Executor, id: string, origin: PreviewOrigin, at: string): Promise<void> {
-  await db.updateTable('deployments').set({ preview_origin: JSON.stringify(origin), preview_active_at: at, updated_at: at }).where('id', '=', id).execute();
+  await db
+    .updateTable('deployments')
+    .set({ preview_origin: JSON.stringify(origin), preview_active_at: at, updated_at: at })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** A name taken in the workspace (names are unique there without regard to case). */
