@@ -272,10 +272,18 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
       return changed;
     },
 
-    /** Removes previews with no new commit for longer than their parent's idle time; answers how many. */
+    /**
+     * Removes previews with no new commit for longer than their parent's idle time, and
+     * those whose parent is gone or being deleted; answers how many.
+     */
     async removeIdle(now = Date.now()): Promise<number> {
       let removed = 0;
-      for (const { preview, idleMinutes } of await previews.livePreviews(db)) {
+      for (const { preview, idleMinutes, orphaned } of await previews.livePreviews(db)) {
+        if (orphaned) {
+          const done = await db.transaction().execute((trx) => remove(trx, preview, 'its parent deployment was deleted'));
+          if (afterCommit(done).action === 'removed') removed += 1;
+          continue;
+        }
         if (idleMinutes === null || !isIdle(preview.preview_active_at ?? preview.created_at, idleMinutes, now)) continue;
         const parent = await deployments.findDeploymentById(db, preview.parent_deployment_id as string);
         if (!parent) continue;

@@ -303,6 +303,11 @@ describeEachDatabase('preview deployments', (kind) => {
       [preview.id],
     );
     assert.equal((await api('PATCH', `/v2/deployments/${preview.id}`, { body: { previews: { enabled: true } } })).status, 400, 'a preview has no previews');
+
+    // The parent deleted: the sweep removes its previews too.
+    assert.equal((await api('DELETE', `/v2/deployments/${parentId}`)).status, 204);
+    assert.equal(await server.berth.services.previews.removeIdle(), 1);
+    await eventually(async () => (await api('GET', `/v2/deployments/${preview.id}`)).status === 404, 'the orphaned preview to be deleted');
   });
 
   test('a git integration: branches matching the pattern get previews through the poller, follow new commits and go with the branch', async () => {

@@ -19,18 +19,23 @@ export async function previewsOf(db: Executor, parentId: string): Promise<Deploy
   return rows.map(decodeDeployment);
 }
 
-/** Every preview not being deleted, in any workspace, with its parent's settings (the idle sweep). */
-export async function livePreviews(db: Executor): Promise<{ preview: DeploymentRecord; idleMinutes: number | null }[]> {
+/**
+ * Every preview not being deleted, in any workspace, with its parent's settings (the idle
+ * sweep); `orphaned` when the parent is gone or being deleted.
+ */
+export async function livePreviews(db: Executor): Promise<{ preview: DeploymentRecord; idleMinutes: number | null; orphaned: boolean }[]> {
   const rows = await db
     .selectFrom('deployments')
-    .innerJoin('deployments as parent', 'parent.id', 'deployments.parent_deployment_id')
+    .leftJoin('deployments as parent', 'parent.id', 'deployments.parent_deployment_id')
     .select(DEPLOYMENT_COLUMNS.map((column) => `deployments.${column}` as const))
-    .select('parent.preview_settings as parent_settings')
+    .select(['parent.preview_settings as parent_settings', 'parent.status as parent_status'])
+    .where('deployments.parent_deployment_id', 'is not', null)
     .where('deployments.status', '!=', 'AWAITING_DELETE')
     .execute();
-  return rows.map(({ parent_settings, ...row }) => ({
+  return rows.map(({ parent_settings, parent_status, ...row }) => ({
     preview: decodeDeployment(row),
     idleMinutes: parent_settings === null ? null : (JSON.parse(parent_settings) as { idle_minutes: number }).idle_minutes,
+    orphaned: parent_status === null || parent_status === 'AWAITING_DELETE',
   }));
 }
 
