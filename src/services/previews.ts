@@ -246,6 +246,7 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
         if (!parent.source_config.repo_url || !repositoryMatches(parent.source_config.repo_url)) continue;
         const pattern = parent.preview_settings?.branch_pattern;
         if (!pattern) continue;
+        const enabled = parent.preview_settings?.enabled === true;
         for (const preview of await previews.previewsOf(db, parent.id)) {
           const origin = preview.preview_origin;
           if (preview.status === 'AWAITING_DELETE' || origin?.kind !== 'branch' || heads[origin.branch]) continue;
@@ -253,7 +254,7 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
           if (afterCommit(done).action === 'removed') changed += 1;
         }
         for (const [branch, sha] of Object.entries(heads)) {
-          if (!branchMatches(pattern, branch) || !pushedCommit(sha)) continue;
+          if (!enabled || !branchMatches(pattern, branch) || !pushedCommit(sha)) continue;
           const origin: PreviewOrigin = { kind: 'branch', branch, head_sha: sha.toLowerCase() };
           const done = await underParentLock(parent, async (trx, locked, settings) => {
             const found = await previews.findLivePreview(trx, locked.id, origin);

@@ -40,8 +40,10 @@ export async function livePreviews(db: Executor): Promise<{ preview: DeploymentR
 }
 
 /**
- * Deployments of an integration with previews on, not being deleted and not previews
- * themselves: the parents a pull request or branch of its repositories may preview.
+ * Deployments of an integration with preview settings, not being deleted and not previews
+ * themselves: the parents a pull request or branch of its repositories may preview. Those
+ * with previews turned off are included, so that a closed pull request or a deleted
+ * branch still removes the previews made before.
  */
 export async function previewParents(db: Executor, integrationId: string): Promise<DeploymentRecord[]> {
   const rows = await db
@@ -52,7 +54,7 @@ export async function previewParents(db: Executor, integrationId: string): Promi
     .where('parent_deployment_id', 'is', null)
     .where('preview_settings', 'is not', null)
     .execute();
-  return rows.map(decodeDeployment).filter((row) => row.preview_settings?.enabled === true);
+  return rows.map(decodeDeployment);
 }
 
 /** A new commit of a preview: its origin's head and the time idle removal counts from. */
