@@ -46,6 +46,7 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
     source_revision_config: { image_uri: `localhost/example:${unique()}` },
     secrets: [{ name: 'API_TOKEN', value: secretValue() }],
     tracked_packages: ['langgraph'],
+    previews: { max_previews: 2, secret_names: ['API_TOKEN'], idle_minutes: 60 },
   }),
   'POST /v1/runner/jobs/claim': () => ({ labels: [], wait: 0 }),
   'POST /v1/runner/jobs/{job_id}/heartbeat': () => ({ lease_token: `lease-${unique()}` }),

@@ -65,7 +65,7 @@ export interface paths {
     head?: never;
     /**
      * Update a deployment
-     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
+     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400). `previews` (preview deployments, docs/previews.md) changes in place, field by field; a preview cannot have previews (400 `previews_invalid`). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
      */
     patch: operations['updateDeployment'];
     trace?: never;
@@ -1233,6 +1233,13 @@ export interface components {
       pinned_at: string | null;
       image_version: string | null;
       remote_reconciled: boolean;
+      previews: components['schemas']['PreviewSettings'];
+      /**
+       * Format: uuid
+       * @description Set on a preview deployment: the deployment it previews.
+       */
+      parent_deployment_id: string | null;
+      preview: components['schemas']['PreviewOrigin'] | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1271,6 +1278,7 @@ export interface components {
       secrets?: components['schemas']['Secret'][] | null;
       tracked_packages?: string[] | null;
       revision_source?: string | null;
+      previews?: components['schemas']['PreviewSettingsUpdate'] | null;
     };
     /** DesiredDeletion */
     DesiredDeletion: {
@@ -1342,6 +1350,7 @@ export interface components {
       | 'listener_required'
       | 'field_immutable'
       | 'secrets_invalid'
+      | 'previews_invalid'
       | 'revision_in_progress'
       | 'revision_not_in_progress'
       | 'integration_settings_invalid'
@@ -1728,10 +1737,91 @@ export interface components {
       /** @description Kind of provider; free-form. */
       provider_type?: string | null;
     };
+    /** PreviewOrigin */
+    PreviewOrigin: {
+      /** @enum {string} */
+      kind: 'pull_request' | 'branch';
+      /** @description The pull request (github integrations). */
+      pull_request_number: number | null;
+      /** @description The branch: the pull request's head branch, or the branch of a git integration. */
+      branch: string | null;
+      /** @description The newest commit the preview was asked to build. */
+      head_sha: string;
+      /** @description A pull request from a fork: the preview has no secrets. */
+      fork: boolean;
+      /**
+       * Format: date-time
+       * @description Its last new commit: idle removal counts from here.
+       */
+      last_activity_at: string;
+    };
+    /** PreviewOutcome */
+    PreviewOutcome: {
+      /** Format: uuid */
+      parent_deployment_id: string;
+      /** @enum {string} */
+      action: 'created' | 'updated' | 'removed' | 'refused' | 'ignored';
+      /**
+       * Format: uuid
+       * @description The preview; null when none was made.
+       */
+      deployment_id: string | null;
+      /** @description Why nothing was made, when nothing was. */
+      reason: string | null;
+    };
+    /**
+     * PreviewSettings
+     * @description Preview deployments of this deployment (docs/previews.md).
+     */
+    PreviewSettings: {
+      /** @description Whether pull requests (github) or matching branches (git) get previews (default false). */
+      enabled: boolean;
+      /**
+       * @description `all` pull requests, or only those with `label` (default `all`).
+       * @enum {string}
+       */
+      trigger: 'all' | 'label';
+      /** @description The label a pull request needs with trigger 'label'. */
+      label: string | null;
+      /** @description A preview with no new commit for this long is removed (default 1440). */
+      idle_minutes: number;
+      /** @description Previews of this deployment at once; more are refused with a commit status (default 5). */
+      max_previews: number;
+      /** @description The parent's secrets previews get, by name (default none). */
+      secret_names: string[];
+      /** @description `git` integrations: branches that get a preview; `*` matches within a path segment, `**` across. */
+      branch_pattern: string | null;
+      /** @description Pull requests from forks get previews (never with secrets) when this is on and the operator set BERTH_PREVIEWS_ALLOW_FORKS=on (default false). */
+      allow_forks: boolean;
+    };
+    /** PreviewSettingsUpdate */
+    PreviewSettingsUpdate: {
+      /** @description Whether pull requests (github) or matching branches (git) get previews (default false). */
+      enabled?: boolean | null;
+      /**
+       * @description `all` pull requests, or only those with `label` (default `all`).
+       * @enum {string|null}
+       */
+      trigger?: 'all' | 'label' | null;
+      /** @description The label a pull request needs with trigger 'label'. */
+      label?: string | null;
+      /** @description A preview with no new commit for this long is removed (default 1440). */
+      idle_minutes?: number | null;
+      /** @description Previews of this deployment at once; more are refused with a commit status (default 5). */
+      max_previews?: number | null;
+      /** @description The parent's secrets previews get, by name (default none). */
+      secret_names?: string[] | null;
+      /** @description `git` integrations: branches that get a preview; `*` matches within a path segment, `**` across. */
+      branch_pattern?: string | null;
+      /** @description Pull requests from forks get previews (never with secrets) when this is on and the operator set BERTH_PREVIEWS_ALLOW_FORKS=on (default false). */
+      allow_forks?: boolean | null;
+    };
     /** PushOutcome */
     PushOutcome: {
       outcome: 'built' | 'duplicate' | 'ignored';
       revision_ids: string[];
+      /** @description pull_request events: what each deployment with previews on did with it. */
+      previews?: components['schemas']['PreviewOutcome'][];
     };
     /** PushToken */
     PushToken: {
@@ -2338,6 +2428,10 @@ export interface operations {
         deployment_type?: 'dev_free' | 'dev' | 'prod' | 'dev_zero' | 'dev_free_zero';
         /** @description Comma-separated deployment ids. */
         deployment_ids?: string;
+        /** @description Previews of this deployment only. */
+        parent_deployment_id?: string;
+        /** @description true: previews only; false: no previews. */
+        is_preview?: boolean;
       };
       header?: never;
       path?: never;
@@ -2688,7 +2782,7 @@ export interface operations {
           'application/json': components['schemas']['Deployment'];
         };
       };
-      /** @description One of `field_immutable`, `source_config_invalid`, `secrets_invalid`, `tarball_unknown` */
+      /** @description One of `field_immutable`, `source_config_invalid`, `secrets_invalid`, `previews_invalid`, `tarball_unknown` */
       400: {
         headers: {
           [name: string]: unknown;

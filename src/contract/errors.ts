@@ -9,6 +9,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   source_config_invalid: 400,
   listener_required: 400,
   field_immutable: 400,
+  previews_invalid: 400,
   secrets_invalid: 400,
   revision_in_progress: 400,
   revision_not_in_progress: 400,

@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   'listener_required',
   'field_immutable',
   'secrets_invalid',
+  'previews_invalid',
   'revision_in_progress',
   'revision_not_in_progress',
   'integration_settings_invalid',

@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { DeploymentView, RevisionConfigView, RevisionView } from '../contract/deployments.js';
 import { canonicalSource, type RevisionConfig } from '../domain/deployment-config.js';
 import type { DeploymentState } from '../domain/patch.js';
+import { DEFAULT_PREVIEW_SETTINGS } from '../domain/previews.js';
 import type { Secret } from '../domain/secrets.js';
 import type { Encryptor } from '../security/encryption.js';
 import { decryptSecretSet, encryptSecretSet, secretSetDigest } from '../security/secret-sets.js';
@@ -202,7 +203,22 @@ export function deploymentView(deployment: DeploymentRecord, revision: LatestFor
     image_version: deployment.image_version,
     url: deployment.url,
     remote_reconciled: deployment.remote_reconciled,
+    previews: deployment.preview_settings ?? DEFAULT_PREVIEW_SETTINGS,
+    parent_deployment_id: deployment.parent_deployment_id,
+    preview: previewOriginView(deployment),
     created_at: deployment.created_at,
     updated_at: deployment.updated_at,
+  };
+}
+
+function previewOriginView({ preview_origin: origin, preview_active_at: activeAt, created_at }: DeploymentRecord): DeploymentView['preview'] {
+  if (!origin) return null;
+  return {
+    kind: origin.kind,
+    pull_request_number: origin.kind === 'pull_request' ? origin.number : null,
+    branch: origin.kind === 'pull_request' ? origin.head_ref : origin.branch,
+    head_sha: origin.head_sha,
+    fork: origin.kind === 'pull_request' && origin.fork,
+    last_activity_at: activeAt ?? created_at,
   };
 }

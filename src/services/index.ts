@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { Db } from '../store/database.js';
@@ -9,6 +10,7 @@ import { createListenerService } from './listeners.js';
 import { createLogService } from './logs.js';
 import { createDeploymentEventService } from './deployment-events.js';
 import { createOAuthProviderService } from './oauth-providers.js';
+import { createPreviewService } from './previews.js';
 import { createPushBuildService } from './push-builds.js';
 import { createPushTokenService } from './push-tokens.js';
 import { createUploadService, type UploadService } from './uploads.js';
@@ -51,6 +53,9 @@ export interface ServiceOptions {
   outboundAllowPrivate: boolean;
   /** BERTH_RUNNER_LEASE_SECONDS, in ms: how long a build runner's claim lasts without a heartbeat. */
   runnerLeaseMs?: number;
+  /** BERTH_PREVIEWS_ALLOW_FORKS. */
+  previewsAllowForks: boolean;
+  logger: Logger;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */
@@ -65,11 +70,18 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
   const uploads = createUploadService({ db: deps.db, uploads: options.uploadStore, limits: options.uploadLimits });
   const deploymentDeps = { ...deps, ...options, integrations, uploads, records: createDeploymentRecords(deps.encryptor) };
   const revisions = createRevisionService(deploymentDeps);
+  const previews = createPreviewService(deps, {
+    records: deploymentDeps.records,
+    revisionsKept: options.revisionsKept,
+    allowForks: options.previewsAllowForks,
+    logger: options.logger,
+  });
   return {
     tenancy: createTenancyService(deps.db),
     deployments: createDeploymentService(deploymentDeps),
     revisions,
-    pushBuilds: createPushBuildService({ ...deps, revisions, codehost: options.codehost }),
+    pushBuilds: createPushBuildService({ ...deps, revisions, previews, codehost: options.codehost }),
+    previews,
     uploads,
     pushTokens: createPushTokenService({ db: deps.db, registry: options.registry }),
     logs: createLogService(deps),

@@ -167,6 +167,13 @@ export interface Database {
     /** The revision a rollback pinned the deployment to (build on push then makes none), and since when. */
     pinned_revision_id: string | null;
     pinned_at: string | null;
+    /** JSON: PreviewSettings of a parent (migration 023). */
+    preview_settings: string | null;
+    /** Set on previews only: their parent, `pr:<n>` or `branch:<name>`, JSON PreviewOrigin, and their last new commit. */
+    parent_deployment_id: string | null;
+    preview_key: string | null;
+    preview_origin: string | null;
+    preview_active_at: string | null;
     lease_owner: string | null;
     lease_expires_at: string | null;
     url: string | null;
