@@ -3,7 +3,6 @@ import { type AuditChange, actorOf } from '../domain/audit.js';
 import type { Principal, WorkspaceScope } from '../domain/tenancy.js';
 import type { Db, Executor } from '../store/database.js';
 import { type AuditRecord, deleteAuditRowsBefore, insertAuditRow, listAuditRows } from '../store/repositories/audit.js';
-import { organizationOfWorkspace } from '../store/repositories/tenancy.js';
 import { allFieldsRead } from './all-fields-read.js';
 
 const DAY_MS = 86_400_000;
@@ -72,16 +71,3 @@ export function recordChange(
   return insertAuditRow(trx, { ...change, organizationId: principal.organizationId, workspaceId: principal.workspaceId ?? null, actor: actorOf(principal) });
 }
 
-/**
- * Records a change Berth made on its own (a preview made or removed for a pull request), in
- * the change's transaction, with Berth as the actor.
- */
-export async function recordBerthChange(
-  trx: Executor,
-  workspaceId: string,
-  change: Pick<AuditChange, 'action' | 'target' | 'changedFields' | 'secretNames'>,
-): Promise<void> {
-  const organizationId = await organizationOfWorkspace(trx, workspaceId);
-  if (!organizationId) throw new Error(`workspace ${workspaceId} has no organization`);
-  await insertAuditRow(trx, { ...change, organizationId, workspaceId, actor: { type: 'berth' } });
-}

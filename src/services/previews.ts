@@ -1,3 +1,4 @@
+import { insertBerthAuditRow } from '../store/repositories/audit.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
@@ -24,7 +25,6 @@ import * as deployments from '../store/repositories/deployments.js';
 import { findIntegrationById } from '../store/repositories/integrations.js';
 import * as previews from '../store/repositories/previews.js';
 import * as revisions from '../store/repositories/revisions.js';
-import { recordBerthChange } from './audit.js';
 import type { DeploymentRecords } from './deployment-records.js';
 import type { ServiceDeps } from './index.js';
 import { appendRevision } from './revision-writer.js';
@@ -99,12 +99,17 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
       level: 'INFO',
       message: `Preview of ${subject} at ${origin.head_sha}.`,
     });
-    await recordBerthChange(trx, parent.workspace_id, {
-      action: 'preview.create',
-      target: { type: 'deployment', id: preview.id, name },
-      changedFields: ['parent_deployment_id', 'preview'],
-      secretNames: secrets.map((secret) => secret.name).sort(),
-    });
+    await insertBerthAuditRow(
+      trx,
+      { workspaceId: parent.workspace_id },
+      {
+        action: 'preview.create',
+        target: { type: 'deployment', id: preview.id, name },
+        changedFields: ['parent_deployment_id', 'preview'],
+        secretNames: secrets.map((secret) => secret.name).sort(),
+        reason: `preview of ${subject} at ${origin.head_sha.slice(0, 12)}`,
+      },
+    );
     const outboxed = await outboxEvent(trx, parent.workspace_id, 'preview.created', eventPayload(preview, parent, origin));
     return { outcome: { parent_deployment_id: parent.id, action: 'created', deployment_id: preview.id, reason: null }, wake: preview.id, outboxed };
   }
@@ -139,11 +144,11 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
       { now, keep: revisionsKept },
     );
     await recordLog(trx, { deploymentId: preview.id, revisionId: revision.id, logType: 'build', level: 'INFO', message: `Preview: ${reason}.` });
-    await recordBerthChange(trx, preview.workspace_id, {
-      action: 'preview.update',
-      target: { type: 'deployment', id: preview.id, name: preview.name },
-      changedFields: ['preview'],
-    });
+    await insertBerthAuditRow(
+      trx,
+      { workspaceId: preview.workspace_id },
+      { action: 'preview.update', target: { type: 'deployment', id: preview.id, name: preview.name }, changedFields: ['preview'], reason },
+    );
     const outboxed = await outboxEvent(trx, preview.workspace_id, 'preview.updated', { ...eventPayload(preview, parent, origin), revision_id: revision.id });
     return { outcome: outcome('updated', null), wake: preview.id, outboxed };
   }
@@ -154,7 +159,7 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
     const outcome: PreviewOutcome = { parent_deployment_id: preview.parent_deployment_id ?? '', action: 'removed', deployment_id: preview.id, reason: why };
     if (!moved) return { outcome: { ...outcome, action: 'ignored', reason: 'the preview is being removed already' } };
     await previews.releasePreviewKey(trx, preview.id);
-    await recordBerthChange(trx, preview.workspace_id, { action: 'preview.delete', target: { type: 'deployment', id: preview.id, name: preview.name } });
+    await insertBerthAuditRow(trx, { workspaceId: preview.workspace_id }, { action: 'preview.delete', target: { type: 'deployment', id: preview.id, name: preview.name }, reason: why });
     const outboxed = await outboxEvent(trx, preview.workspace_id, 'preview.deleted', {
       deployment: { id: preview.id, name: preview.name },
       parent_deployment_id: preview.parent_deployment_id,
