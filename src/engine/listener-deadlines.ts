@@ -1,9 +1,8 @@
 import { stepTimeout } from '../domain/fair-share.js';
-import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
-import { moveDeployment } from '../lifecycle/deployments.js';
+import { settleUnused } from '../lifecycle/outcomes.js';
 import { moveRevision } from '../lifecycle/revisions.js';
 import { findListenerById } from '../store/repositories/listeners.js';
-import { handedOverRevisions, handoverTimes, revisionsInStatus } from '../store/repositories/revisions.js';
+import { handedOverRevisions, handoverTimes } from '../store/repositories/revisions.js';
 import type { EngineDeps, EngineSettings } from './context.js';
 
 /**
@@ -37,10 +36,7 @@ export async function failOverdueHandovers(
       fence,
       origin: settings.workerId,
       alongside: async (trx) => {
-        // As the engine settles: nothing serves and nothing else is in flight.
-        if ((await revisionsInStatus(trx, revision.deployment_id, [...IN_PROGRESS_STATUSES])).length === 0) {
-          await moveDeployment(deps, revision.deployment_id, 'UNUSED', { fence, requireInactive: true }, trx);
-        }
+        await settleUnused(deps, revision.deployment_id, { fence }, trx);
       },
     });
     if (result.outcome === 'ok') {
