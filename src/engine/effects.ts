@@ -115,7 +115,13 @@ export async function moveRevision(
 ): Promise<boolean> {
   if (!ctx.writes.holds(revision)) {
     // Nothing waits to be written with it (or it is another revision, one the queue skips or queues).
-    const result = await lifecycleMove(ctx, revision, to, { message, fence: leaseFence(ctx), set, origin: ctx.settings.workerId, listenerId: ctx.lastRead.listenerId });
+    const result = await lifecycleMove(ctx, revision, to, {
+      message,
+      fence: leaseFence(ctx),
+      set,
+      origin: ctx.settings.workerId,
+      listenerId: ctx.lastRead.listenerId,
+    });
     if (result.outcome !== 'ok') return false;
     Object.assign(revision, set ?? {}, { status: to, status_message: message, updated_at: result.at });
     return true;

@@ -14,7 +14,11 @@ import type { LifecycleDeps } from './revisions.js';
  */
 
 /** The columns a deployment takes when `revisionId` serves, at `url` when the runtime says where. */
-export function servingColumns(deployment: Pick<DeploymentRecord, 'url' | 'source_config'>, revisionId: string, url: string | null): NonNullable<DeploymentMove['set']> {
+export function servingColumns(
+  deployment: Pick<DeploymentRecord, 'url' | 'source_config'>,
+  revisionId: string,
+  url: string | null,
+): NonNullable<DeploymentMove['set']> {
   if (url === null) return { active_revision_id: revisionId };
   return { active_revision_id: revisionId, url, source_config: withServingUrl(deployment.source_config, deployment.url, url) };
 }
