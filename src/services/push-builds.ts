@@ -9,6 +9,7 @@ import {
   sameRepository,
   WebhookError,
 } from '../codehost/index.js';
+import type { PushOutcomeView } from '../contract/builds.js';
 import { pushedCommit } from '../domain/build-on-push.js';
 import { fail } from '../domain/errors.js';
 import { integrationNotFound } from '../domain/integrations.js';
@@ -25,13 +26,6 @@ export interface WebhookTarget {
   integrationId: string;
   workspaceId: string;
   secret: string;
-}
-
-export interface PushOutcome {
-  /** What the delivery was: a push acted on, a redelivery, or an event that asks for nothing. */
-  outcome: 'built' | 'duplicate' | 'ignored';
-  /** Revisions created, one per deployment that builds this repository and branch on push. */
-  revision_ids: string[];
 }
 
 /**
@@ -94,7 +88,7 @@ export function createPushBuildService({
     },
 
     /** A delivery from a GitHub App's webhook, checked against the integration's webhook secret over its raw bytes. */
-    async githubDelivery(target: WebhookTarget, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcome> {
+    async githubDelivery(target: WebhookTarget, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcomeView> {
       let delivery;
       try {
         delivery = readGitHubDelivery({ headers, rawBody, secret: target.secret });

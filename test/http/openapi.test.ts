@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { STATUS_BY_CODE } from '../../src/contract/errors.js';
 import { ERROR_CODES, type ErrorCode } from '../../src/domain/errors.js';
+import { undeclaredAnswer } from '../support/declared-codes.js';
 import { client } from '../support/http.js';
 import { resolved } from '../support/openapi.js';
 import { describeOnEachDatabase, otherTenants } from '../support/suite.js';
@@ -87,6 +88,24 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
     assert.ok(Array.isArray(invalid.body.detail) && invalid.body.detail[0].loc[0] === 'body');
     const route = await anonymous('GET', '/v9/nowhere');
     assert.deepEqual([route.status, route.body.code], [404, 'route_not_found']);
+  });
+
+  test("an error code a route does not declare breaks the tests' client, and one it declares passes", async () => {
+    const { server, api } = ctx();
+    const unknown = '/v2/deployments/00000000-0000-4000-8000-000000000000';
+    assert.equal(await undeclaredAnswer(server.url, 'GET', unknown, 404, { code: 'deployment_not_found' }), null);
+    assert.equal(await undeclaredAnswer(server.url, 'GET', `/api-host${unknown}?x=1`, 404, { code: 'deployment_not_found' }), null);
+    assert.match(
+      (await undeclaredAnswer(server.url, 'GET', unknown, 404, { code: 'listener_not_found' })) ?? '',
+      /GET \/v2\/deployments\/\S+ answered 404 listener_not_found/,
+    );
+    assert.match((await undeclaredAnswer(server.url, 'GET', unknown, 409, { code: 'deployment_name_taken' })) ?? '', /answered 409/);
+    assert.equal(await undeclaredAnswer(server.url, 'POST', '/v2/deployments', 422, { code: 'validation_error' }), null);
+    // The request's framing is judged before any route, and no route answers an unknown path.
+    assert.equal(await undeclaredAnswer(server.url, 'POST', '/v2/deployments', 400, { code: 'malformed_request' }), null);
+    assert.equal(await undeclaredAnswer(server.url, 'GET', '/v9/nowhere', 404, { code: 'route_not_found' }), null);
+    // Every answer of the suite's client goes through the check.
+    assert.equal((await api('GET', unknown)).body.code, 'deployment_not_found');
   });
 
   /**
