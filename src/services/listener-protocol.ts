@@ -172,7 +172,7 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
         move.set = { url: url ?? null };
         move.alongside = async (trx) => {
           await logLines(trx, revision, logs);
-          await deploymentServes({ db, bus }, trx, deployment, { revisionId: revision.id, url: url ?? null, fence });
+          await deploymentServes({ db, bus }, trx, deployment, { revisionId: revision.id, url: url || null, fence });
           await markRemoteReconciled(trx, deployment.id, revision.id);
         };
       }
