@@ -92,17 +92,9 @@ module.exports = {
       name: 'agent-speaks-the-protocol',
       severity: 'error',
       comment:
-        'listener/ is the agent, a process of its own on another machine: it knows Berth only through the wire shapes of contract/ and the domain, never the store, the use cases or the server.',
+        "listener/ is the agent, a process of its own on another machine: it knows Berth only through the wire shapes of contract/ and the domain, and runs containers with the container tools' local runtime (containers/), the one the engine uses; never the store, the use cases, the engine or the server.",
       from: { path: layer('listener') },
-      to: { path: '^src/', pathNot: ['^src/(listener|contract|domain)/', '^src/engine/drivers/(types\\.ts$|local-container/)'] },
-    },
-    {
-      name: 'agent-borrows-only-the-container-runtime',
-      severity: 'error',
-      comment:
-        "Known exception: the container host runs revisions with the engine's LocalContainerRuntime (runner.ts) and its RunningRevision (container-host.ts), so a container runs the same way whichever side started it. It goes when the container runtime gets a room of its own (issue 26); nothing else of the agent may import the engine.",
-      from: { path: layer('listener'), pathNot: '^src/listener/agent/(runner|container-host)\\.ts$' },
-      to: { path: layer('engine') },
+      to: { path: '^src/', pathNot: ['^src/(listener|contract|domain|containers)/'] },
     },
     {
       name: 'agent-is-its-own-process',

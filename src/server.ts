@@ -14,7 +14,7 @@ import { setGitConcurrency } from './codehost/index.js';
 import { UploadStore } from './build/uploads.js';
 import { TokenSigner } from './security/signed-tokens.js';
 import type { EngineSettings } from './engine/context.js';
-import { LocalContainerRuntime } from './engine/drivers/local-container/index.js';
+import { LocalContainerRuntime } from './containers/runtime/index.js';
 import type { BuildDriver, RuntimeDriver } from './engine/drivers/types.js';
 import { LangGraphBuildDriver } from './engine/drivers/langgraph-build.js';
 import { RunnerBuildDriver } from './engine/runner-build.js';

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { runBuilderCommand } from './commands.js';
+import { runTool } from '../containers/commands.js';
 import { explainBuildFailure } from './diagnose.js';
 import { emptyFootprint, footprintOfDockerfile, footprintOfLine, listWorkingContainers, removeCreatedLayers, removeLeftoverContainers } from './leftovers.js';
 import { runInProcessGroup } from './process-group.js';
@@ -161,7 +161,7 @@ async function builtImageId(builder: ResolvedBuilder, tag: string, tail: string[
   if (printed && /^[0-9a-f]{64}$/.test(printed)) return printed;
   const args =
     builder.kind === 'buildah' ? ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', tag] : ['image', 'inspect', '--format', '{{.Id}}', tag];
-  const inspected = await runBuilderCommand(builder, args);
+  const inspected = await runTool(builder, args);
   return inspected.code === 0 ? inspected.stdout.trim() : '';
 }
 

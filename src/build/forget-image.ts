@@ -1,4 +1,4 @@
-import { lastOutputLine, runBuilderCommand } from './commands.js';
+import { lastOutputLine, runTool } from '../containers/commands.js';
 import { bareId, type ImageStoreTool, localImageId } from './image-store.js';
 
 export type LocalRemoval = 'removed' | 'absent' | 'moved';
@@ -17,7 +17,7 @@ export async function removeLocalImage(tool: ImageStoreTool, reference: string, 
     await removeIfNameless(tool, id);
     return 'moved';
   }
-  const removed = await runBuilderCommand(tool, ['rmi', reference]);
+  const removed = await runTool(tool, ['rmi', reference]);
   if (removed.code === 0) return 'removed';
   if ((await localImageId(tool, reference)) === null) return 'absent';
   throw new Error(`could not remove ${reference} from the ${tool.kind} image store: ${lastOutputLine(removed)}`);
@@ -30,10 +30,10 @@ export async function removeLocalImage(tool: ImageStoreTool, reference: string, 
  */
 async function removeIfNameless(tool: ImageStoreTool, id: string): Promise<boolean> {
   if (tool.kind === 'buildah') return false;
-  const inspected = await runBuilderCommand(tool, ['image', 'inspect', '--format', '{{json .RepoTags}}', bareId(id)]);
+  const inspected = await runTool(tool, ['image', 'inspect', '--format', '{{json .RepoTags}}', bareId(id)]);
   if (inspected.code !== 0) return false;
   const names = JSON.parse(inspected.stdout.trim() || 'null') as unknown;
   if (Array.isArray(names) && names.length > 0) return false;
-  const removed = await runBuilderCommand(tool, ['rmi', bareId(id)]);
+  const removed = await runTool(tool, ['rmi', bareId(id)]);
   return removed.code === 0;
 }

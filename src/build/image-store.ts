@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { runBuilderCommand } from './commands.js';
+import { runTool } from '../containers/commands.js';
 import { type RegistryCredentials, registryOf } from './push-image.js';
 import type { ResolvedBuilder } from './types.js';
 
@@ -12,7 +12,7 @@ export type ImageStoreTool = Pick<ResolvedBuilder, 'kind' | 'binary' | 'env' | '
 export async function localImageId(tool: ImageStoreTool, image: string, signal?: AbortSignal): Promise<string | null> {
   const args =
     tool.kind === 'buildah' ? ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', image] : ['image', 'inspect', '--format', '{{.Id}}', image];
-  const result = await runBuilderCommand(tool, args, { signal, timeoutMs: 30_000 });
+  const result = await runTool(tool, args, { signal, timeoutMs: 30_000 });
   const id = bareId(result.stdout.trim().split('\n')[0]?.trim() ?? '');
   return result.code === 0 && id !== '' ? id : null;
 }
@@ -40,7 +40,7 @@ export async function registryHasImage(
       await writeFile(file, JSON.stringify({ auths: { [registryOf(image, 'buildah')]: { auth } } }), { mode: 0o600 });
       args.push('--authfile', file);
     }
-    const result = await runBuilderCommand({ binary: 'skopeo', env }, [...args, `docker://${image}`], { signal: options.signal, timeoutMs: 30_000 });
+    const result = await runTool({ binary: 'skopeo', env }, [...args, `docker://${image}`], { signal: options.signal, timeoutMs: 30_000 });
     return result.code === 0;
   } finally {
     await rm(work, { recursive: true, force: true });

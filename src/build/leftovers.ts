@@ -1,4 +1,4 @@
-import { runBuilderCommand } from './commands.js';
+import { runTool } from '../containers/commands.js';
 import type { ResolvedBuilder } from './types.js';
 
 /** A container buildah (or `podman build`) builds in; none should outlive its build. */
@@ -15,13 +15,13 @@ interface WorkingContainer {
 export async function listWorkingContainers(builder: ResolvedBuilder): Promise<WorkingContainer[]> {
   if (builder.kind === 'docker') return [];
   if (builder.kind === 'buildah') {
-    const listed = await runBuilderCommand(builder, ['containers', '--json']);
+    const listed = await runTool(builder, ['containers', '--json']);
     if (listed.code !== 0) return [];
     // buildah prints `null` when there are none.
     const rows = (JSON.parse(listed.stdout || 'null') ?? []) as { id: string; imageid: string; imagename: string; builder: boolean }[];
     return rows.filter((row) => row.builder).map((row) => ({ id: row.id, imageId: row.imageid, imageName: row.imagename }));
   }
-  const listed = await runBuilderCommand(builder, ['ps', '--all', '--external', '--format', 'json']);
+  const listed = await runTool(builder, ['ps', '--all', '--external', '--format', 'json']);
   if (listed.code !== 0) return [];
   const rows = (JSON.parse(listed.stdout || 'null') ?? []) as { Id: string; ImageID: string; Image: string; State: string }[];
   return rows.filter((row) => row.State === 'storage').map((row) => ({ id: row.Id, imageId: row.ImageID, imageName: row.Image }));
@@ -70,7 +70,7 @@ export async function removeCreatedLayers(builder: ResolvedBuilder, footprint: B
   const created = footprint.layerIds.filter((id) => ![...footprint.reusedIds].some((full) => full.startsWith(id)));
   let removed = 0;
   for (const id of [...new Set(created)].reverse()) {
-    const result = await runBuilderCommand(builder, ['rmi', id]);
+    const result = await runTool(builder, ['rmi', id]);
     if (result.code === 0) removed++;
   }
   return removed;
@@ -94,7 +94,7 @@ export async function removeLeftoverContainers(builder: ResolvedBuilder, before:
   const removed: string[] = [];
   for (const container of ours) {
     const args = builder.kind === 'buildah' ? ['rm', container.id] : ['rm', '--force', container.id];
-    const result = await runBuilderCommand(builder, args);
+    const result = await runTool(builder, args);
     if (result.code === 0) removed.push(container.id);
   }
   return removed;
@@ -105,7 +105,7 @@ async function resolveImageIds(builder: ResolvedBuilder, refs: Set<string>): Pro
   for (const ref of refs) {
     const args =
       builder.kind === 'buildah' ? ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', ref] : ['image', 'inspect', '--format', '{{.Id}}', ref];
-    const result = await runBuilderCommand(builder, args);
+    const result = await runTool(builder, args);
     const id = result.stdout.trim();
     if (result.code === 0 && id) ids.add(id);
   }

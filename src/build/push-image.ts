@@ -1,7 +1,7 @@
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { runBuilderCommand } from './commands.js';
+import { runTool } from '../containers/commands.js';
 import { runInProcessGroup } from './process-group.js';
 import { BuildError, type BuildLog, type ResolvedBuilder } from './types.js';
 
@@ -43,7 +43,7 @@ export async function pushImage(builder: ResolvedBuilder, image: string, options
     let args: string[];
     if (builder.kind === 'docker') {
       if (destination !== image) {
-        const tagged = await runBuilderCommand(builder, ['tag', image, destination], { signal });
+        const tagged = await runTool(builder, ['tag', image, destination], { signal });
         if (tagged.code !== 0)
           throw new BuildError(`Could not name ${image} as ${destination} to push it: ${tagged.stderr.trim() || `exit code ${tagged.code}`}.`);
       }

@@ -1,20 +1,9 @@
-/** The programs that can turn a Dockerfile and a context directory into an image. */
-export type BuilderKind = 'buildah' | 'podman' | 'docker';
+import type { BuilderKind, Found } from '../containers/detect.js';
 
-/** `auto` takes the first usable of buildah, `podman build`, `docker build` (BERTH_BUILDER). */
-export type BuilderPreference = 'auto' | BuilderKind;
+export type { BuilderKind, BuilderPreference } from '../containers/detect.js';
 
-export interface ResolvedBuilder {
-  kind: BuilderKind;
-  /** Absolute path of the program. */
-  binary: string;
-  /** The environment it runs with (for buildah and podman, the Berth containers.conf). */
-  env: NodeJS.ProcessEnv;
-  /** Arguments before the subcommand: the build sandbox's storage of one workspace. */
-  globalArgs?: readonly string[];
-  /** Runs the program as this unprivileged user (the build sandbox's) instead of as Berth. */
-  runAs?: { uid: number; gid: number };
-}
+/** The program that turns a Dockerfile and a context directory into an image, as found on this machine (containers/detect.ts). */
+export type ResolvedBuilder = Found<BuilderKind>;
 
 /**
  * Receives every line the builder prints, stdout and stderr alike, in order, as it comes.

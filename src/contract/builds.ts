@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { Nullable, StringEnum, Uuid } from './common.js';
 
 export const UploadUrl = Type.Object(
@@ -45,3 +45,6 @@ export const RegistryTokenQuery = Type.Object({
   scope: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 50 })])),
   account: Type.Optional(Type.String({ maxLength: 256 })),
 });
+
+export type UploadUrlView = Static<typeof UploadUrl>;
+export type PushOutcomeView = Static<typeof PushOutcome>;

@@ -10,7 +10,6 @@ import { decryptSecretSet, encryptSecretSet, secretSetDigest } from '../security
 import type { Executor } from '../store/database.js';
 import type { DeploymentForView, DeploymentRecord, DeploymentWithLatest, LatestForView } from '../store/repositories/deployments.js';
 import { buildOfImage, findRevisionById, type RevisionRecord, setRevisionBuild } from '../store/repositories/revisions.js';
-import type { RevisionBuild } from '../domain/build-inputs.js';
 import { decryptConfigEnv, encryptConfigEnv } from '../security/config-env.js';
 import { findSecretSetByDigest, insertSecretSet, secretEntries } from '../store/repositories/secret-sets.js';
 
@@ -137,13 +136,13 @@ export function createDeploymentRecords(encryptor: Encryptor, cacheCharacters = 
     async inheritBuild(trx: Executor, revision: RevisionRecord): Promise<void> {
       if (!revision.image_ref) return;
       const from = await buildOfImage(trx, revision.deployment_id, revision.image_ref, revision.id);
-      if (!from || (from.build_inputs === null && from.config_env_encrypted === null)) return;
-      const build = from.build_inputs === null ? null : (JSON.parse(from.build_inputs) as RevisionBuild);
+      if (!from || (from.build === null && from.config_env_encrypted === null)) return;
+      const { build } = from;
       if (build) build.reused_from_revision_id ??= from.id;
       revision.build = build;
       const env = decryptConfigEnv(encryptor, from.id, from.config_env_encrypted);
       await setRevisionBuild(trx, revision.id, {
-        build_inputs: build === null ? null : JSON.stringify(build),
+        build,
         build_key: from.build_key,
         config_env_encrypted: encryptConfigEnv(encryptor, revision.id, env),
       });

@@ -10,6 +10,7 @@ import {
   sameRepository,
   WebhookError,
 } from '../codehost/index.js';
+import type { PushOutcomeView } from '../contract/builds.js';
 import { pushedCommit } from '../domain/build-on-push.js';
 import { fail } from '../domain/errors.js';
 import { integrationNotFound } from '../domain/integrations.js';
@@ -28,15 +29,6 @@ export interface WebhookTarget {
   integrationId: string;
   workspaceId: string;
   secret: string;
-}
-
-export interface PushOutcome {
-  /** What the delivery was: a push acted on, a redelivery, or an event that asks for nothing. */
-  outcome: 'built' | 'duplicate' | 'ignored';
-  /** Revisions created, one per deployment that builds this repository and branch on push. */
-  revision_ids: string[];
-  /** `pull_request` events: what each deployment with previews on did (services/previews.ts). */
-  previews?: PreviewOutcome[];
 }
 
 /**
@@ -83,7 +75,7 @@ export function createPushBuildService({
    * of its repository with previews on (services/previews.ts). Acted on once per delivery
    * id and once per signed content (the same event replayed under a new id).
    */
-  async function pullRequest(target: WebhookTarget, deliveryId: string, pr: GitHubPullRequest): Promise<PushOutcome> {
+  async function pullRequest(target: WebhookTarget, deliveryId: string, pr: GitHubPullRequest): Promise<PushOutcomeView> {
     if (!(await integrations.findIntegrationById(db, target.integrationId))) throw integrationNotFound(target.integrationId);
     const firstDelivery = await integrations.recordDelivery(db, target.integrationId, `github:${deliveryId}`, nowIso());
     const key = `github-pr:${pr.repository.id}:${pr.number}:${pr.action}:${pr.headSha}:${[...pr.labels].sort().join(',')}`;
@@ -118,7 +110,7 @@ export function createPushBuildService({
     },
 
     /** A delivery from a GitHub App's webhook, checked against the integration's webhook secret over its raw bytes. */
-    async githubDelivery(target: WebhookTarget, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcome> {
+    async githubDelivery(target: WebhookTarget, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcomeView> {
       let delivery;
       try {
         delivery = readGitHubDelivery({ headers, rawBody, secret: target.secret });

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { undeclaredAnswer } from './declared-codes.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -17,7 +18,7 @@ export interface RequestOptions {
   tenant?: string;
 }
 
-/** A small client for tests: JSON in, JSON out, every header explicit. */
+/** A small client for tests: JSON in, JSON out, every header explicit; an error answer whose code its route does not declare throws (declared-codes.ts). */
 export function client(baseUrl: string, defaults: { key?: string; tenant?: string } = {}) {
   return async function request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...options.headers };
@@ -41,6 +42,8 @@ export function client(baseUrl: string, defaults: { key?: string; tenant?: strin
         parsed = text;
       }
     }
+    const undeclared = await undeclaredAnswer(baseUrl, method, path, response.status, parsed);
+    if (undeclared) throw new Error(`the contract is broken: ${undeclared}`);
     return { status: response.status, body: parsed as T, text, headers: response.headers };
   };
 }

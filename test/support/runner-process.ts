@@ -5,7 +5,7 @@
 // job's push credential. RUNNER_TEST_BASE names the base image; RUNNER_TEST_HOLD=1 makes
 // every build wait after its first lines until it is stopped (a runner to kill mid-build).
 import path from 'node:path';
-import { runBuilderCommand } from '../../src/build/commands.js';
+import { runTool } from '../../src/containers/commands.js';
 import { pushImage } from '../../src/build/push-image.js';
 import type { ResolvedBuilder } from '../../src/build/types.js';
 import { MirrorCache } from '../../src/codehost/index.js';
@@ -48,19 +48,19 @@ class QuickBuild implements BuildDriver {
       await this.#buildah(['config', '--label', `berth.revision-id=${request.revisionId}`, container]);
       await this.#buildah(['commit', '--quiet', container, image]);
     } finally {
-      await runBuilderCommand(buildah, ['rm', container]);
+      await runTool(buildah, ['rm', container]);
     }
     await step.log('INFO', `Committed ${image}`);
     const push = this.job.push;
     if (!push) return { image, commitSha };
     const pushed = await pushImage(buildah, image, { tlsVerify: push.tls_verify, credentials: { username: push.username, password: push.password } }, () => {});
     await step.log('INFO', `Pushed ${image}`);
-    await runBuilderCommand(buildah, ['rmi', image]);
+    await runTool(buildah, ['rmi', image]);
     return { image, commitSha, digest: pushed.digest ?? null, env: { FROM_LANGGRAPH_JSON: 'yes' } };
   }
 
   async #buildah(args: string[]): Promise<string> {
-    const result = await runBuilderCommand(buildah, args);
+    const result = await runTool(buildah, args);
     if (result.code !== 0) throw new Error(`buildah ${args[0]} failed: ${result.stderr}`);
     return result.stdout;
   }

@@ -1,5 +1,5 @@
 import type { DesiredDeploymentView, DesiredStateView } from '../../contract/listener-protocol.js';
-import type { RunningRevision } from '../../engine/drivers/types.js';
+import type { RunningRevision } from '../../containers/driver.js';
 import { errorMessage } from '../../domain/error-message.js';
 import type { AgentLink, ListenerCompute } from './compute.js';
 import type { ContainerHostSettings } from './config.js';

@@ -1,7 +1,6 @@
-import type { SourceSpelling } from '../../domain/deployment-config.js';
 import { type Expression, expressionBuilder, type SqlBool, SqliteAdapter, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
-import type { SourceConfig } from '../../domain/deployment-config.js';
+import { type SourceConfig, type SourceSpelling, withServingUrl } from '../../domain/deployment-config.js';
 import type { DeploymentStatus } from '../../domain/deployment-status.js';
 import { type PreviewOrigin, type PreviewSettings, previewKey } from '../../domain/previews.js';
 import { escapeLike } from '../like.js';
@@ -656,10 +655,7 @@ export async function moveServingUrl(
     .where('status', '!=', 'AWAITING_DELETE')
     .executeTakeFirst();
   if (!deployment) return false;
-  const record = decodeDeployment(deployment);
-  const sourceConfig = { ...record.source_config };
-  // custom_url is the user's to set (a proxy in front); Berth only keeps up the one it filled.
-  if (!sourceConfig.custom_url || sourceConfig.custom_url === change.previousUrl) sourceConfig.custom_url = change.url;
+  const sourceConfig = withServingUrl(decodeDeployment(deployment).source_config, change.previousUrl, change.url);
   const revision = await db
     .updateTable('revisions')
     .set({ url: change.url, updated_at: change.now })

@@ -1,4 +1,4 @@
-import { DriverError, type RunRequest } from '../types.js';
+import { DriverError, type RunRequest } from '../driver.js';
 
 /** Podman/docker container names: [a-zA-Z0-9][a-zA-Z0-9_.-]* */
 export function containerName(instanceName: string, revisionId: string): string {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { DriverError } from '../types.js';
+import { DriverError } from '../driver.js';
 
 const MAX_ENV_FILE_VALUE = 16 * 1024;
 

@@ -1,4 +1,4 @@
-import { DriverError, type LogLevel, type StepContext } from '../types.js';
+import { DriverError, type LogLevel, type StepContext } from '../driver.js';
 
 export function throwIfAborted(signal: AbortSignal, step: string): void {
   if (!signal.aborted) return;
@@ -11,7 +11,7 @@ export function formatSeconds(ms: number): string {
 }
 
 // The agent (listener/) reports failures the same way without reaching into the engine.
-export { errorMessage } from '../../../domain/error-message.js';
+export { errorMessage } from '../../domain/error-message.js';
 
 export async function safeLog(context: StepContext, level: LogLevel, message: string): Promise<void> {
   try {

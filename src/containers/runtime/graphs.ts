@@ -1,4 +1,5 @@
-import { runCommand, type ResolvedRuntime } from './cli.js';
+import { runTool } from '../commands.js';
+import { type ResolvedRuntime } from '../detect.js';
 import { redact } from './logs.js';
 
 /** One graph the agent server is to serve: its id and where langgraph.json points (`./src/graph.ts:graph`). */
@@ -28,7 +29,7 @@ export async function expectedGraphs(
   if (raw === undefined) {
     // A container's environment holds its secrets too: only LANGSERVE_GRAPHS is read from it.
     const [kind, ref] = 'image' in of ? ['image', of.image] : ['container', of.container];
-    const inspected = await runCommand(runtime, [kind, 'inspect', '--format', '{{json .Config.Env}}', ref]);
+    const inspected = await runTool(runtime, [kind, 'inspect', '--format', '{{json .Config.Env}}', ref]);
     if (inspected.code !== 0) return [];
     const vars = parseJson(inspected.stdout);
     const entry = Array.isArray(vars) ? vars.find((item): item is string => typeof item === 'string' && item.startsWith('LANGSERVE_GRAPHS=')) : undefined;

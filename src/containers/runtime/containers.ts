@@ -1,6 +1,7 @@
-import { DriverError, type RunRequest, type StepContext } from '../types.js';
-import { COMMAND_TIMEOUT_MS, lastLine, runCommand, type ResolvedRuntime } from './cli.js';
-import { BERTH_CONTAINERS_CONF } from '../../../containers/tools.js';
+import { DriverError, type RunRequest, type StepContext } from '../driver.js';
+import { COMMAND_TIMEOUT_MS, lastOutputClause, runTool } from '../commands.js';
+import { type ResolvedRuntime } from '../detect.js';
+import { BERTH_CONTAINERS_CONF } from '../tools.js';
 import { withEnvFile } from './env-file.js';
 import { redact, secretValues } from './logs.js';
 import { formatSeconds, safeLog, throwIfAborted } from './step.js';
@@ -50,14 +51,17 @@ export async function runContainer(runtime: ResolvedRuntime, request: RunRequest
     if (request.resources.memoryMb !== undefined) args.push('--memory', `${request.resources.memoryMb}m`);
     args.push(request.image);
 
-    const result = await runCommand(runtime, args, {
+    const result = await runTool(runtime, args, {
       signal: context.signal,
       timeoutMs: COMMAND_TIMEOUT_MS,
       extraEnv: byName,
     });
     throwIfAborted(context.signal, `starting container ${name}`);
     if (result.code !== 0) {
-      const why = redact(result.failure === 'timeout' ? `it did not return within ${formatSeconds(COMMAND_TIMEOUT_MS)}` : lastLine(result), secretValues(env));
+      const why = redact(
+        result.failure === 'timeout' ? `it did not return within ${formatSeconds(COMMAND_TIMEOUT_MS)}` : lastOutputClause(result),
+        secretValues(env),
+      );
       await safeLog(context, 'ERROR', `\`${runtime.kind} run\` failed: ${why}`);
       throw new DriverError(
         `Could not start a container from image '${request.image}': \`${runtime.kind} run\` failed: ${why}. ` +
@@ -70,12 +74,12 @@ export async function runContainer(runtime: ResolvedRuntime, request: RunRequest
 }
 
 export async function containerExists(runtime: ResolvedRuntime, name: string): Promise<boolean> {
-  const result = await runCommand(runtime, ['container', 'inspect', '--format', '{{.Name}}', name]);
+  const result = await runTool(runtime, ['container', 'inspect', '--format', '{{.Name}}', name]);
   return result.code === 0;
 }
 
 export async function containerState(runtime: ResolvedRuntime, name: string): Promise<{ status: string; exitCode: number } | null> {
-  const result = await runCommand(runtime, ['container', 'inspect', '--format', '{{.State.Status}} {{.State.ExitCode}}', name]);
+  const result = await runTool(runtime, ['container', 'inspect', '--format', '{{.State.Status}} {{.State.ExitCode}}', name]);
   if (result.code !== 0) return null;
   const [status = 'unknown', exitCode = '0'] = result.stdout.trim().split(/\s+/);
   return { status, exitCode: Number(exitCode) };
@@ -83,9 +87,9 @@ export async function containerState(runtime: ResolvedRuntime, name: string): Pr
 
 /** Names of every container (running or not) labelled with the deployment. */
 export async function containersOf(runtime: ResolvedRuntime, deploymentId: string): Promise<string[]> {
-  const result = await runCommand(runtime, ['ps', '-a', '--filter', `label=${DEPLOYMENT_LABEL}=${deploymentId}`, '--format', '{{.Names}}']);
+  const result = await runTool(runtime, ['ps', '-a', '--filter', `label=${DEPLOYMENT_LABEL}=${deploymentId}`, '--format', '{{.Names}}']);
   if (result.code !== 0) {
-    throw new DriverError(`Could not list the containers of deployment ${deploymentId}: \`${runtime.kind} ps\` failed: ${lastLine(result)}`);
+    throw new DriverError(`Could not list the containers of deployment ${deploymentId}: \`${runtime.kind} ps\` failed: ${lastOutputClause(result)}`);
   }
   return result.stdout
     .split('\n')
@@ -105,8 +109,8 @@ export interface LabelledContainer {
 
 /** Every container (running or not) carrying `label=value`, with what `inspect` says of it. */
 export async function containersLabelled(runtime: ResolvedRuntime, label: string, value: string): Promise<LabelledContainer[]> {
-  const listed = await runCommand(runtime, ['ps', '-a', '--filter', `label=${label}=${value}`, '--format', '{{.Names}}']);
-  if (listed.code !== 0) throw new DriverError(`Could not list containers: \`${runtime.kind} ps\` failed: ${lastLine(listed)}`);
+  const listed = await runTool(runtime, ['ps', '-a', '--filter', `label=${label}=${value}`, '--format', '{{.Names}}']);
+  if (listed.code !== 0) throw new DriverError(`Could not list containers: \`${runtime.kind} ps\` failed: ${lastOutputClause(listed)}`);
   const names = listed.stdout
     .split('\n')
     .map((line) => line.trim())
@@ -114,7 +118,7 @@ export async function containersLabelled(runtime: ResolvedRuntime, label: string
   const found: LabelledContainer[] = [];
   const format = `{{index .Config.Labels "${DEPLOYMENT_LABEL}"}}\t{{index .Config.Labels "${REVISION_LABEL}"}}\t{{.State.Status}}\t{{json .HostConfig.PortBindings}}`;
   for (const name of names) {
-    const inspected = await runCommand(runtime, ['container', 'inspect', '--format', format, name]);
+    const inspected = await runTool(runtime, ['container', 'inspect', '--format', format, name]);
     // Removed between the listing and now: it no longer runs anything.
     if (inspected.code !== 0) continue;
     const [deploymentId = '', revisionId = '', status = '', bindings = 'null'] = inspected.stdout.trim().split('\t');
@@ -135,18 +139,18 @@ function publishedPort(bindings: string): number | null {
 
 /** Starts a stopped container again (after a host reboot), with its name, port and settings. */
 export async function startContainer(runtime: ResolvedRuntime, name: string, signal: AbortSignal): Promise<void> {
-  const result = await runCommand(runtime, ['start', name], { signal, timeoutMs: COMMAND_TIMEOUT_MS });
-  if (result.code !== 0) throw new DriverError(`Could not start container ${name} again: \`${runtime.kind} start\` failed: ${lastLine(result)}`);
+  const result = await runTool(runtime, ['start', name], { signal, timeoutMs: COMMAND_TIMEOUT_MS });
+  if (result.code !== 0) throw new DriverError(`Could not start container ${name} again: \`${runtime.kind} start\` failed: ${lastOutputClause(result)}`);
 }
 
 export async function removeContainers(runtime: ResolvedRuntime, names: string[]): Promise<void> {
   const args = runtime.kind === 'podman' ? ['rm', '-f', '-t', '0', '--', ...names] : ['rm', '-f', '--', ...names];
-  const result = await runCommand(runtime, args, { timeoutMs: COMMAND_TIMEOUT_MS });
+  const result = await runTool(runtime, args, { timeoutMs: COMMAND_TIMEOUT_MS });
   if (result.code === 0) return;
   // docker (unlike podman) fails on names that are already gone; only what still exists matters.
   const left: string[] = [];
   for (const name of names) if (await containerExists(runtime, name)) left.push(name);
   if (left.length > 0) {
-    throw new DriverError(`Could not remove container(s) ${left.join(', ')}: \`${runtime.kind} rm\` failed: ${lastLine(result)}`);
+    throw new DriverError(`Could not remove container(s) ${left.join(', ')}: \`${runtime.kind} rm\` failed: ${lastOutputClause(result)}`);
   }
 }

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { DriverError, type StepContext } from '../types.js';
-import type { ResolvedRuntime } from './cli.js';
+import { DriverError, type StepContext } from '../driver.js';
+import type { ResolvedRuntime } from '../detect.js';
 import { CONTAINER_PORT, containerState } from './containers.js';
 import { describeGraphs, type ExpectedGraph, listedGraphs } from './graphs.js';
 import { errorMessage, formatSeconds, safeLog, throwIfAborted } from './step.js';

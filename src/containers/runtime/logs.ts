@@ -1,5 +1,6 @@
-import type { StepContext } from '../types.js';
-import { lastLine, runCommand, type ResolvedRuntime } from './cli.js';
+import type { StepContext } from '../driver.js';
+import { lastOutputClause, runTool } from '../commands.js';
+import { type ResolvedRuntime } from '../detect.js';
 import { safeLog } from './step.js';
 
 const LOG_TAIL_LINES = 50;
@@ -26,9 +27,9 @@ export function redact(text: string, secrets: string[]): string {
  * order. Answers the lines copied (redacted), for a failure to quote.
  */
 export async function captureLogs(runtime: ResolvedRuntime, name: string, secrets: string[], context: StepContext, expected: boolean): Promise<string[]> {
-  const result = await runCommand(runtime, ['logs', '--timestamps', '--tail', String(LOG_TAIL_LINES), name]);
+  const result = await runTool(runtime, ['logs', '--timestamps', '--tail', String(LOG_TAIL_LINES), name]);
   if (result.code !== 0) {
-    if (expected) await safeLog(context, 'WARNING', `Could not read the container's output: ${lastLine(result)}`);
+    if (expected) await safeLog(context, 'WARNING', `Could not read the container's output: ${lastOutputClause(result)}`);
     return [];
   }
   const lines = [

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
-import { removeLocalImage } from '../../../build/forget-image.js';
-import { DriverError, type ImageToForget, type RunningRevision, type RunRequest, type RuntimeDriver, type StepContext } from '../types.js';
-import type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
+import { removeLocalImage } from '../../build/forget-image.js';
+import { DriverError, type ImageToForget, type RunningRevision, type RunRequest, type RuntimeDriver, type StepContext } from '../driver.js';
+import type { ContainerRuntimeKind, ResolvedRuntime } from '../detect.js';
 import {
   CONTAINER_PORT,
   containerExists,
@@ -12,7 +12,7 @@ import {
   runContainer,
   startContainer,
 } from './containers.js';
-import { detectRuntime } from './detect.js';
+import { detectRuntime } from '../detect.js';
 import { waitHealthy } from './health.js';
 import { ensureImage } from './image.js';
 import { blamedGraphs, describeGraphs, type ExpectedGraph, expectedGraphs, quoteLines } from './graphs.js';
@@ -22,7 +22,7 @@ import { containerName, describeLimits, isContainerName, validateRequest } from 
 import { PORT_LABEL, SETTINGS_LABEL, parkContainer, removeExpiredStandbys, settingsLabel, type StandbyPolicy, takeStandby } from './standby.js';
 import { errorMessage, formatSeconds, safeLog } from './step.js';
 
-export type { ContainerRuntimeKind, ResolvedRuntime } from './cli.js';
+export type { ContainerRuntimeKind, ResolvedRuntime } from '../detect.js';
 export type { LabelledContainer } from './containers.js';
 
 export interface LocalContainerRuntimeOptions {

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { DriverError } from '../types.js';
+import { DriverError } from '../driver.js';
 
 const PORT_RESERVATION_MS = 5 * 60_000;
 /** Ports handed out recently by this process, so concurrent starts never share one. */

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { DriverError, type RunRequest, type StepContext } from '../types.js';
-import { lastLine, runCommand, type ResolvedRuntime } from './cli.js';
+import { DriverError, type RunRequest, type StepContext } from '../driver.js';
+import { lastOutputClause, runTool } from '../commands.js';
+import { type ResolvedRuntime } from '../detect.js';
 import { DEPLOYMENT_LABEL, REVISION_LABEL, removeContainers } from './containers.js';
 import { errorMessage, safeLog } from './step.js';
 
@@ -68,8 +69,8 @@ interface StandbyContainer {
 /** The standby containers carrying `label=value`. */
 async function standbys(runtime: ResolvedRuntime, label: string, value: string | null): Promise<StandbyContainer[]> {
   const filter = value === null ? `label=${label}` : `label=${label}=${value}`;
-  const listed = await runCommand(runtime, ['ps', '-a', '--filter', filter, '--format', '{{.Names}}']);
-  if (listed.code !== 0) throw new DriverError(`Could not list containers: \`${runtime.kind} ps\` failed: ${lastLine(listed)}`);
+  const listed = await runTool(runtime, ['ps', '-a', '--filter', filter, '--format', '{{.Names}}']);
+  if (listed.code !== 0) throw new DriverError(`Could not list containers: \`${runtime.kind} ps\` failed: ${lastOutputClause(listed)}`);
   const names = listed.stdout
     .split('\n')
     .map((line) => line.trim())
@@ -77,7 +78,7 @@ async function standbys(runtime: ResolvedRuntime, label: string, value: string |
   if (names.length === 0) return [];
   // One inspect for them all: each runtime command is a process of its own, on a rollback's path.
   const labels = [DEPLOYMENT_LABEL, REVISION_LABEL, SETTINGS_LABEL, PORT_LABEL].map((key) => `{{index .Config.Labels "${key}"}}`);
-  const inspected = await runCommand(runtime, ['container', 'inspect', '--format', ['{{.Name}}', ...labels, '{{.Image}}'].join('\t'), ...names]);
+  const inspected = await runTool(runtime, ['container', 'inspect', '--format', ['{{.Name}}', ...labels, '{{.Image}}'].join('\t'), ...names]);
   // A container taken or removed since the listing fails the command; the others are still printed.
   const found: StandbyContainer[] = [];
   for (const line of inspected.stdout.split('\n').filter(Boolean)) {
@@ -104,17 +105,17 @@ export interface StandbyPolicy {
  * then removed, like a retired one).
  */
 export async function parkContainer(runtime: ResolvedRuntime, name: string, policy: StandbyPolicy, context: StepContext): Promise<boolean> {
-  const owner = await runCommand(runtime, ['container', 'inspect', '--format', `{{index .Config.Labels "${DEPLOYMENT_LABEL}"}}`, name]);
+  const owner = await runTool(runtime, ['container', 'inspect', '--format', `{{index .Config.Labels "${DEPLOYMENT_LABEL}"}}`, name]);
   if (owner.code !== 0) return false;
   const deploymentId = owner.stdout.trim();
   try {
     const kept = (await standbys(runtime, DEPLOYMENT_LABEL, deploymentId)).sort((a, b) => a.expiresAtMs - b.expiresAtMs);
     const surplus = kept.slice(0, Math.max(0, kept.length - (policy.perDeployment - 1))).map((standby) => standby.name);
     if (surplus.length > 0) await removeContainers(runtime, surplus);
-    const paused = await runCommand(runtime, ['pause', name]);
-    if (paused.code !== 0) throw new DriverError(`\`${runtime.kind} pause\` failed: ${lastLine(paused)}`);
-    const renamed = await runCommand(runtime, ['rename', name, standbyName(name, Date.now() + policy.keepMs)]);
-    if (renamed.code !== 0) throw new DriverError(`\`${runtime.kind} rename\` failed: ${lastLine(renamed)}`);
+    const paused = await runTool(runtime, ['pause', name]);
+    if (paused.code !== 0) throw new DriverError(`\`${runtime.kind} pause\` failed: ${lastOutputClause(paused)}`);
+    const renamed = await runTool(runtime, ['rename', name, standbyName(name, Date.now() + policy.keepMs)]);
+    if (renamed.code !== 0) throw new DriverError(`\`${runtime.kind} rename\` failed: ${lastOutputClause(renamed)}`);
     return true;
   } catch (error) {
     await safeLog(context, 'WARNING', `Could not keep container ${name} as a standby (${errorMessage(error)}); removing it`);
@@ -142,15 +143,15 @@ export async function takeStandby(runtime: ResolvedRuntime, request: RunRequest,
     }
   }
   if (!taken || taken.port === null) return null;
-  const renamed = await runCommand(runtime, ['rename', taken.name, name]);
+  const renamed = await runTool(runtime, ['rename', taken.name, name]);
   if (renamed.code !== 0) {
     // Another engine process took it first, or it was removed on expiry.
-    await context.log('INFO', `Could not take standby container ${taken.name} (${lastLine(renamed)}); starting a new one`);
+    await context.log('INFO', `Could not take standby container ${taken.name} (${lastOutputClause(renamed)}); starting a new one`);
     return null;
   }
-  const unpaused = await runCommand(runtime, ['unpause', name]);
+  const unpaused = await runTool(runtime, ['unpause', name]);
   if (unpaused.code !== 0) {
-    await context.log('WARNING', `Could not unpause standby container ${name} (${lastLine(unpaused)}); removing it and starting a new one`);
+    await context.log('WARNING', `Could not unpause standby container ${name} (${lastOutputClause(unpaused)}); removing it and starting a new one`);
     await removeContainers(runtime, [name]);
     return null;
   }
@@ -160,7 +161,7 @@ export async function takeStandby(runtime: ResolvedRuntime, request: RunRequest,
 async function usable(runtime: ResolvedRuntime, standby: StandbyContainer, request: RunRequest): Promise<boolean> {
   if (!sameSettings(standby.settings, request)) return false;
   // The name may have been given to another image since (a tag pushed again).
-  const image = await runCommand(runtime, ['image', 'inspect', '--format', '{{.Id}}', request.image]);
+  const image = await runTool(runtime, ['image', 'inspect', '--format', '{{.Id}}', request.image]);
   return image.code === 0 && sameImageId(image.stdout.trim(), standby.imageId);
 }
 

@@ -1,9 +1,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { DriverError, type RunRequest, type StepContext } from '../types.js';
-import { lastLine, runCommand, type ResolvedRuntime } from './cli.js';
-import { BERTH_REGISTRIES_CONF } from '../../../containers/tools.js';
+import { DriverError, type RunRequest, type StepContext } from '../driver.js';
+import { lastOutputClause, runTool } from '../commands.js';
+import { type ResolvedRuntime } from '../detect.js';
+import { BERTH_REGISTRIES_CONF } from '../tools.js';
 import { formatSeconds, safeLog, throwIfAborted } from './step.js';
 
 const PULL_TIMEOUT_MS = 10 * 60_000;
@@ -11,8 +12,8 @@ const PULL_TIMEOUT_MS = 10 * 60_000;
 export async function ensureImage(runtime: ResolvedRuntime, image: string, context: StepContext, pull?: RunRequest['pull']): Promise<void> {
   const present =
     runtime.kind === 'podman'
-      ? await runCommand(runtime, ['image', 'exists', image], { signal: context.signal })
-      : await runCommand(runtime, ['image', 'inspect', '--format', '{{.Id}}', image], { signal: context.signal });
+      ? await runTool(runtime, ['image', 'exists', image], { signal: context.signal })
+      : await runTool(runtime, ['image', 'inspect', '--format', '{{.Id}}', image], { signal: context.signal });
   throwIfAborted(context.signal, `checking image ${image}`);
   if (present.code === 0) {
     await context.log('INFO', `Image ${image} is present locally`);
@@ -21,11 +22,11 @@ export async function ensureImage(runtime: ResolvedRuntime, image: string, conte
   await context.log('INFO', `Image ${image} is not present locally; pulling it`);
   const startedAt = Date.now();
   const pulled = await withPullAuth(runtime, image, pull, (flags) =>
-    runCommand(runtime, [...flags.global, 'pull', ...flags.pull, image], { signal: context.signal, timeoutMs: PULL_TIMEOUT_MS }),
+    runTool(runtime, [...flags.global, 'pull', ...flags.pull, image], { signal: context.signal, timeoutMs: PULL_TIMEOUT_MS }),
   );
   throwIfAborted(context.signal, `pulling image ${image}`);
   if (pulled.code !== 0) {
-    const why = pulled.failure === 'timeout' ? `the pull did not finish within ${formatSeconds(PULL_TIMEOUT_MS)}` : lastLine(pulled);
+    const why = pulled.failure === 'timeout' ? `the pull did not finish within ${formatSeconds(PULL_TIMEOUT_MS)}` : lastOutputClause(pulled);
     await safeLog(context, 'ERROR', `Pulling ${image} failed: ${why}`);
     throw new DriverError(
       `Image '${image}' was not found locally and could not be pulled: ${why}. ` +
