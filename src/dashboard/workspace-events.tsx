@@ -1,5 +1,5 @@
 import { useLocation } from 'preact-iso';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { BerthApiError, type Deployment, type WorkspaceEvent } from '../client/index.js';
 import { plainText } from './ansi.js';
 import { useWorkplace } from './context.js';
@@ -36,6 +36,7 @@ export function WorkspaceEventsPage() {
   const [error, setError] = useState<string | null>(null);
   const [deployments, setDeployments] = useState<Deployment[]>([]);
   const allowed = may(session, 'GET /v2/events/stream');
+  const asked = useRef(new Set<string>());
 
   useEffect(() => {
     if (!allowed) return;
@@ -44,6 +45,20 @@ export function WorkspaceEventsPage() {
       () => setDeployments([]),
     );
   }, [allowed, client]);
+
+  // A deployment made after the list was read is looked up once, for its name.
+  useEffect(() => {
+    const known = new Set(deployments.map((deployment) => deployment.id));
+    for (const item of shown.events) {
+      const id = item.data.deployment_id;
+      if (known.has(id) || asked.current.has(id)) continue;
+      asked.current.add(id);
+      client.deployments.get(id).then(
+        (found) => setDeployments((current) => [...current, found]),
+        () => {},
+      );
+    }
+  }, [shown.events, deployments, client]);
 
   useEffect(() => {
     if (!allowed) return;
