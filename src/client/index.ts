@@ -434,7 +434,12 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
    */
   function followEvents(deploymentId: string, options: FollowOptions = {}): AsyncGenerator<DeploymentEvent> {
     return follow<DeploymentEvent>('streamDeploymentEvents', options, (headers) =>
-      api.GET('/v2/deployments/{deployment_id}/events', { params: { path: { deployment_id: deploymentId } }, headers, parseAs: 'stream', signal: options.signal }),
+      api.GET('/v2/deployments/{deployment_id}/events', {
+        params: { path: { deployment_id: deploymentId } },
+        headers,
+        parseAs: 'stream',
+        signal: options.signal,
+      }),
     );
   }
 

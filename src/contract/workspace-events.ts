@@ -11,10 +11,7 @@ const DeploymentId = { deployment_id: Uuid({ description: 'The deployment the ev
 /** A deployment event's `data`, with the deployment it belongs to: the workspace's events mix deployments. */
 export const WorkspaceStatusEventData = Type.Object({ ...DeploymentId, ...StatusEventData.properties }, { title: 'WorkspaceStatusEvent' });
 export const WorkspaceLogEventData = Type.Object({ ...DeploymentId, ...LogEventData.properties }, { title: 'WorkspaceLogEvent' });
-export const WorkspacePushIgnoredEventData = Type.Object(
-  { ...DeploymentId, ...PushIgnoredEventData.properties },
-  { title: 'WorkspacePushIgnoredPinnedEvent' },
-);
+export const WorkspacePushIgnoredEventData = Type.Object({ ...DeploymentId, ...PushIgnoredEventData.properties }, { title: 'WorkspacePushIgnoredPinnedEvent' });
 
 const EventId = Type.Integer({ description: 'Increasing with time; the SSE `id:` of the same event in the stream.' });
 

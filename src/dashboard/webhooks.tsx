@@ -103,9 +103,7 @@ export function WebhooksPage() {
                 <input
                   type="checkbox"
                   checked={events.includes(choice)}
-                  onChange={(event) =>
-                    setEvents((current) => (event.currentTarget.checked ? [...current, choice] : current.filter((name) => name !== choice)))
-                  }
+                  onChange={(event) => setEvents((current) => (event.currentTarget.checked ? [...current, choice] : current.filter((name) => name !== choice)))}
                 />{' '}
                 {choice}
               </label>
@@ -270,12 +268,16 @@ export function WebhookPage() {
               <td>{formatTime(delivery.created_at)}</td>
               {canRedeliver && (
                 <td>
-                  <button type="button" disabled={busy} onClick={() =>
+                  <button
+                    type="button"
+                    disabled={busy}
+                    onClick={() =>
                       void run(async () => {
                         await client.webhooks.redeliver(subscription.id, delivery.id);
                         await fetchAll();
                       })
-                    }>
+                    }
+                  >
                     Redeliver {shortId(delivery.id)}
                   </button>
                 </td>

@@ -72,7 +72,11 @@ export function createWorkspaceEventService({ db, bus }: ServiceDeps) {
       await checkFilters(scope, filters);
       const stop = AbortSignal.any([signal, closing.signal]);
       // Any deployment's news may be this workspace's: the read below decides.
-      const watcher = watchBus(bus, (message) => message.topic === 'deployment' && (!filters.deploymentId || message.deploymentId === filters.deploymentId), stop);
+      const watcher = watchBus(
+        bus,
+        (message) => message.topic === 'deployment' && (!filters.deploymentId || message.deploymentId === filters.deploymentId),
+        stop,
+      );
       let cursor = afterId;
       try {
         while (!stop.aborted) {

@@ -98,63 +98,73 @@ describe("the dashboard's logs, webhooks and workspace events", { skip: browserA
     assert.deepEqual(harness.violations, []);
   });
 
-  test('webhook subscriptions: created with the secret once, deliveries with status codes, redelivered, deleted', { timeout: deadline(2 * 60_000) }, async () => {
-    const { server } = harness;
-    const api = client(server.url, { key: server.adminKey });
-    const receiver = await startReceiver(() => ({ status: 200 }));
-    try {
-      const page = await harness.signedIn(server.adminKey);
-      await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Webhooks' }).click();
-      await page.getByText('No webhook subscription yet').waitFor();
-      await harness.checkAccessibility(page, 'webhooks, none');
-      await page.getByLabel('Endpoint URL').fill(receiver.url('/berth'));
-      await page.getByLabel('Description').fill('ci');
-      await page.getByLabel('deployment.created').check();
-      await page.getByRole('button', { name: 'Subscribe' }).click();
-      const secret = (await page.getByTestId('webhook-secret').innerText()).trim();
-      assert.ok(secret.length >= 16, secret);
-      await page.getByRole('button', { name: 'Done' }).click();
-      await page.reload();
-      const link = page.getByRole('link', { name: receiver.url('/berth') });
-      await link.waitFor();
-      assert.ok(!(await page.content()).includes(secret), 'the secret is shown once');
-      await harness.checkAccessibility(page, 'webhooks');
+  test(
+    'webhook subscriptions: created with the secret once, deliveries with status codes, redelivered, deleted',
+    { timeout: deadline(2 * 60_000) },
+    async () => {
+      const { server } = harness;
+      const api = client(server.url, { key: server.adminKey });
+      const receiver = await startReceiver(() => ({ status: 200 }));
+      try {
+        const page = await harness.signedIn(server.adminKey);
+        await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Webhooks' }).click();
+        await page.getByText('No webhook subscription yet').waitFor();
+        await harness.checkAccessibility(page, 'webhooks, none');
+        await page.getByLabel('Endpoint URL').fill(receiver.url('/berth'));
+        await page.getByLabel('Description').fill('ci');
+        await page.getByLabel('deployment.created').check();
+        await page.getByRole('button', { name: 'Subscribe' }).click();
+        const secret = (await page.getByTestId('webhook-secret').innerText()).trim();
+        assert.ok(secret.length >= 16, secret);
+        await page.getByRole('button', { name: 'Done' }).click();
+        await page.reload();
+        const link = page.getByRole('link', { name: receiver.url('/berth') });
+        await link.waitFor();
+        assert.ok(!(await page.content()).includes(secret), 'the secret is shown once');
+        await harness.checkAccessibility(page, 'webhooks');
 
-      // A deployment made: the receiver gets the event, and the subscription's page shows it with its status code.
-      const made = await api('POST', '/v2/deployments', { body: imageDeployment('hooked', 'localhost/berth-test-agent:v1') });
-      assert.equal(made.status, 201, made.text);
-      await eventually(async () => receiver.received.some((request) => request.body.includes('deployment.created')), 'the first delivery');
-      await link.click();
-      const deliveries = page.getByTestId('deliveries');
-      await deliveries.locator('tr[data-state=delivered]').getByText('#1: 200').first().waitFor();
+        // A deployment made: the receiver gets the event, and the subscription's page shows it with its status code.
+        const made = await api('POST', '/v2/deployments', { body: imageDeployment('hooked', 'localhost/berth-test-agent:v1') });
+        assert.equal(made.status, 201, made.text);
+        await eventually(async () => receiver.received.some((request) => request.body.includes('deployment.created')), 'the first delivery');
+        await link.click();
+        const deliveries = page.getByTestId('deliveries');
+        await deliveries.locator('tr[data-state=delivered]').getByText('#1: 200').first().waitFor();
 
-      // Redelivered while the receiver fails: the new delivery shows its 500 once tried.
-      receiver.answerWith(() => ({ status: 500 }));
-      await deliveries.getByRole('button', { name: /^Redeliver/ }).first().click();
-      await deliveries.getByText('#1: 500').first().waitFor();
-      await deliveries.getByText(/redelivery of/).first().waitFor();
-      await harness.checkAccessibility(page, 'webhook deliveries');
+        // Redelivered while the receiver fails: the new delivery shows its 500 once tried.
+        receiver.answerWith(() => ({ status: 500 }));
+        await deliveries
+          .getByRole('button', { name: /^Redeliver/ })
+          .first()
+          .click();
+        await deliveries.getByText('#1: 500').first().waitFor();
+        await deliveries
+          .getByText(/redelivery of/)
+          .first()
+          .waitFor();
+        await harness.checkAccessibility(page, 'webhook deliveries');
 
-      // A read-only key sees them and is offered neither redelivery nor delete.
-      const viewer = await api('POST', '/v1/api-keys', { body: { name: 'hook-viewer', role: 'read_only', workspace_id: server.workspaceId } });
-      const watching = await harness.signedIn(viewer.body.key, new URL(page.url()).pathname);
-      await watching.getByTestId('deliveries').getByText('#1: 200').first().waitFor();
-      assert.equal(await watching.getByRole('button', { name: /Redeliver|Delete/ }).count(), 0);
-      await watching.goto(`${server.url}/webhooks`);
-      await watching.getByRole('link', { name: receiver.url('/berth') }).waitFor();
-      assert.equal(await watching.getByRole('button', { name: 'Subscribe' }).count(), 0, 'no create for a read-only key');
-      await watching.context().close();
+        // A read-only key sees them and is offered neither redelivery nor delete.
+        const viewer = await api('POST', '/v1/api-keys', { body: { name: 'hook-viewer', role: 'read_only', workspace_id: server.workspaceId } });
+        const watching = await harness.signedIn(viewer.body.key, new URL(page.url()).pathname);
+        await watching.getByTestId('deliveries').getByText('#1: 200').first().waitFor();
+        assert.equal(await watching.getByRole('button', { name: /Redeliver|Delete/ }).count(), 0);
+        await watching.goto(`${server.url}/webhooks`);
+        await watching.getByRole('link', { name: receiver.url('/berth') }).waitFor();
+        assert.equal(await watching.getByRole('button', { name: 'Subscribe' }).count(), 0, 'no create for a read-only key');
+        await watching.context().close();
 
-      page.once('dialog', (dialog) => void dialog.accept());
-      await page.getByRole('button', { name: 'Delete subscription' }).click();
-      await page.getByRole('heading', { name: 'Subscription deleted' }).waitFor();
-      const left = await api('GET', '/v1/webhook-subscriptions');
-      assert.deepEqual(left.body.resources, []);
-      assert.deepEqual(harness.violations, []);
-    } finally {
-      await receiver.close();
-    }
-  });
+        page.once('dialog', (dialog) => void dialog.accept());
+        await page.getByRole('button', { name: 'Delete subscription' }).click();
+        await page.getByRole('heading', { name: 'Subscription deleted' }).waitFor();
+        const left = await api('GET', '/v1/webhook-subscriptions');
+        assert.deepEqual(left.body.resources, []);
+        assert.deepEqual(harness.violations, []);
+      } finally {
+        await receiver.close();
+      }
+    },
+  );
 
   test("the workspace's events: live, filtered in the URL, and not offered to a deployer key", { timeout: deadline(2 * 60_000) }, async () => {
     const { server } = harness;

@@ -15,7 +15,13 @@ import { describeOnEachDatabase, otherTenants, type SuiteContext } from '../supp
 async function createDeployment(ctx: SuiteContext, key = ctx.server.adminKey): Promise<{ id: string; revisionId: string }> {
   const res = await ctx.api('POST', '/v2/deployments', {
     key,
-    body: { name: `ws-events-${randomUUID().slice(0, 8)}`, source: 'external_docker', source_config: null, source_revision_config: { image_uri: 'localhost/x:v1' }, secrets: [] },
+    body: {
+      name: `ws-events-${randomUUID().slice(0, 8)}`,
+      source: 'external_docker',
+      source_config: null,
+      source_revision_config: { image_uri: 'localhost/x:v1' },
+      secrets: [],
+    },
   });
   assert.equal(res.status, 201, res.text);
   return { id: res.body.id, revisionId: res.body.latest_revision_id };
@@ -51,7 +57,13 @@ describeOnEachDatabase("the workspace's events", (ctx) => {
     const [one, two] = [await createDeployment(ctx()), await createDeployment(ctx())];
     await writeLine(ctx(), one, `${token} one`);
     await writeLine(ctx(), two, `${token} two`);
-    await recordStatus(ctx().server.berth.db, { deploymentId: two.id, revisionId: two.revisionId, status: 'DEPLOYED', message: `${token} done`, at: new Date().toISOString() });
+    await recordStatus(ctx().server.berth.db, {
+      deploymentId: two.id,
+      revisionId: two.revisionId,
+      status: 'DEPLOYED',
+      message: `${token} done`,
+      at: new Date().toISOString(),
+    });
 
     const newest = await ctx().api('GET', '/v2/events?event=log&limit=500');
     assert.equal(newest.status, 200, newest.text);
@@ -74,7 +86,10 @@ describeOnEachDatabase("the workspace's events", (ctx) => {
     const walked: number[] = [];
     let cursor: string | null = '';
     while (cursor !== null) {
-      const page: { status: number; text: string; body: any } = await ctx().api('GET', `/v2/events?deployment_id=${one.id}&order=asc&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: { status: number; text: string; body: any } = await ctx().api(
+        'GET',
+        `/v2/events?deployment_id=${one.id}&order=asc&limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       assert.equal(page.status, 200, page.text);
       walked.push(...page.body.resources.map((e: WorkspaceEvent) => e.id));
       cursor = page.body.next_cursor;
@@ -115,7 +130,10 @@ describeOnEachDatabase("the workspace's events", (ctx) => {
       await writeLine(ctx(), deployment, `${token} missed`);
       const resumed = new AbortController();
       try {
-        const again = await until(berth.followWorkspaceEvents({ signal: resumed.signal, lastEventId: live.id, deployment_id: deployment.id }), (e) => messageOf(e) === `${token} missed`);
+        const again = await until(
+          berth.followWorkspaceEvents({ signal: resumed.signal, lastEventId: live.id, deployment_id: deployment.id }),
+          (e) => messageOf(e) === `${token} missed`,
+        );
         assert.ok(again.every((e) => Number(e.id) > Number(live.id) && e.data.deployment_id === deployment.id));
       } finally {
         resumed.abort();
@@ -162,7 +180,9 @@ describeOnEachDatabase("the workspace's events", (ctx) => {
 
   test('deployer keys, which see only their own deployments, may not read the whole workspace', async () => {
     const deployment = await createDeployment(ctx());
-    const made = await ctx().api('POST', '/v1/api-keys', { body: { name: 'shipper', role: 'deployer', workspace_id: ctx().server.workspaceId, deployment_ids: [deployment.id] } });
+    const made = await ctx().api('POST', '/v1/api-keys', {
+      body: { name: 'shipper', role: 'deployer', workspace_id: ctx().server.workspaceId, deployment_ids: [deployment.id] },
+    });
     assert.equal(made.status, 201, made.text);
     const deployer = createBerthClient({ baseUrl: ctx().server.url, apiKey: made.body.key });
     await assert.rejects(deployer.events.list(), (error: unknown) => error instanceof BerthApiError && error.status === 403);

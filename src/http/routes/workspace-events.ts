@@ -8,10 +8,7 @@ import { EVENT_STREAM_HEADERS, openEventStream } from '../sse.js';
 import { lastEventId } from './events.js';
 
 /** The events of every deployment of the caller's workspace: a page of them, and a live stream. */
-export const workspaceEventRoutes: FastifyPluginAsyncTypebox<{ services: Services; writeTimeoutMs: number }> = async (
-  app,
-  { services, writeTimeoutMs },
-) => {
+export const workspaceEventRoutes: FastifyPluginAsyncTypebox<{ services: Services; writeTimeoutMs: number }> = async (app, { services, writeTimeoutMs }) => {
   const { workspaceEvents } = services;
   app.addHook('preClose', async () => workspaceEvents.close());
 
