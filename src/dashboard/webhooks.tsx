@@ -55,8 +55,20 @@ export function WebhooksPage() {
   const { error, busy, run } = useRequest();
   const canCreate = may(session, 'POST /v1/webhook-subscriptions');
 
+  const allowed = may(session, 'GET /v1/webhook-subscriptions');
   const load = useCallback(() => run(async () => setSubscriptions((await client.webhooks.list({ limit: 100 })).resources)), [client, run]);
-  useEffect(() => void load(), [load]);
+  useEffect(() => {
+    if (allowed) void load();
+  }, [allowed, load]);
+
+  if (!allowed) {
+    return (
+      <section>
+        <h1>Webhooks</h1>
+        <p>This key's role may not see webhook subscriptions.</p>
+      </section>
+    );
+  }
 
   return (
     <section>

@@ -200,6 +200,8 @@ describe("the dashboard's logs, webhooks and workspace events", { skip: browserA
     await shipping.getByText("This key's role may not read the whole workspace's events").waitFor();
     assert.equal(await shipping.getByRole('link', { name: 'Events' }).count(), 0);
     assert.equal(await shipping.getByRole('link', { name: 'Webhooks' }).count(), 0);
+    await shipping.goto(`${server.url}/webhooks`);
+    await shipping.getByText("This key's role may not see webhook subscriptions.").waitFor();
     assert.deepEqual(harness.violations, []);
   });
 });
