@@ -6,8 +6,8 @@ import { useMemo } from 'preact/hooks';
 /**
  * Build output's terminal styling as elements: the 16 colours by class (styles.css gives
  * them a look for light and dark), the 256-colour palette and truecolor as colours set on
- * the element (made readable on the page), bold, dim, italic, underline and strike-through. Log lines come from
- * repository contents and are hostile, so nothing here makes HTML from them: the text only
+ * the element (made readable on the page), bold, dim, italic, underline and
+ * strike-through. Log lines come from repository contents and are hostile, so nothing here makes HTML from them: the text only
  * ever becomes text nodes, and colours reach the page through the DOM's style object,
  * which the page's Content-Security-Policy allows where a `style` attribute would not be.
  */
@@ -23,9 +23,15 @@ export function plainText(text: string): string {
   return text.replace(ESCAPES, '').replace(CONTROLS, '');
 }
 
-/** Anser reads colours only and leaves other sequences in the text: they go first. */
+/** Anser reads colours only and leaves other sequences, and a lone ESC, in the text: only colour sequences stay. */
 function colourOnly(text: string): string {
-  return text.replace(ESCAPES, (sequence) => (SGR.test(sequence) ? sequence : '')).replace(CONTROLS, (char) => (char === '\x1b' ? char : ''));
+  let kept = '';
+  let from = 0;
+  for (const match of text.matchAll(ESCAPES)) {
+    kept += text.slice(from, match.index).replace(CONTROLS, '') + (SGR.test(match[0]) ? match[0] : '');
+    from = match.index + match[0].length;
+  }
+  return kept + text.slice(from).replace(CONTROLS, '');
 }
 
 type Rgb = readonly [number, number, number];

@@ -22,7 +22,7 @@ const HOSTILE_LINES = [
   '\x1b[38;5;208morange 256\x1b[0m \x1b[38;2;10;200;30mtruecolor green\x1b[0m \x1b[48;5;21mon blue\x1b[0m',
   '\x1b[1mbold\x1b[22m \x1b[2mdim\x1b[22m \x1b[3mitalic\x1b[23m \x1b[4munderlined\x1b[24m plain',
   '<script>window.__owned = 1</script><img src=x onerror="window.__owned = 2"> \x1b[31m<b>not bold</b>\x1b[0m',
-  '\x1b]0;a window title\x07\x1b[2Kcleared\x1b[?25l \x1b]8;;javascript:alert(1)\x07a link\x1b]8;;\x07 \x1b(Bcharset\x1bZ end',
+  '\x1b]0;a window title\x07\x1b[2Kcleared\x1b[?25l \x1b]8;;javascript:alert(1)\x07a link\x1b]8;;\x07 \x1b(Bcharset\x1bZ end \x1b[31\x1b',
 ];
 
 describe("the dashboard's logs, webhooks and workspace events", { skip: browserAbsent ?? undefined }, () => {
