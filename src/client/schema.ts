@@ -314,6 +314,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v2/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the workspace's events
+     * @description The events of every deployment of the workspace, as each deployment's event stream has them (`status`, `log`, `push_ignored_pinned`), with `deployment_id` in each `data`; newest first unless `order=asc`. Pass `next_cursor` as `cursor` for the next page. The newest id is where `GET /v2/events/stream` goes on from (`last_event_id`).
+     */
+    get: operations['listWorkspaceEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v2/events/stream': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Stream the workspace's events
+     * @description Server-Sent Events of every deployment of the workspace, named and shaped as in `GET /v2/events` (`data` carries `deployment_id`), each with its `id`. Resume with `Last-Event-ID` (or `?last_event_id=`); without it the stream starts with the next event (read what came before with `GET /v2/events`). A `: keep-alive` comment comes every 15 s.
+     */
+    get: operations['streamWorkspaceEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v2/listeners': {
     parameters: {
       query?: never;
@@ -2377,6 +2417,77 @@ export interface components {
     WorkspaceCreate: {
       name: string;
     };
+    /** WorkspaceEvent */
+    WorkspaceEvent:
+      | {
+          /** @description Increasing with time; the SSE `id:` of the same event in the stream. */
+          id: number;
+          /** @enum {string} */
+          event: 'status';
+          data: components['schemas']['WorkspaceStatusEvent'];
+        }
+      | {
+          /** @description Increasing with time; the SSE `id:` of the same event in the stream. */
+          id: number;
+          /** @enum {string} */
+          event: 'log';
+          data: components['schemas']['WorkspaceLogEvent'];
+        }
+      | {
+          /** @description Increasing with time; the SSE `id:` of the same event in the stream. */
+          id: number;
+          /** @enum {string} */
+          event: 'push_ignored_pinned';
+          data: components['schemas']['WorkspacePushIgnoredPinnedEvent'];
+        };
+    /** WorkspaceEventPage */
+    WorkspaceEventPage: {
+      resources: components['schemas']['WorkspaceEvent'][];
+      /** @description Send as `cursor` for the next page; null when this page was the last. */
+      next_cursor: string | null;
+    };
+    /** WorkspaceLogEvent */
+    WorkspaceLogEvent: {
+      /**
+       * Format: uuid
+       * @description The deployment the event belongs to.
+       */
+      deployment_id: string;
+      revision_id: string | null;
+      type: string | null;
+      level: string;
+      message: string;
+      /** @description Epoch milliseconds. */
+      timestamp: number;
+    };
+    /** WorkspacePushIgnoredPinnedEvent */
+    WorkspacePushIgnoredPinnedEvent: {
+      /**
+       * Format: uuid
+       * @description The deployment the event belongs to.
+       */
+      deployment_id: string;
+      /** @description The revision the deployment is pinned to. */
+      revision_id: string | null;
+      /** @description The commit the push named. */
+      commit: string;
+      message: string;
+      /** Format: date-time */
+      at: string;
+    };
+    /** WorkspaceStatusEvent */
+    WorkspaceStatusEvent: {
+      /**
+       * Format: uuid
+       * @description The deployment the event belongs to.
+       */
+      deployment_id: string;
+      revision_id: string | null;
+      status: string;
+      message: string | null;
+      /** Format: date-time */
+      at: string;
+    };
   };
   responses: never;
   parameters: never;
@@ -3849,6 +3960,145 @@ export interface operations {
       path: {
         deployment_id: string;
       };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listWorkspaceEvents: {
+    parameters: {
+      query?: {
+        /** @description Only this deployment's events. */
+        deployment_id?: string;
+        /** @description Only events of this name. */
+        event?: 'status' | 'log' | 'push_ignored_pinned';
+        /** @description `desc`: newest first. */
+        order?: 'asc' | 'desc';
+        /** @description Maximum number of events. */
+        limit?: number;
+        /** @description An event id: the page starts after it (`asc`) or before it (`desc`). */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkspaceEventPage'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  streamWorkspaceEvents: {
+    parameters: {
+      query?: {
+        /** @description Only this deployment's events. */
+        deployment_id?: string;
+        /** @description Only events of this name. */
+        event?: 'status' | 'log' | 'push_ignored_pinned';
+        /** @description Same as the Last-Event-ID header. */
+        last_event_id?: string;
+      };
+      header?: never;
+      path?: never;
       cookie?: never;
     };
     requestBody?: never;

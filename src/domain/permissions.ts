@@ -75,6 +75,10 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['POST /v1/projects/:deployment_id/revisions/:revision_id/deploy_logs', OWN_READ],
   ['POST /v1/projects/:deployment_id/deploy_logs', OWN_READ],
 
+  // The workspace's events mix every deployment's: not for deployer keys, which see only theirs.
+  ['GET /v2/events', READ],
+  ['GET /v2/events/stream', READ],
+
   ['POST /v2/listeners', WRITE],
   ['GET /v2/listeners', READ],
   ['GET /v2/listeners/:listener_id', READ],

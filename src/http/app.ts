@@ -27,6 +27,7 @@ import { sessionRoutes } from './routes/sessions.js';
 import { webhookSubscriptionRoutes } from './routes/webhook-subscriptions.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { eventRoutes } from './routes/events.js';
+import { workspaceEventRoutes } from './routes/workspace-events.js';
 import { healthRoutes } from './routes/health.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { listenerProtocolRoutes } from './routes/listener-protocol.js';
@@ -152,6 +153,7 @@ export async function buildApp({
     await scope.register(revisionRoutes, { services });
     await scope.register(logRoutes, { services });
     await scope.register(eventRoutes, { services, writeTimeoutMs: limits.responseWriteTimeoutMs });
+    await scope.register(workspaceEventRoutes, { services, writeTimeoutMs: limits.responseWriteTimeoutMs });
     await scope.register(listenerRoutes, { services });
     await scope.register(listenerProtocolRoutes, { services });
     await scope.register(buildRunnerRoutes, { services });

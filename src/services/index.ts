@@ -25,6 +25,7 @@ import { createIdempotencyService } from './idempotency.js';
 import { createAuditService } from './audit.js';
 import { createSessionService } from './sessions.js';
 import { createWebhookService } from './webhooks.js';
+import { createWorkspaceEventService } from './workspace-events.js';
 
 export interface ServiceDeps {
   db: Db;
@@ -86,6 +87,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     pushTokens: createPushTokenService({ db: deps.db, registry: options.registry }),
     logs: createLogService(deps),
     deploymentEvents: createDeploymentEventService(deps),
+    workspaceEvents: createWorkspaceEventService(deps),
     listeners: createListenerService(deps),
     listenerProtocol: createListenerProtocolService(deps),
     integrations,

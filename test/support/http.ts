@@ -33,7 +33,10 @@ export function client(baseUrl: string, defaults: { key?: string; tenant?: strin
       headers['Content-Type'] = 'application/json';
     }
     const response = await fetch(`${baseUrl}${path}`, { method, headers, body, redirect: 'manual' });
-    const text = await response.text();
+    // An event stream never ends by itself: its headers are the answer (tests read streams with the client).
+    const stream = response.headers.get('content-type')?.startsWith('text/event-stream');
+    if (stream) await response.body?.cancel();
+    const text = stream ? '' : await response.text();
     let parsed: unknown = null;
     if (text) {
       try {
