@@ -41,7 +41,7 @@ function unlike(file: string, text: string, isEntry: boolean): string | undefine
   return undefined;
 }
 
-async function prebuildOne(source: string, cwd: string): Promise<PrebuiltGraph | string> {
+async function prebuildOne(source: string, exportSymbol: string, cwd: string): Promise<PrebuiltGraph | string> {
   if (source.split(path.sep).includes('node_modules')) return 'it is inside node_modules';
   const output = path.join(path.dirname(source), `.${path.basename(source)}${SUFFIX}`);
   let metafile: Metafile;
@@ -63,14 +63,18 @@ async function prebuildOne(source: string, cwd: string): Promise<PrebuiltGraph |
       logLevel: 'silent',
     }));
   } catch (error) {
-    return `it does not compile (${((error as Error).message.split('\n')[0] ?? '').slice(0, 200)})`;
+    const first = (error as { errors?: { text?: string }[] }).errors?.[0]?.text ?? (error as Error).message;
+    return `it does not compile (${first.slice(0, 200)})`;
   }
   const relativeOutput = path.relative(cwd, output);
   const text = await readFile(output, 'utf8');
   const inputs: Record<string, string> = {};
   let reason: string | undefined;
-  // A `require` of a module left out of the bundle throws in an ES module.
-  if (/\b__require\b/.test(text)) reason = 'a module of the project calls require()';
+  const exports = metafile.outputs[relativeOutput]?.exports ?? [];
+  // A CommonJS module's exports are not named in an ES module bundle, and a `require` of a
+  // module left out of the bundle throws in one.
+  if (!exports.includes(exportSymbol)) reason = `the bundle would have no export "${exportSymbol}"`;
+  else if (/\b__require\b/.test(text)) reason = 'a module of the project calls require()';
   for (const input of Object.keys(metafile.outputs[relativeOutput]?.inputs ?? {})) {
     const file = path.resolve(cwd, input);
     const content = await readFile(file);
@@ -81,7 +85,7 @@ async function prebuildOne(source: string, cwd: string): Promise<PrebuiltGraph |
     await rm(output, { force: true });
     return reason;
   }
-  return { output, outputHash: sha256(text), exports: metafile.outputs[relativeOutput]?.exports ?? [], inputs };
+  return { output, outputHash: sha256(text), exports, inputs };
 }
 
 async function readManifest(): Promise<Record<string, PrebuiltGraph>> {
@@ -97,8 +101,9 @@ export async function prebuildGraphs(graphs: Record<string, GraphSpec>, cwd: str
   const manifest = await readManifest();
   for (const [name, spec] of Object.entries(graphs)) {
     const reference = typeof spec === 'string' ? spec : typeof spec?.path === 'string' ? spec.path : '';
-    const source = path.resolve(cwd, reference.split(':')[0] ?? '');
-    const result = await prebuildOne(source, cwd);
+    const [file = '', exportSymbol = 'default'] = reference.split(':', 2);
+    const source = path.resolve(cwd, file);
+    const result = await prebuildOne(source, exportSymbol, cwd);
     if (typeof result === 'string') {
       delete manifest[source];
       console.log(`prebuild: graph "${name}" will load through tsx at start: ${result}`);

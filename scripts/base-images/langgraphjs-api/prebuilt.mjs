@@ -59,4 +59,13 @@ function plan() {
   return { graphs: replaced, sources };
 }
 
-export const prebuilt = plan();
+function safePlan() {
+  try {
+    return plan();
+  } catch (error) {
+    // A manifest not of the prebuild step's making must not keep the server from starting.
+    return { why: `the record of the compiled graphs is unusable (${error.message})` };
+  }
+}
+
+export const prebuilt = safePlan();
