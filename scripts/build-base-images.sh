@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     --node-version=*) NODE_MAJOR=${1#*=}; shift ;;
     --tag) [ $# -ge 2 ] || usage; TAG=$2; shift 2 ;;
     --tag=*) TAG=${1#*=}; shift ;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage ;;
   esac
 done
