@@ -70,4 +70,3 @@ export function recordChange(
 ): Promise<void> {
   return insertAuditRow(trx, { ...change, organizationId: principal.organizationId, workspaceId: principal.workspaceId ?? null, actor: actorOf(principal) });
 }
-

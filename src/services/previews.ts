@@ -159,7 +159,11 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
     const outcome: PreviewOutcome = { parent_deployment_id: preview.parent_deployment_id ?? '', action: 'removed', deployment_id: preview.id, reason: why };
     if (!moved) return { outcome: { ...outcome, action: 'ignored', reason: 'the preview is being removed already' } };
     await previews.releasePreviewKey(trx, preview.id);
-    await insertBerthAuditRow(trx, { workspaceId: preview.workspace_id }, { action: 'preview.delete', target: { type: 'deployment', id: preview.id, name: preview.name }, reason: why });
+    await insertBerthAuditRow(
+      trx,
+      { workspaceId: preview.workspace_id },
+      { action: 'preview.delete', target: { type: 'deployment', id: preview.id, name: preview.name }, reason: why },
+    );
     const outboxed = await outboxEvent(trx, preview.workspace_id, 'preview.deleted', {
       deployment: { id: preview.id, name: preview.name },
       parent_deployment_id: preview.parent_deployment_id,

@@ -20,7 +20,7 @@ import { type DeploymentWithLatest, deploymentsBuildingOnPush } from '../store/r
 import * as integrations from '../store/repositories/integrations.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { CodehostOptions } from './integrations.js';
-import type { PreviewOutcome, PreviewService } from './previews.js';
+import type { PreviewService } from './previews.js';
 import type { RevisionService } from './revisions.js';
 import { previewParents } from '../store/repositories/previews.js';
 

@@ -42,12 +42,6 @@ export async function findWorkspace(db: Executor, organizationId: string, worksp
   return db.selectFrom('workspaces').select(WORKSPACE_COLUMNS).where('organization_id', '=', organizationId).where('id', '=', workspaceId).executeTakeFirst();
 }
 
-/** The organization a workspace belongs to (for rows Berth writes on its own, which have no principal). */
-export async function organizationOfWorkspace(db: Executor, workspaceId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('workspaces').select('organization_id').where('id', '=', workspaceId).executeTakeFirst();
-  return row?.organization_id;
-}
-
 export async function listWorkspaces(db: Executor, organizationId: string): Promise<WorkspaceRow[]> {
   return db.selectFrom('workspaces').select(WORKSPACE_COLUMNS).where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
 }
