@@ -120,6 +120,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
         provisioning: provisioningPolicy(config),
         outboundAllowPrivate: config.outboundAllowPrivate,
         runnerLeaseMs: config.build.runnerLeaseMs,
+        runnerArchiveSigner: new TokenSigner(deriveKey(key, 'runner-archive-url')),
       },
     );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };

@@ -88,6 +88,7 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['POST /v1/runner/jobs/claim', RUNNER],
   [`POST ${RUNNER_JOB}/heartbeat`, RUNNER],
   [`GET ${RUNNER_JOB}/source`, RUNNER],
+  [`GET ${RUNNER_JOB}/archive`, RUNNER],
   [`POST ${RUNNER_JOB}/logs`, RUNNER],
   [`POST ${RUNNER_JOB}/result`, RUNNER],
 

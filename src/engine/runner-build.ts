@@ -20,6 +20,7 @@ import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type
 
 /** A runner counts as online when it asked for work this recently (a claim waits at most 60 s). */
 const ONLINE_WINDOW_MS = 90_000;
+const NO_RUNNER = 'Waiting for a build runner: none is online for this organization';
 /** The safety net behind the bus: a wake-up lost between processes is noticed within this. */
 const RECHECK_MS = 2_000;
 
@@ -48,9 +49,6 @@ export class RunnerBuildDriver implements BuildDriver {
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
     const { db, bus } = this.options;
-    if (request.source.kind !== 'git') {
-      throw new DriverError('builds of uploaded archives are not done by build runners yet; deploy from a repository, or run Berth with BERTH_BUILDER=auto.');
-    }
     const job = (await findOpenBuildJobOfRevision(db, request.revisionId)) ?? (await this.#queue(request));
     let wake: () => void = () => {};
     const unsubscribe = bus.subscribe((message) => {
@@ -61,6 +59,8 @@ export class RunnerBuildDriver implements BuildDriver {
     const cursor = { attempt: 0, seq: -1 };
     let claimsSeen = job.attempts;
     let toldNoRunner = false;
+    // Whether the revision's status_message says so now (step.note), so a runner that comes cleans it up.
+    let noted = false;
     try {
       for (;;) {
         const waited = new Promise<void>((resolve) => {
@@ -96,10 +96,18 @@ export class RunnerBuildDriver implements BuildDriver {
               `no build runner took the build within ${Math.round(this.options.waitMs / 1000)} s (BERTH_RUNNER_WAIT_SECONDS): start \`berth builder\` with a runner key of this organization (docs/build-runners.md).`,
             );
           }
-          if (!toldNoRunner && (await buildRunnersSeenSince(db, now.organization_id, new Date(Date.now() - ONLINE_WINDOW_MS).toISOString())) === 0) {
+          const online = (await buildRunnersSeenSince(db, now.organization_id, new Date(Date.now() - ONLINE_WINDOW_MS).toISOString())) > 0;
+          if (!online && !toldNoRunner) {
             toldNoRunner = true;
-            await step.log('WARNING', 'Waiting for a build runner: none is online for this organization (start `berth builder`, docs/build-runners.md).');
+            await step.log('WARNING', `${NO_RUNNER} (start \`berth builder\`, docs/build-runners.md).`);
           }
+          if (noted === online) {
+            noted = !online;
+            await step.note?.(noted ? `${NO_RUNNER}; the build fails if none takes it by ${now.deadline_at}.` : null);
+          }
+        } else if (noted) {
+          noted = false;
+          await step.note?.(null);
         }
         await waited;
       }
@@ -113,7 +121,6 @@ export class RunnerBuildDriver implements BuildDriver {
     const { db, bus, encryptor } = this.options;
     const workspace = await db.selectFrom('workspaces').select('organization_id').where('id', '=', request.workspaceId).executeTakeFirstOrThrow();
     const id = randomUUID();
-    const source = request.source.kind === 'git' ? request.source : null;
     const { image, repository } = builtImageName(this.options.registry, request);
     const now = nowIso();
     const job = {
@@ -130,8 +137,8 @@ export class RunnerBuildDriver implements BuildDriver {
         image,
         repository,
       },
-      // Credentials are stored only sealed, and only while the job is open.
-      source_encrypted: source ? encryptor.encrypt(JSON.stringify(source), jobSourceContext(id)) : null,
+      // Credentials (and where an upload lies) are stored only sealed, and only while the job is open.
+      source_encrypted: encryptor.encrypt(JSON.stringify(request.source), jobSourceContext(id)),
       required_labels: [],
       deadline_at: new Date(Date.now() + this.options.waitMs).toISOString(),
     };

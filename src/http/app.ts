@@ -154,7 +154,7 @@ export async function buildApp({
     await scope.register(eventRoutes, { services, writeTimeoutMs: limits.responseWriteTimeoutMs });
     await scope.register(listenerRoutes, { services });
     await scope.register(listenerProtocolRoutes, { services });
-    await scope.register(buildRunnerRoutes, { services });
+    await scope.register(buildRunnerRoutes, { services, publicUrl });
     await scope.register(oauthProviderRoutes, { services });
     await scope.register(adminRoutes, { services });
     await scope.register(auditRoutes, { services });

@@ -77,7 +77,7 @@ export class BuildRunner {
       if (!job) continue;
       this.#running.add(job.id);
       try {
-        await runJob(this.#client, job, this.driverFor, this.logger, signal);
+        await runJob(this.#client, job, this.driverFor, this.logger, signal, path.join(this.config.dataDir, 'archives'));
       } finally {
         this.#running.delete(job.id);
       }

@@ -15,6 +15,7 @@ import { createUploadService, type UploadService } from './uploads.js';
 import type { UploadStore } from '../build/uploads.js';
 import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
+import type { TokenSigner } from '../security/signed-tokens.js';
 import { createBuildRunnerService } from './build-runners.js';
 import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
@@ -51,6 +52,8 @@ export interface ServiceOptions {
   outboundAllowPrivate: boolean;
   /** BERTH_RUNNER_LEASE_SECONDS, in ms: how long a build runner's claim lasts without a heartbeat. */
   runnerLeaseMs?: number;
+  /** Signs the URLs build runners download uploaded archives from; a key of its own (security/derived-keys.ts). */
+  runnerArchiveSigner: TokenSigner;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */
@@ -82,7 +85,12 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     audit: createAuditService(deps.db),
     sessions: createSessionService(deps.db, { ttlMs: options.sessionTtlMs }),
     webhooks: createWebhookService(deps, { allowPrivate: options.outboundAllowPrivate }),
-    buildRunners: createBuildRunnerService({ ...deps, registry: options.registry, leaseMs: options.runnerLeaseMs ?? 30_000 }),
+    buildRunners: createBuildRunnerService({
+      ...deps,
+      registry: options.registry,
+      leaseMs: options.runnerLeaseMs ?? 30_000,
+      archiveSigner: options.runnerArchiveSigner,
+    }),
   };
 }
 
