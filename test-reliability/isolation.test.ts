@@ -299,6 +299,8 @@ describeEachDatabase(
         api_keys: (r) => r.organization_id === ids.organization && (r.listener_id == null || r.workspace_id === ids.workspace),
         oauth_providers: (r) => r.organization_id === ids.organization,
         listeners: (r) => r.workspace_id === ids.workspace,
+        // Runner labels the victim's workspace and listener require.
+        runner_label_requirements: (r) => r.organization_id === ids.organization,
         deployments: (r) => r.workspace_id === ids.workspace,
         revisions: (r) => deployments.has(r.deployment_id as string),
         resource_specs: (r) => deployments.has(r.deployment_id as string),
@@ -385,6 +387,7 @@ describeEachDatabase(
         deployment_id: ids.deployments[0] as string,
         revision_id: d1Revision,
         listener_id: ids.listener,
+        workspace_id: ids.workspace,
         provider_id: ids.provider,
         key_id: ids.victimKey,
         integration_id: ids.integration,

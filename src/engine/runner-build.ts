@@ -15,12 +15,14 @@ import {
   insertBuildJob,
   removeBuildJobLogs,
 } from '../store/repositories/build-jobs.js';
+import { requiredLabelsOfBuild } from '../store/repositories/runner-labels.js';
 import { stopReasonOf } from './context.js';
 import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type LogLevel, type StepContext } from './drivers/types.js';
 
 /** A runner counts as online when it asked for work this recently (a claim waits at most 60 s). */
 const ONLINE_WINDOW_MS = 90_000;
 const NO_RUNNER = 'Waiting for a build runner: none is online for this organization';
+const noRunner = (labels: string[]) => (labels.length === 0 ? NO_RUNNER : `${NO_RUNNER} with the labels ${labels.join(', ')}`);
 /** The safety net behind the bus: a wake-up lost between processes is noticed within this. */
 const RECHECK_MS = 2_000;
 
@@ -96,14 +98,15 @@ export class RunnerBuildDriver implements BuildDriver {
               `no build runner took the build within ${Math.round(this.options.waitMs / 1000)} s (BERTH_RUNNER_WAIT_SECONDS): start \`berth builder\` with a runner key of this organization (docs/build-runners.md).`,
             );
           }
-          const online = (await buildRunnersSeenSince(db, now.organization_id, new Date(Date.now() - ONLINE_WINDOW_MS).toISOString())) > 0;
+          const since = new Date(Date.now() - ONLINE_WINDOW_MS).toISOString();
+          const online = (await buildRunnersSeenSince(db, now.organization_id, since, now.required_labels)) > 0;
           if (!online && !toldNoRunner) {
             toldNoRunner = true;
-            await step.log('WARNING', `${NO_RUNNER} (start \`berth builder\`, docs/build-runners.md).`);
+            await step.log('WARNING', `${noRunner(now.required_labels)} (start \`berth builder\`, docs/build-runners.md).`);
           }
           if (noted === online) {
             noted = !online;
-            await step.note?.(noted ? `${NO_RUNNER}; the build fails if none takes it by ${now.deadline_at}.` : null);
+            await step.note?.(noted ? `${noRunner(now.required_labels)}; the build fails if none takes it by ${now.deadline_at}.` : null);
           }
         } else if (noted) {
           noted = false;
@@ -120,6 +123,8 @@ export class RunnerBuildDriver implements BuildDriver {
   async #queue(request: BuildRequest): Promise<BuildJobRecord> {
     const { db, bus, encryptor } = this.options;
     const workspace = await db.selectFrom('workspaces').select('organization_id').where('id', '=', request.workspaceId).executeTakeFirstOrThrow();
+    const deployment = await db.selectFrom('deployments').select('listener_id').where('id', '=', request.deploymentId).executeTakeFirst();
+    const requiredLabels = await requiredLabelsOfBuild(db, request.workspaceId, deployment?.listener_id ?? null);
     const id = randomUUID();
     const { image, repository } = builtImageName(this.options.registry, request);
     const now = nowIso();
@@ -139,7 +144,7 @@ export class RunnerBuildDriver implements BuildDriver {
       },
       // Credentials (and where an upload lies) are stored only sealed, and only while the job is open.
       source_encrypted: encryptor.encrypt(JSON.stringify(request.source), jobSourceContext(id)),
-      required_labels: [],
+      required_labels: requiredLabels,
       deadline_at: new Date(Date.now() + this.options.waitMs).toISOString(),
     };
     await insertBuildJob(db, job, now);

@@ -17,6 +17,7 @@ import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
 import type { TokenSigner } from '../security/signed-tokens.js';
 import { createBuildRunnerService } from './build-runners.js';
+import { createRunnerLabelService } from './runner-labels.js';
 import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
@@ -85,6 +86,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     audit: createAuditService(deps.db),
     sessions: createSessionService(deps.db, { ttlMs: options.sessionTtlMs }),
     webhooks: createWebhookService(deps, { allowPrivate: options.outboundAllowPrivate }),
+    runnerLabels: createRunnerLabelService(deps),
     buildRunners: createBuildRunnerService({
       ...deps,
       registry: options.registry,

@@ -133,6 +133,15 @@ export interface Database {
     labels: string;
     last_seen_at: string;
   };
+  /** Labels a runner must advertise to build for a workspace or for deployments on a listener (migration 024). */
+  runner_label_requirements: {
+    scope: 'workspace' | 'listener';
+    scope_id: string;
+    organization_id: string;
+    /** JSON array. */
+    labels: string;
+    updated_at: string;
+  };
   /** Dashboard sessions: `secret_hash` is the SHA-256 digest of the cookie's secret, never the secret. */
   sessions: {
     id: string;

@@ -330,6 +330,62 @@ describe('build runners', () => {
         },
       );
 
+      test('placement: a job goes only to a runner advertising every label its workspace and its listener require', { timeout: deadline(60_000) }, async (t) => {
+        const one = runnerApi(runnerKey);
+        const workspaceLabels = `/v1/workspaces/${server.workspaceId}/runner-labels`;
+        t.after(() => api('PUT', workspaceLabels, { body: { labels: [] } }));
+        const set = await api('PUT', workspaceLabels, { body: { labels: ['linux'] } });
+        assert.deepEqual([set.status, set.body], [200, { labels: ['linux'] }], set.text);
+        assert.deepEqual((await api('GET', workspaceLabels)).body, { labels: ['linux'] });
+        const listener = await api('POST', '/v2/listeners', {
+          body: { compute_type: 'k8s', compute_id: `labelled-${kind}`, compute_config: { k8s_namespaces: ['builds'] } },
+        });
+        assert.equal(listener.status, 201, listener.text);
+        const listenerLabels = `/v2/listeners/${listener.body.id}/runner-labels`;
+        const onListener = await api('PUT', listenerLabels, { body: { labels: ['x86', 'linux'] } });
+        assert.deepEqual([onListener.status, onListener.body], [200, { labels: ['linux', 'x86'] }], onListener.text);
+
+        // Who may not set them: a member (a workspace's labels are an administrator's), a runner, another organization.
+        const member = await api('POST', '/v1/api-keys', { body: { name: 'member', role: 'member', workspace_id: server.workspaceId } });
+        const foreign = await server.berth.services.tenancy.createOrganization(`labels-other-${kind}-${Date.now()}`);
+        assert.ok(foreign);
+        for (const [who, key, path, expected] of [
+          ['a member', member.body.key as string, workspaceLabels, 403],
+          ['a runner key', runnerKey, workspaceLabels, 403],
+          ['a runner key', runnerKey, listenerLabels, 403],
+          ['an admin of another organization', foreign.apiKey, workspaceLabels, 404],
+          ['an admin of another organization', foreign.apiKey, listenerLabels, 404],
+        ] as const) {
+          const res = await client(server.url, { key })('PUT', path, { body: { labels: [] } });
+          assert.equal(res.status, expected, `${who} on ${path}: ${res.text}`);
+        }
+        assert.deepEqual((await api('GET', workspaceLabels)).body, { labels: ['linux'] }, 'unchanged');
+        assert.deepEqual((await api('GET', listenerLabels)).body, { labels: ['linux', 'x86'] }, 'unchanged');
+
+        const created = await api('POST', '/v2/deployments', {
+          body: {
+            name: `placed-${kind}`,
+            source: 'codehost',
+            source_config: { integration_id: integrationId, repo_url: repoUrl, listener_id: listener.body.id },
+            source_revision_config: { repo_ref: 'main' },
+            secrets: [],
+          },
+        });
+        assert.equal(created.status, 201, created.text);
+        const queued = () =>
+          server.berth.db.selectFrom('build_jobs').select('required_labels').where('revision_id', '=', created.body.latest_revision_id).executeTakeFirst();
+        await eventually(async () => (await queued()) !== undefined, 'the job queued');
+        assert.deepEqual(JSON.parse((await queued())?.required_labels ?? ''), ['linux', 'x86'], 'the workspace’s labels and the listener’s');
+        for (const labels of [['linux'], ['x86']]) {
+          assert.deepEqual((await one('POST', '/v1/runner/jobs/claim', { body: { labels, wait: 1 } })).body, { job: null }, `a runner with ${labels.join()} only`);
+        }
+        const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { labels: ['linux', 'x86'], wait: 10 } });
+        assert.equal(claimed.body.job?.revision_id, created.body.latest_revision_id, claimed.text);
+        const job = claimed.body.job;
+        await one('POST', `/v1/runner/jobs/${job.id}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'placed' } });
+        assert.equal((await terminal(created.body.id, created.body.latest_revision_id)).status, 'BUILD_FAILED');
+      });
+
       test('an uploaded archive is handed to the holder of the claim only, through a short-lived signed URL', { timeout: deadline(60_000) }, async () => {
         const one = runnerApi(runnerKey);
         const { id, revisionId, archive } = await uploadedDeployment(`archive-url-${kind}`);

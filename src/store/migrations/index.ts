@@ -21,6 +21,7 @@ import { outboundWebhooks } from './019-outbound-webhooks.js';
 import { sessions } from './020-sessions.js';
 import { buildJobs } from './021-build-jobs.js';
 import { githubNotices } from './022-github-notices.js';
+import { runnerLabels } from './024-runner-labels.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '020-sessions': sessions,
   '021-build-jobs': buildJobs,
   '022-github-notices': githubNotices,
+  '024-runner-labels': runnerLabels,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -199,13 +199,16 @@ export async function touchBuildRunner(db: Executor, runner: { keyId: string; or
     .execute();
 }
 
-/** Runner keys of the organization seen since `since` (ISO). */
-export async function buildRunnersSeenSince(db: Executor, organizationId: string, since: string): Promise<number> {
-  const row = await db
+/** Runner keys of the organization seen since `since` (ISO) advertising every one of `labels`. */
+export async function buildRunnersSeenSince(db: Executor, organizationId: string, since: string, labels: readonly string[] = []): Promise<number> {
+  const rows = await db
     .selectFrom('build_runners')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .select('labels')
     .where('organization_id', '=', organizationId)
     .where('last_seen_at', '>=', since)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+    .execute();
+  return rows.filter((row) => {
+    const advertised = JSON.parse(row.labels) as string[];
+    return labels.every((label) => advertised.includes(label));
+  }).length;
 }
