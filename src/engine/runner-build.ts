@@ -168,8 +168,8 @@ export class RunnerBuildDriver implements BuildDriver {
     await this.#relayLogs(job.id, cursor, step);
     await removeBuildJobLogs(this.options.db, job.id);
     if (job.status === 'succeeded' && job.result) {
-      const result = job.result as { image: string; digest: string | null; commit_sha: string | null; env: string | null };
-      const env = result.env ? (JSON.parse(this.options.encryptor.decrypt(result.env, jobEnvContext(job.id))) as Record<string, string>) : {};
+      const result = job.result as { image: string; digest: string | null; commit_sha: string | null };
+      const env = job.env_encrypted ? (JSON.parse(this.options.encryptor.decrypt(job.env_encrypted, jobEnvContext(job.id))) as Record<string, string>) : {};
       return { image: result.image, commitSha: result.commit_sha, id: null, digest: result.digest, env };
     }
     if (job.status === 'failed') throw new DriverError(job.error ?? 'the build runner reported a failure without a message.');

@@ -241,7 +241,7 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
         const expected = (job.request as { image: string }).image;
         if (image !== expected) throw fail('bad_request', `A succeeded build reports the image it pushed, which must be the job's image '${expected}'.`);
         const sealedEnv = env && Object.keys(env).length > 0 ? encryptor.encrypt(JSON.stringify(env), jobEnvContext(job.id)) : null;
-        outcome = { status: 'succeeded', result: { image: expected, digest, commit_sha, env: sealedEnv } };
+        outcome = { status: 'succeeded', result: { image: expected, digest, commit_sha }, envEncrypted: sealedEnv };
       } else {
         outcome = { status: 'failed', error: message ?? 'the build runner reported a failure without a message.' };
       }

@@ -114,6 +114,8 @@ export interface Database {
     deadline_at: string;
     /** JSON: the built image, for `succeeded`. */
     result: string | null;
+    /** Encrypted JSON of langgraph.json's env a runner reported with its image (migration 024), in a column of its own so key rotation covers it. */
+    env_encrypted: string | null;
     error: string | null;
     created_at: string;
     updated_at: string;

@@ -42,6 +42,7 @@ export async function insertBuildJob(
       runner_key_id: null,
       attempts: 0,
       result: null,
+      env_encrypted: null,
       error: null,
       created_at: now,
       updated_at: now,
@@ -155,7 +156,7 @@ export async function finishBuildJob(
   db: Executor,
   id: string,
   token: string,
-  outcome: { status: 'succeeded'; result: Record<string, unknown> } | { status: 'failed'; error: string },
+  outcome: { status: 'succeeded'; result: Record<string, unknown>; envEncrypted: string | null } | { status: 'failed'; error: string },
   now: string,
 ): Promise<boolean> {
   const result = await db
@@ -163,6 +164,7 @@ export async function finishBuildJob(
     .set({
       status: outcome.status,
       result: outcome.status === 'succeeded' ? JSON.stringify(outcome.result) : null,
+      env_encrypted: outcome.status === 'succeeded' ? outcome.envEncrypted : null,
       error: outcome.status === 'failed' ? outcome.error : null,
       source_encrypted: null,
       lease_expires_at: null,
