@@ -3,6 +3,7 @@ import type { RunnerJobView } from '../contract/build-runners.js';
 import type { BuildDriver, BuildRequest, LogLevel, StepContext } from '../engine/drivers/types.js';
 import { DriverError } from '../engine/drivers/types.js';
 import { LeaseLostError, RunnerCallError, type RunnerClient } from './client.js';
+import type { JobOutcome } from './metrics.js';
 import { type FetchedSource, fetchSource } from './source.js';
 
 /** What builds one job: the driver to call, given the job (its image name and push credential). */
@@ -25,7 +26,7 @@ export async function runJob(
   logger: Logger,
   stopping: AbortSignal,
   archiveDir: string,
-): Promise<void> {
+): Promise<JobOutcome> {
   const log = logger.child({ jobId: job.id, revisionId: job.revision_id });
   const stop = new AbortController();
   const lost = { value: false };
@@ -81,7 +82,7 @@ export async function runJob(
         ...(built.env ? { env: built.env } : {}),
       };
     } catch (error) {
-      if (stop.signal.aborted || error instanceof LeaseLostError) return;
+      if (stop.signal.aborted || error instanceof LeaseLostError) return 'stopped';
       // A download that failed on the way: another claim tries again once this lease runs out.
       if (error instanceof RunnerCallError) throw error;
       const message = error instanceof DriverError ? error.message : 'the build runner failed unexpectedly; its log has the details.';
@@ -89,12 +90,14 @@ export async function runJob(
       report = { lease_token: job.lease_token, status: 'failed', message };
     }
     await lines.close();
-    if (lost.value) return;
+    if (lost.value) return 'stopped';
     await untilTaken(() => client.result(job.id, report), stop.signal);
     log.info({ status: report.status }, 'build reported');
+    return report.status;
   } catch (error) {
-    if (error instanceof LeaseLostError || stop.signal.aborted) return;
+    if (error instanceof LeaseLostError || stop.signal.aborted) return 'stopped';
     log.error({ err: error }, 'the job could not be run');
+    return 'abandoned';
   } finally {
     await fetched?.release();
     clearInterval(heartbeat);

@@ -463,6 +463,12 @@ describe('build runners', () => {
         const healthBody = (await health.json()) as { status: string; running: string[]; last_contact: string | null };
         assert.deepEqual([healthBody.status, healthBody.running], ['ok', []]);
         assert.ok(healthBody.last_contact, 'the runner has reached the control plane');
+        const metrics = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+        for (const expected of [/^berth_runner_jobs_total\{outcome="succeeded"\} 1$/m, /^berth_runner_jobs_running 0$/m, /^berth_runner_concurrency 1$/m]) {
+          assert.match(metrics, expected);
+        }
+        const lastPoll = Number(/^berth_runner_last_poll_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]);
+        assert.ok(Math.abs(Date.now() / 1000 - lastPoll) < 120, `the last poll was just now (${lastPoll})`);
         const lines = await buildLog(id, revisionId);
         for (const expected of ['A build runner took the build.', 'Fetching', `Pushed ${registry.host}/`]) {
           assert.ok(
