@@ -29,7 +29,11 @@ export async function fetchSource(client: RunnerClient, jobId: string, answer: J
               auth:
                 credentials.kind === 'basic'
                   ? { kind: 'basic' as const, username: credentials.username, password: credentials.password }
-                  : { kind: 'ssh-key' as const, privateKey: credentials.private_key, ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}) },
+                  : {
+                      kind: 'ssh-key' as const,
+                      privateKey: credentials.private_key,
+                      ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}),
+                    },
             }
           : {}),
       },

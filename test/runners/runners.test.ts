@@ -205,7 +205,9 @@ describe('build runners', () => {
           assert.equal(url.status, 200, url.text);
           const put = await fetch(url.body.upload_url, { method: 'PUT', headers: { 'content-type': 'application/gzip' }, body: archive });
           assert.equal(put.status, 200, await put.text());
-          const patched = await api('PATCH', `/v2/deployments/${created.body.id}`, { body: { source_revision_config: { source_tarball_path: url.body.object_path } } });
+          const patched = await api('PATCH', `/v2/deployments/${created.body.id}`, {
+            body: { source_revision_config: { source_tarball_path: url.body.object_path } },
+          });
           assert.equal(patched.status, 200, patched.text);
           return { id: created.body.id, revisionId: patched.body.latest_revision_id, archive };
         } finally {
@@ -232,7 +234,10 @@ describe('build runners', () => {
         await eventually(async () => (await buildLog(id, revisionId)).some((line) => /none is online/.test(line)), 'the waiting line');
         const waiting = await api('GET', `/v2/deployments/${id}/revisions/${revisionId}`);
         assert.equal(waiting.body.status, 'BUILDING');
-        assert.match(waiting.body.status_message ?? '', /^Waiting for a build runner: none is online for this organization; the build fails if none takes it by /);
+        assert.match(
+          waiting.body.status_message ?? '',
+          /^Waiting for a build runner: none is online for this organization; the build fails if none takes it by /,
+        );
         const revision = await terminal(id, revisionId);
         assert.equal(revision.status, 'BUILD_FAILED');
         assert.match(revision.status_message ?? '', /BERTH_RUNNER_WAIT_SECONDS/);
@@ -330,61 +335,69 @@ describe('build runners', () => {
         },
       );
 
-      test('placement: a job goes only to a runner advertising every label its workspace and its listener require', { timeout: deadline(60_000) }, async (t) => {
-        const one = runnerApi(runnerKey);
-        const workspaceLabels = `/v1/workspaces/${server.workspaceId}/runner-labels`;
-        t.after(() => api('PUT', workspaceLabels, { body: { labels: [] } }));
-        const set = await api('PUT', workspaceLabels, { body: { labels: ['linux'] } });
-        assert.deepEqual([set.status, set.body], [200, { labels: ['linux'] }], set.text);
-        assert.deepEqual((await api('GET', workspaceLabels)).body, { labels: ['linux'] });
-        const listener = await api('POST', '/v2/listeners', {
-          body: { compute_type: 'k8s', compute_id: `labelled-${kind}`, compute_config: { k8s_namespaces: ['builds'] } },
-        });
-        assert.equal(listener.status, 201, listener.text);
-        const listenerLabels = `/v2/listeners/${listener.body.id}/runner-labels`;
-        const onListener = await api('PUT', listenerLabels, { body: { labels: ['x86', 'linux'] } });
-        assert.deepEqual([onListener.status, onListener.body], [200, { labels: ['linux', 'x86'] }], onListener.text);
+      test(
+        'placement: a job goes only to a runner advertising every label its workspace and its listener require',
+        { timeout: deadline(60_000) },
+        async (t) => {
+          const one = runnerApi(runnerKey);
+          const workspaceLabels = `/v1/workspaces/${server.workspaceId}/runner-labels`;
+          t.after(() => api('PUT', workspaceLabels, { body: { labels: [] } }));
+          const set = await api('PUT', workspaceLabels, { body: { labels: ['linux'] } });
+          assert.deepEqual([set.status, set.body], [200, { labels: ['linux'] }], set.text);
+          assert.deepEqual((await api('GET', workspaceLabels)).body, { labels: ['linux'] });
+          const listener = await api('POST', '/v2/listeners', {
+            body: { compute_type: 'k8s', compute_id: `labelled-${kind}`, compute_config: { k8s_namespaces: ['builds'] } },
+          });
+          assert.equal(listener.status, 201, listener.text);
+          const listenerLabels = `/v2/listeners/${listener.body.id}/runner-labels`;
+          const onListener = await api('PUT', listenerLabels, { body: { labels: ['x86', 'linux'] } });
+          assert.deepEqual([onListener.status, onListener.body], [200, { labels: ['linux', 'x86'] }], onListener.text);
 
-        // Who may not set them: a member (a workspace's labels are an administrator's), a runner, another organization.
-        const member = await api('POST', '/v1/api-keys', { body: { name: 'member', role: 'member', workspace_id: server.workspaceId } });
-        const foreign = await server.berth.services.tenancy.createOrganization(`labels-other-${kind}-${Date.now()}`);
-        assert.ok(foreign);
-        for (const [who, key, path, expected] of [
-          ['a member', member.body.key as string, workspaceLabels, 403],
-          ['a runner key', runnerKey, workspaceLabels, 403],
-          ['a runner key', runnerKey, listenerLabels, 403],
-          ['an admin of another organization', foreign.apiKey, workspaceLabels, 404],
-          ['an admin of another organization', foreign.apiKey, listenerLabels, 404],
-        ] as const) {
-          const res = await client(server.url, { key })('PUT', path, { body: { labels: [] } });
-          assert.equal(res.status, expected, `${who} on ${path}: ${res.text}`);
-        }
-        assert.deepEqual((await api('GET', workspaceLabels)).body, { labels: ['linux'] }, 'unchanged');
-        assert.deepEqual((await api('GET', listenerLabels)).body, { labels: ['linux', 'x86'] }, 'unchanged');
+          // Who may not set them: a member (a workspace's labels are an administrator's), a runner, another organization.
+          const member = await api('POST', '/v1/api-keys', { body: { name: 'member', role: 'member', workspace_id: server.workspaceId } });
+          const foreign = await server.berth.services.tenancy.createOrganization(`labels-other-${kind}-${Date.now()}`);
+          assert.ok(foreign);
+          for (const [who, key, path, expected] of [
+            ['a member', member.body.key as string, workspaceLabels, 403],
+            ['a runner key', runnerKey, workspaceLabels, 403],
+            ['a runner key', runnerKey, listenerLabels, 403],
+            ['an admin of another organization', foreign.apiKey, workspaceLabels, 404],
+            ['an admin of another organization', foreign.apiKey, listenerLabels, 404],
+          ] as const) {
+            const res = await client(server.url, { key })('PUT', path, { body: { labels: [] } });
+            assert.equal(res.status, expected, `${who} on ${path}: ${res.text}`);
+          }
+          assert.deepEqual((await api('GET', workspaceLabels)).body, { labels: ['linux'] }, 'unchanged');
+          assert.deepEqual((await api('GET', listenerLabels)).body, { labels: ['linux', 'x86'] }, 'unchanged');
 
-        const created = await api('POST', '/v2/deployments', {
-          body: {
-            name: `placed-${kind}`,
-            source: 'codehost',
-            source_config: { integration_id: integrationId, repo_url: repoUrl, listener_id: listener.body.id },
-            source_revision_config: { repo_ref: 'main' },
-            secrets: [],
-          },
-        });
-        assert.equal(created.status, 201, created.text);
-        const queued = () =>
-          server.berth.db.selectFrom('build_jobs').select('required_labels').where('revision_id', '=', created.body.latest_revision_id).executeTakeFirst();
-        await eventually(async () => (await queued()) !== undefined, 'the job queued');
-        assert.deepEqual(JSON.parse((await queued())?.required_labels ?? ''), ['linux', 'x86'], 'the workspace’s labels and the listener’s');
-        for (const labels of [['linux'], ['x86']]) {
-          assert.deepEqual((await one('POST', '/v1/runner/jobs/claim', { body: { labels, wait: 1 } })).body, { job: null }, `a runner with ${labels.join()} only`);
-        }
-        const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { labels: ['linux', 'x86'], wait: 10 } });
-        assert.equal(claimed.body.job?.revision_id, created.body.latest_revision_id, claimed.text);
-        const job = claimed.body.job;
-        await one('POST', `/v1/runner/jobs/${job.id}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'placed' } });
-        assert.equal((await terminal(created.body.id, created.body.latest_revision_id)).status, 'BUILD_FAILED');
-      });
+          const created = await api('POST', '/v2/deployments', {
+            body: {
+              name: `placed-${kind}`,
+              source: 'codehost',
+              source_config: { integration_id: integrationId, repo_url: repoUrl, listener_id: listener.body.id },
+              source_revision_config: { repo_ref: 'main' },
+              secrets: [],
+            },
+          });
+          assert.equal(created.status, 201, created.text);
+          const queued = () =>
+            server.berth.db.selectFrom('build_jobs').select('required_labels').where('revision_id', '=', created.body.latest_revision_id).executeTakeFirst();
+          await eventually(async () => (await queued()) !== undefined, 'the job queued');
+          assert.deepEqual(JSON.parse((await queued())?.required_labels ?? ''), ['linux', 'x86'], 'the workspace’s labels and the listener’s');
+          for (const labels of [['linux'], ['x86']]) {
+            assert.deepEqual(
+              (await one('POST', '/v1/runner/jobs/claim', { body: { labels, wait: 1 } })).body,
+              { job: null },
+              `a runner with ${labels.join()} only`,
+            );
+          }
+          const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { labels: ['linux', 'x86'], wait: 10 } });
+          assert.equal(claimed.body.job?.revision_id, created.body.latest_revision_id, claimed.text);
+          const job = claimed.body.job;
+          await one('POST', `/v1/runner/jobs/${job.id}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'placed' } });
+          assert.equal((await terminal(created.body.id, created.body.latest_revision_id)).status, 'BUILD_FAILED');
+        },
+      );
 
       test('an uploaded archive is handed to the holder of the claim only, through a short-lived signed URL', { timeout: deadline(60_000) }, async () => {
         const one = runnerApi(runnerKey);
@@ -421,30 +434,36 @@ describe('build runners', () => {
         }
         assert.equal((await fetch(url)).status, 401, 'no key');
 
-        const failed = await one('POST', `/v1/runner/jobs/${job.id}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'refused on purpose' } });
+        const failed = await one('POST', `/v1/runner/jobs/${job.id}/result`, {
+          body: { lease_token: job.lease_token, status: 'failed', message: 'refused on purpose' },
+        });
         assert.deepEqual(failed.body, { outcome: 'applied' });
         const over = await one('GET', at);
         assert.deepEqual([over.status, over.body.code], [409, 'build_lease_lost'], 'the URL dies with the claim');
         assert.equal((await terminal(id, revisionId)).status, 'BUILD_FAILED');
       });
 
-      test('an upload revision is built by a runner process from the archive it downloaded, and reaches DEPLOYED', { timeout: deadline(120_000) }, async (t) => {
-        const runner = startRunner();
-        t.after(() => runner.child.kill('SIGKILL'));
-        await started(runner);
-        const dataDir = dataDirs.at(-1) as string;
-        const { id, revisionId } = await uploadedDeployment(`uploaded-${kind}`);
-        const revision = await terminal(id, revisionId);
-        assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${runner.output.join('')}`);
-        const lines = await buildLog(id, revisionId);
-        assert.ok(
-          lines.some((line) => /^Unpacked \d+ files; found langgraph\.json$/.test(line)),
-          lines.join('\n'),
-        );
-        assert.deepEqual(fs.readdirSync(path.join(dataDir, 'archives')), [], 'the downloaded archive is removed after the build');
-        runner.child.kill('SIGTERM');
-        assert.equal(await runner.exited, 0, runner.output.join(''));
-      });
+      test(
+        'an upload revision is built by a runner process from the archive it downloaded, and reaches DEPLOYED',
+        { timeout: deadline(120_000) },
+        async (t) => {
+          const runner = startRunner();
+          t.after(() => runner.child.kill('SIGKILL'));
+          await started(runner);
+          const dataDir = dataDirs.at(-1) as string;
+          const { id, revisionId } = await uploadedDeployment(`uploaded-${kind}`);
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${runner.output.join('')}`);
+          const lines = await buildLog(id, revisionId);
+          assert.ok(
+            lines.some((line) => /^Unpacked \d+ files; found langgraph\.json$/.test(line)),
+            lines.join('\n'),
+          );
+          assert.deepEqual(fs.readdirSync(path.join(dataDir, 'archives')), [], 'the downloaded archive is removed after the build');
+          runner.child.kill('SIGTERM');
+          assert.equal(await runner.exited, 0, runner.output.join(''));
+        },
+      );
 
       test('a code-host revision is built by a runner process, pushed to the registry, and reaches DEPLOYED', { timeout: deadline(120_000) }, async (t) => {
         const healthPort = await freePort();

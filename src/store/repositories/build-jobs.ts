@@ -203,12 +203,7 @@ export async function touchBuildRunner(db: Executor, runner: { keyId: string; or
 
 /** Runner keys of the organization seen since `since` (ISO) advertising every one of `labels`. */
 export async function buildRunnersSeenSince(db: Executor, organizationId: string, since: string, labels: readonly string[] = []): Promise<number> {
-  const rows = await db
-    .selectFrom('build_runners')
-    .select('labels')
-    .where('organization_id', '=', organizationId)
-    .where('last_seen_at', '>=', since)
-    .execute();
+  const rows = await db.selectFrom('build_runners').select('labels').where('organization_id', '=', organizationId).where('last_seen_at', '>=', since).execute();
   return rows.filter((row) => {
     const advertised = JSON.parse(row.labels) as string[];
     return labels.every((label) => advertised.includes(label));
