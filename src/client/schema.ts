@@ -2039,6 +2039,11 @@ export interface components {
       /** @description Labels a runner must advertise, all of them, to take these builds; empty: any runner of the organization. */
       labels: string[];
     };
+    /** RunnerLabelRequirementUpdate */
+    RunnerLabelRequirementUpdate: {
+      /** @description Labels a runner must advertise, all of them, to take these builds; empty or absent: any runner of the organization. */
+      labels?: string[];
+    };
     /** RunnerLease */
     RunnerLease: {
       lease_token: string;
@@ -5070,7 +5075,7 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['RunnerLabelRequirement'];
+        'application/json': components['schemas']['RunnerLabelRequirementUpdate'];
       };
     };
     responses: {
@@ -5210,7 +5215,7 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['RunnerLabelRequirement'];
+        'application/json': components['schemas']['RunnerLabelRequirementUpdate'];
       };
     };
     responses: {

@@ -33,6 +33,14 @@ export const RunnerLabelRequirement = Type.Object(
   { title: 'RunnerLabelRequirement' },
 );
 
+/** The body of a PUT: without `labels`, the requirement is lifted. */
+export const RunnerLabelRequirementBody = Type.Object(
+  {
+    labels: Type.Optional(RunnerLabels('Labels a runner must advertise, all of them, to take these builds; empty or absent: any runner of the organization.')),
+  },
+  { title: 'RunnerLabelRequirementUpdate' },
+);
+
 export const WorkspaceParams = Type.Object({ workspace_id: Uuid({ description: 'Id of the workspace.' }) });
 
 export const WorkspaceCreate = Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }, { title: 'WorkspaceCreate' });
@@ -90,3 +98,4 @@ export type CreatedApiKeyView = Static<typeof CreatedApiKey>;
 export type NewApiKey = Static<typeof ApiKeyCreate>;
 
 export type RunnerLabelRequirementView = Static<typeof RunnerLabelRequirement>;
+export type RunnerLabelRequirementInput = Static<typeof RunnerLabelRequirementBody>;

@@ -1,4 +1,4 @@
-import type { RunnerLabelRequirementView } from '../contract/admin.js';
+import type { RunnerLabelRequirementInput, RunnerLabelRequirementView } from '../contract/admin.js';
 import { fail, listenerNotFound } from '../domain/errors.js';
 import type { Principal, WorkspaceScope } from '../domain/tenancy.js';
 import { nowIso } from '../store/database.js';
@@ -32,9 +32,9 @@ export function createRunnerLabelService({ db }: Pick<ServiceDeps, 'db'>) {
   async function set(
     target: Awaited<ReturnType<typeof workspaceTarget>>,
     organizationId: string,
-    input: RunnerLabelRequirementView,
+    input: RunnerLabelRequirementInput,
   ): Promise<RunnerLabelRequirementView> {
-    const { labels, ...unread } = input;
+    const { labels = [], ...unread } = input;
     allFieldsRead(unread);
     const sorted = [...new Set(labels)].sort();
     await db.transaction().execute(async (trx) => {
@@ -53,14 +53,14 @@ export function createRunnerLabelService({ db }: Pick<ServiceDeps, 'db'>) {
       const target = await workspaceTarget(principal, workspaceId);
       return { labels: await findRequiredLabels(db, target.scope, target.id) };
     },
-    async setWorkspaceLabels(principal: Principal, workspaceId: string, input: RunnerLabelRequirementView): Promise<RunnerLabelRequirementView> {
+    async setWorkspaceLabels(principal: Principal, workspaceId: string, input: RunnerLabelRequirementInput): Promise<RunnerLabelRequirementView> {
       return set(await workspaceTarget(principal, workspaceId), principal.organizationId, input);
     },
     async listenerLabels(scope: WorkspaceScope, listenerId: string): Promise<RunnerLabelRequirementView> {
       const target = await listenerTarget(scope, listenerId);
       return { labels: await findRequiredLabels(db, target.scope, target.id) };
     },
-    async setListenerLabels(scope: WorkspaceScope, listenerId: string, input: RunnerLabelRequirementView): Promise<RunnerLabelRequirementView> {
+    async setListenerLabels(scope: WorkspaceScope, listenerId: string, input: RunnerLabelRequirementInput): Promise<RunnerLabelRequirementView> {
       return set(await listenerTarget(scope, listenerId), scope.organizationId, input);
     },
   };

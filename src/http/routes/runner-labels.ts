@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { RunnerLabelRequirement, WorkspaceParams } from '../../contract/admin.js';
+import { RunnerLabelRequirement, RunnerLabelRequirementBody, WorkspaceParams } from '../../contract/admin.js';
 import { errorResponses } from '../../contract/errors.js';
 import { ListenerParams } from '../../contract/listeners.js';
 import type { Services } from '../../services/index.js';
 import { principalOf, scopeOf } from '../auth.js';
 
-const tags = ['build-runners'];
-/** A workspace's labels are organization administration. */
-const adminTags = ['admin', 'build-runners'];
+/** A workspace's labels are organization administration; a listener's go with the listener (the runner protocol's tag is for runner keys only). */
+const adminTags = ['admin'];
+const tags = ['listeners'];
 const DESCRIPTION =
   'A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment ' +
   'requires (docs/build-runners.md). Jobs already queued keep what they required.';
@@ -45,7 +45,7 @@ export const runnerLabelRoutes: FastifyPluginAsyncTypebox<{ services: Services }
         description: DESCRIPTION,
         tags: adminTags,
         params: WorkspaceParams,
-        body: RunnerLabelRequirement,
+        body: RunnerLabelRequirementBody,
         response: { 200: RunnerLabelRequirement, ...errorResponses('workspace_not_found') },
       },
     },
@@ -76,7 +76,7 @@ export const runnerLabelRoutes: FastifyPluginAsyncTypebox<{ services: Services }
         description: DESCRIPTION,
         tags,
         params: ListenerParams,
-        body: RunnerLabelRequirement,
+        body: RunnerLabelRequirementBody,
         response: { 200: RunnerLabelRequirement, ...errorResponses('listener_not_found') },
       },
     },
