@@ -468,6 +468,7 @@ describeEachDatabase(
           deployment_id: randomUUID(),
           revision_id: randomUUID(),
           listener_id: randomUUID(),
+          workspace_id: randomUUID(),
           provider_id: `absent-${Date.now()}`,
           key_id: randomUUID(),
           integration_id: randomUUID(),

@@ -108,7 +108,7 @@ export const ArchiveJobSource = Type.Object(
 export const JobSource = Type.Union([GitJobSource, ArchiveJobSource], { title: 'RunnerJobSource' });
 
 /** The signed token of an archive URL. */
-export const ArchiveQuery = Type.Object({ token: Type.String({ minLength: 1, maxLength: 4096 }) });
+export const ArchiveQuery = Type.Object({ token: Type.String({ minLength: 1, maxLength: 4096, pattern: '^[A-Za-z0-9._-]+$' }) });
 
 export const LogLine = Type.Object(
   { level: StringEnum(['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const), message: Type.String({ maxLength: 8192 }) },
