@@ -104,6 +104,7 @@ program
   .option('--data-dir <dir>', "the runner's working directory: mirrors, build directories (else BERTH_RUNNER_DATA_DIR, default ./berth-builder)")
   .option('--labels <labels>', "comma-separated labels to advertise (else BERTH_RUNNER_LABELS; default: the key's)")
   .option('--concurrency <n>', 'builds at once (else BERTH_RUNNER_CONCURRENCY, default 1)')
+  .option('--health-port <port>', 'serve GET /healthz and GET /metrics (Prometheus) on this port (else BERTH_RUNNER_HEALTH_PORT; default off)')
   .action(async (flags: RunnerFlags) => {
     let config;
     try {

@@ -125,6 +125,7 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
         runnerLeaseMs: config.build.runnerLeaseMs,
         previewsAllowForks: config.previewsAllowForks,
         logger: logger.child({ component: 'previews' }),
+        runnerArchiveSigner: new TokenSigner(deriveKey(key, 'runner-archive-url')),
       },
     );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };

@@ -60,6 +60,8 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
     tracked_packages: ['langgraph'],
   }),
   'POST /v2/listeners': () => ({ compute_type: 'k8s', compute_id: `cluster-${unique()}`, compute_config: { k8s_namespaces: ['ns-a'] }, version: '1.0' }),
+  'PUT /v2/listeners/{listener_id}/runner-labels': () => ({ labels: ['linux', 'gpu'] }),
+  'PUT /v1/workspaces/{workspace_id}/runner-labels': () => ({ labels: ['linux'] }),
   'PATCH /v2/listeners/{listener_id}': () => ({ version: `v-${unique()}`, compute_config: { k8s_namespaces: ['ns-a', 'ns-b'] } }),
   'POST /v2/auth/providers': () => ({
     provider_id: `prov-${unique()}`,

@@ -515,9 +515,29 @@ export interface paths {
     };
     /**
      * Where a build job’s source is
-     * @description The repository, the ref and the credentials to fetch it with, for the holder of the lease only.
+     * @description The repository, the ref and the credentials to fetch it with, or a short-lived URL to download the uploaded archive from; for the holder of the lease only.
      */
     get: operations['getBuildJobSource'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runner/jobs/{job_id}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a build job’s uploaded archive
+     * @description The `url` of an `archive` source: the project as uploaded (`.tar.gz`), for the runner key holding the claim the URL was signed for, until the URL expires. Hostile content: unpack it safely.
+     */
+    get: operations['getBuildJobArchive'];
     put?: never;
     post?: never;
     delete?: never;
@@ -560,6 +580,54 @@ export interface paths {
      * @description The image pushed (with its digest), or the failure. Retrying a report that was taken answers `unchanged`.
      */
     post: operations['reportBuildJobResult'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/workspaces/{workspace_id}/runner-labels': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Labels the runners of a workspace’s builds must have
+     * @description A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment requires (docs/build-runners.md). Jobs already queued keep what they required.
+     */
+    get: operations['getWorkspaceRunnerLabels'];
+    /**
+     * Require labels of the runners of a workspace’s builds
+     * @description A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment requires (docs/build-runners.md). Jobs already queued keep what they required.
+     */
+    put: operations['setWorkspaceRunnerLabels'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v2/listeners/{listener_id}/runner-labels': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Labels the runners of builds for a listener’s deployments must have
+     * @description A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment requires (docs/build-runners.md). Jobs already queued keep what they required.
+     */
+    get: operations['getListenerRunnerLabels'];
+    /**
+     * Require labels of the runners of builds for a listener’s deployments
+     * @description A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment requires (docs/build-runners.md). Jobs already queued keep what they required.
+     */
+    put: operations['setListenerRunnerLabels'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1412,6 +1480,7 @@ export interface components {
       | 'workspace_required'
       | 'workspace_forbidden'
       | 'upload_token_invalid'
+      | 'build_archive_url_invalid'
       | 'listener_key_forbidden'
       | 'listener_key_required'
       | 'image_not_in_workspace'
@@ -2028,6 +2097,15 @@ export interface components {
       /** @description Deploy log lines, added to the revision once. */
       logs?: components['schemas']['ReportedLogLine'][];
     };
+    /** RunnerArchiveSource */
+    RunnerArchiveSource: {
+      /** @enum {string} */
+      kind: 'archive';
+      /** @description Where to GET the uploaded project (`.tar.gz`), with the runner key, before `expires_at`; good for this claim only. Its content is the uploader’s: unpack it as Berth does (no path out of the directory, no links out, bounded size). */
+      url: string;
+      /** Format: date-time */
+      expires_at: string;
+    };
     /** RunnerClaimRequest */
     RunnerClaimRequest: {
       /** @description Labels this runner advertises (a subset of its key's); default: the key's. */
@@ -2056,6 +2134,18 @@ export interface components {
           private_key: string;
           known_hosts?: string;
         };
+    /**
+     * RunnerGitSource
+     * @description Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them.
+     */
+    RunnerGitSource: {
+      /** @enum {string} */
+      kind: 'git';
+      url: string;
+      /** @description The branch, tag or commit the revision names. */
+      ref: string;
+      credentials: components['schemas']['RunnerGitCredentials'];
+    };
     /** RunnerHeartbeatResult */
     RunnerHeartbeatResult: {
       /**
@@ -2090,17 +2180,17 @@ export interface components {
       image: string;
       push: components['schemas']['RunnerPush'] | null;
     };
-    /**
-     * RunnerJobSource
-     * @description Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them.
-     */
-    RunnerJobSource: {
-      /** @enum {string} */
-      kind: 'git';
-      url: string;
-      /** @description The branch, tag or commit the revision names. */
-      ref: string;
-      credentials: components['schemas']['RunnerGitCredentials'];
+    /** RunnerJobSource */
+    RunnerJobSource: components['schemas']['RunnerGitSource'] | components['schemas']['RunnerArchiveSource'];
+    /** RunnerLabelRequirement */
+    RunnerLabelRequirement: {
+      /** @description Labels a runner must advertise, all of them, to take these builds; empty: any runner of the organization. */
+      labels: string[];
+    };
+    /** RunnerLabelRequirementUpdate */
+    RunnerLabelRequirementUpdate: {
+      /** @description Labels a runner must advertise, all of them, to take these builds; empty or absent: any runner of the organization. */
+      labels?: string[];
     };
     /** RunnerLease */
     RunnerLease: {
@@ -4946,7 +5036,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them. */
+      /** @description Default Response */
       200: {
         headers: {
           [name: string]: unknown;
@@ -4984,6 +5074,93 @@ export interface operations {
       };
       /** @description `build_lease_lost` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getBuildJobArchive: {
+    parameters: {
+      query: {
+        token: string;
+      };
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The archive */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/gzip': string;
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `build_archive_url_invalid`, `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_job_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_lease_lost` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `upload_url_gone` */
+      410: {
         headers: {
           [name: string]: unknown;
         };
@@ -5153,6 +5330,286 @@ export interface operations {
       };
       /** @description `build_lease_lost` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getWorkspaceRunnerLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Id of the workspace. */
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLabelRequirement'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `workspace_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  setWorkspaceRunnerLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Id of the workspace. */
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerLabelRequirementUpdate'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLabelRequirement'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `workspace_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getListenerRunnerLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Id of the listener. */
+        listener_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLabelRequirement'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  setListenerRunnerLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Id of the listener. */
+        listener_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerLabelRequirementUpdate'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLabelRequirement'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_not_found` */
+      404: {
         headers: {
           [name: string]: unknown;
         };

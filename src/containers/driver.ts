@@ -11,6 +11,11 @@ export interface StepContext {
   signal: AbortSignal;
   /** Writes a build or deploy log line of the revision (never pass secrets). */
   log(level: LogLevel, message: string): Promise<void>;
+  /**
+   * Says in the revision's `status_message` what the step waits for, its status unchanged
+   * (null clears it). Absent where nobody reads the revision (quiet steps).
+   */
+  note?(message: string | null): Promise<void>;
 }
 
 /**

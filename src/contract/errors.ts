@@ -31,6 +31,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   workspace_required: 403,
   workspace_forbidden: 403,
   upload_token_invalid: 403,
+  build_archive_url_invalid: 403,
   listener_key_forbidden: 403,
   listener_key_required: 403,
   image_not_in_workspace: 403,

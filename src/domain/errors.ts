@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   'workspace_required',
   'workspace_forbidden',
   'upload_token_invalid',
+  'build_archive_url_invalid',
   'listener_key_forbidden',
   'listener_key_required',
   'image_not_in_workspace',

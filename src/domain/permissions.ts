@@ -82,6 +82,8 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['POST /v2/listeners', WRITE],
   ['GET /v2/listeners', READ],
   ['GET /v2/listeners/:listener_id', READ],
+  ['GET /v2/listeners/:listener_id/runner-labels', READ],
+  ['PUT /v2/listeners/:listener_id/runner-labels', WRITE],
   ['PATCH /v2/listeners/:listener_id', WRITE],
   ['DELETE /v2/listeners/:listener_id', WRITE],
 
@@ -92,6 +94,7 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['POST /v1/runner/jobs/claim', RUNNER],
   [`POST ${RUNNER_JOB}/heartbeat`, RUNNER],
   [`GET ${RUNNER_JOB}/source`, RUNNER],
+  [`GET ${RUNNER_JOB}/archive`, RUNNER],
   [`POST ${RUNNER_JOB}/logs`, RUNNER],
   [`POST ${RUNNER_JOB}/result`, RUNNER],
 
@@ -103,6 +106,9 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
 
   ['POST /v1/workspaces', ADMIN],
   ['GET /v1/workspaces', ADMIN],
+  // A workspace's runner labels bind every build of it: an administrator's setting.
+  ['GET /v1/workspaces/:workspace_id/runner-labels', ADMIN],
+  ['PUT /v1/workspaces/:workspace_id/runner-labels', ADMIN],
   ['POST /v1/api-keys', ADMIN],
   ['GET /v1/api-keys', ADMIN],
   ['DELETE /v1/api-keys/:key_id', ADMIN],

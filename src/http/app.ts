@@ -32,6 +32,7 @@ import { healthRoutes } from './routes/health.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { listenerProtocolRoutes } from './routes/listener-protocol.js';
 import { buildRunnerRoutes } from './routes/build-runners.js';
+import { runnerLabelRoutes } from './routes/runner-labels.js';
 import { listenerRoutes } from './routes/listeners.js';
 import { logRoutes } from './routes/logs.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.js';
@@ -156,7 +157,8 @@ export async function buildApp({
     await scope.register(workspaceEventRoutes, { services, writeTimeoutMs: limits.responseWriteTimeoutMs });
     await scope.register(listenerRoutes, { services });
     await scope.register(listenerProtocolRoutes, { services });
-    await scope.register(buildRunnerRoutes, { services });
+    await scope.register(buildRunnerRoutes, { services, publicUrl });
+    await scope.register(runnerLabelRoutes, { services });
     await scope.register(oauthProviderRoutes, { services });
     await scope.register(adminRoutes, { services });
     await scope.register(auditRoutes, { services });

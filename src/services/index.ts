@@ -17,7 +17,9 @@ import { createUploadService, type UploadService } from './uploads.js';
 import type { UploadStore } from '../build/uploads.js';
 import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
+import type { TokenSigner } from '../security/signed-tokens.js';
 import { createBuildRunnerService } from './build-runners.js';
+import { createRunnerLabelService } from './runner-labels.js';
 import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
@@ -57,6 +59,8 @@ export interface ServiceOptions {
   /** BERTH_PREVIEWS_ALLOW_FORKS. */
   previewsAllowForks: boolean;
   logger: Logger;
+  /** Signs the URLs build runners download uploaded archives from; a key of its own (security/derived-keys.ts). */
+  runnerArchiveSigner: TokenSigner;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */
@@ -96,7 +100,13 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     audit: createAuditService(deps.db),
     sessions: createSessionService(deps.db, { ttlMs: options.sessionTtlMs }),
     webhooks: createWebhookService(deps, { allowPrivate: options.outboundAllowPrivate }),
-    buildRunners: createBuildRunnerService({ ...deps, registry: options.registry, leaseMs: options.runnerLeaseMs ?? 30_000 }),
+    runnerLabels: createRunnerLabelService(deps),
+    buildRunners: createBuildRunnerService({
+      ...deps,
+      registry: options.registry,
+      leaseMs: options.runnerLeaseMs ?? 30_000,
+      archiveSigner: options.runnerArchiveSigner,
+    }),
   };
 }
 

@@ -144,6 +144,7 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
       deployment_id: deployment.id,
       revision_id: deployment.latest_revision_id,
       listener_id: listener.id,
+      workspace_id: server.workspaceId,
       integration_id: integration.id,
       provider_id: providerId,
       key_id: memberKey.id,
