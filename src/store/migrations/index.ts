@@ -23,7 +23,7 @@ import { buildJobs } from './021-build-jobs.js';
 import { githubNotices } from './022-github-notices.js';
 import { previews } from './023-previews.js';
 import { runnerLabels } from './024-runner-labels.js';
-import { auditActorReason } from './026-audit-actor-reason.js';
+import { auditActorReason } from './025-audit-actor-reason.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -51,7 +51,7 @@ const migrations: Record<string, Migration> = {
   '022-github-notices': githubNotices,
   '023-previews': previews,
   '024-runner-labels': runnerLabels,
-  '026-audit-actor-reason': auditActorReason,
+  '025-audit-actor-reason': auditActorReason,
 };
 
 export const migrationProvider: MigrationProvider = {
