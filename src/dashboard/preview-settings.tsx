@@ -71,7 +71,8 @@ export function PreviewSettingsForm({ settings, secretNames, canWrite, busy, onS
         ))}
       </fieldset>
       <label>
-        Branch pattern (git integrations) <input value={draft.branch_pattern ?? ''} placeholder="preview/*" onInput={(event) => set('branch_pattern', event.currentTarget.value)} />
+        Branch pattern (git integrations){' '}
+        <input value={draft.branch_pattern ?? ''} placeholder="preview/*" onInput={(event) => set('branch_pattern', event.currentTarget.value)} />
       </label>
       <label>
         <input type="checkbox" checked={draft.allow_forks} onChange={(event) => set('allow_forks', event.currentTarget.checked)} /> Pull requests from forks

@@ -144,7 +144,9 @@ export function SettingsPage() {
       {mayHavePreviews(deployment) && (
         <>
           <h2>Previews</h2>
-          <p class="hint">A deployment of its own for each pull request or matching branch, with this deployment's configuration. Saved in place: no new revision.</p>
+          <p class="hint">
+            A deployment of its own for each pull request or matching branch, with this deployment's configuration. Saved in place: no new revision.
+          </p>
           <PreviewSettingsForm
             settings={deployment.previews}
             secretNames={loaded.secretNames}
