@@ -158,6 +158,12 @@ export function SettingsPage() {
           />
         </>
       )}
+      {deployment.parent_deployment_id && (
+        <p class="hint" data-testid="preview-settings-parent">
+          This is a preview, made with its parent's configuration: previews are set on{' '}
+          <a href={link(`/deployments/${deployment.parent_deployment_id}/settings`)}>the parent's settings</a>.
+        </p>
+      )}
       <h2>Secrets</h2>
       <p>Values are write-only: Berth never shows them again. Every change of secrets makes a new revision, so saving them deploys.</p>
       {loaded.secretNames.length === 0 ? (

@@ -158,6 +158,11 @@ describe("the dashboard's previews", { skip: browserAbsent ?? undefined }, () =>
       assert.equal(await origin.getByTitle(heads[0]!).innerText(), heads[0]!.slice(0, 12));
       assert.equal(await page.getByTestId('previews').count(), 0, 'a preview has no previews section');
       await harness.checkAccessibility(page, 'preview');
+      // Its settings hold no preview settings of its own: they are its parent's.
+      await page.goto(`${server.url}/deployments/${previews[0]}/settings`);
+      await page.getByTestId('preview-settings-parent').waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Save previews' }).count(), 0);
+      await page.goBack();
       await origin.getByRole('link', { name: 'web', exact: true }).click();
       await page.waitForURL(new RegExp(`/deployments/${parentId}$`));
 
