@@ -1,12 +1,12 @@
 import { Command, CommanderError } from 'commander';
 import { processIo, registerClientCommands, usageExitCode } from './cli/index.js';
-import { registerDockerfileCommand } from './build/dockerfile-command.js';
+import { registerDockerfileCommand } from './langgraph-project/dockerfile-command.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { AgentConfigError, loadAgentConfig } from './listener/agent/config.js';
-import { ListenerAgent } from './listener/agent/agent.js';
+import { AgentConfigError, loadAgentConfig } from './agent/config.js';
+import { ListenerAgent } from './agent/agent.js';
 import { loadRunnerConfig, RunnerConfigError, type RunnerFlags } from './runner/config.js';
 import { BuildRunner } from './runner/runner.js';
-import { computeFor } from './listener/computes.js';
+import { computeFor } from './agent/computes.js';
 import { createLogger } from './logger.js';
 import { registerOperationsCommands } from './operations/commands.js';
 import { startBerth, startEngineOnly } from './server.js';

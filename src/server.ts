@@ -11,7 +11,7 @@ import { RedisProvisioner } from './provisioning/redis.js';
 import { deriveKey } from './security/derived-keys.js';
 import { openRegistry, type Registry } from './registry/setup.js';
 import { setGitConcurrency } from './codehost/index.js';
-import { UploadStore } from './build/uploads.js';
+import { UploadStore } from './sources/uploads.js';
 import { TokenSigner } from './security/signed-tokens.js';
 import type { EngineSettings } from './engine/context.js';
 import { LocalContainerRuntime } from './containers/runtime/index.js';

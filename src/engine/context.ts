@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ProviderOptions } from '../codehost/index.js';
 import type { Provisioners } from './databases.js';
-import type { UploadStore } from '../build/uploads.js';
+import type { UploadStore } from '../sources/uploads.js';
 import type { Registry } from '../registry/setup.js';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';

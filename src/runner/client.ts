@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { MAX_UPLOAD_BYTES } from '../build/uploads.js';
+import { MAX_UPLOAD_BYTES } from '../sources/uploads.js';
 import { DriverError } from '../engine/drivers/types.js';
 import type { HeartbeatView, JobSourceView, LogBatch, RunnerJobView, RunnerResult } from '../contract/build-runners.js';
 

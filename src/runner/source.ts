@@ -14,7 +14,7 @@ export interface FetchedSource {
  * Turns the control plane's answer into the driver's source. A repository is fetched by
  * the driver itself; an uploaded archive is downloaded here first, bounded in size, into
  * `archiveDir`. Its content is untrusted: the driver unpacks it with Berth's safe
- * extraction (build/source-archive.ts), exactly as the control plane would.
+ * extraction (sources/source-archive.ts), exactly as the control plane would.
  */
 export async function fetchSource(client: RunnerClient, jobId: string, answer: JobSourceView, archiveDir: string, signal: AbortSignal): Promise<FetchedSource> {
   if (answer.kind === 'git') {

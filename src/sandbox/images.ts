@@ -1,8 +1,8 @@
 import { access, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { lastOutputLine, runTool } from '../containers/commands.js';
-import { localImageId } from '../build/image-store.js';
-import { BuildError, type ResolvedBuilder } from '../build/types.js';
+import { localImageId } from '../image-builds/image-store.js';
+import { BuildError, type ResolvedBuilder } from '../image-builds/types.js';
 import { withDirectoryLock } from '../locks/directory-lock.js';
 import { runHostProgram, SYSTEM_PATH } from './host.js';
 import type { BuildSandbox } from './sandbox.js';

@@ -1,7 +1,7 @@
 import { mkdtemp, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { lastOutputLine, runTool } from '../containers/commands.js';
-import type { ResolvedBuilder } from '../build/types.js';
+import type { ResolvedBuilder } from '../image-builds/types.js';
 import type { BuildSandboxSettings } from '../config.js';
 import { BERTH_CONTAINERS_CONF, BERTH_REGISTRIES_CONF, findOnPath } from '../containers/tools.js';
 import { BuildCgroup, type CgroupLayout, detectCgroups } from './cgroups.js';

@@ -14,7 +14,7 @@ import { createPreviewService } from './previews.js';
 import { createPushBuildService } from './push-builds.js';
 import { createPushTokenService } from './push-tokens.js';
 import { createUploadService, type UploadService } from './uploads.js';
-import type { UploadStore } from '../build/uploads.js';
+import type { UploadStore } from '../sources/uploads.js';
 import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
 import type { TokenSigner } from '../security/signed-tokens.js';

@@ -3,7 +3,7 @@ import { canonicalSource } from '../domain/deployment-config.js';
 import { beingDeleted, deploymentNotFound, fail } from '../domain/errors.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { type UploadLimits, uploadQuotaMessage, uploadQuotaRefusal } from '../domain/upload-quota.js';
-import { UploadError, type UploadStore } from '../build/uploads.js';
+import { UploadError, type UploadStore } from '../sources/uploads.js';
 import { type Db, nowIso } from '../store/database.js';
 import { findDeployment, findDeploymentById } from '../store/repositories/deployments.js';
 import { recordChange } from './audit.js';

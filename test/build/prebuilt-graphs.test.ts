@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@langchain/langgraph-sdk';
-import { buildImage, detectBuilder, type ResolvedBuilder } from '../../src/build/builder.js';
+import { buildImage, detectBuilder, type ResolvedBuilder } from '../../src/image-builds/builder.js';
 import { BUILD_TEST_BASE_IMAGE, TEST_BASE_IMAGE_NODE } from '../support/base-image.js';
 import { deadline } from '../support/deadline.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';

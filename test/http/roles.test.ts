@@ -116,7 +116,14 @@ function expected(permission: Permission, role: ApiKeyRole, ownDeployment: boole
 }
 
 /** The codes a key's role is refused with (expected() names which one a route answers). */
-const ROLE_REFUSALS = new Set(['role_forbids', 'listener_key_forbidden', 'listener_key_required', 'admin_key_required', 'workspace_required', 'workspace_forbidden']);
+const ROLE_REFUSALS = new Set([
+  'role_forbids',
+  'listener_key_forbidden',
+  'listener_key_required',
+  'admin_key_required',
+  'workspace_required',
+  'workspace_forbidden',
+]);
 
 // Deletes last (they take fixtures away), the listener's very last (its key goes with it).
 const order = (key: string) => (key === 'DELETE /v2/listeners/:listener_id' ? 2 : key.startsWith('DELETE ') ? 1 : 0);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { containersEnv, run } from '../build/helpers.js';
 import { runTool } from '../../src/containers/commands.js';
-import { localImageId } from '../../src/build/image-store.js';
+import { localImageId } from '../../src/image-builds/image-store.js';
 import type { BuildSandboxSettings } from '../../src/config.js';
 import { LangGraphBuildDriver } from '../../src/engine/drivers/langgraph-build.js';
 import { exportBuiltImage } from '../../src/sandbox/images.js';

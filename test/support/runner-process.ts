@@ -8,9 +8,9 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { runTool } from '../../src/containers/commands.js';
-import { locateConfig, unpackSourceArchive } from '../../src/build/source-archive.js';
-import { pushImage } from '../../src/build/push-image.js';
-import type { ResolvedBuilder } from '../../src/build/types.js';
+import { locateConfig, unpackSourceArchive } from '../../src/sources/source-archive.js';
+import { pushImage } from '../../src/image-builds/push-image.js';
+import type { ResolvedBuilder } from '../../src/image-builds/types.js';
 import { MirrorCache } from '../../src/codehost/index.js';
 import { createLogger } from '../../src/logger.js';
 import type { RunnerJobView } from '../../src/contract/build-runners.js';

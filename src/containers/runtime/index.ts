@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { removeLocalImage } from '../../build/forget-image.js';
+import { removeLocalImage } from '../../image-builds/forget-image.js';
 import { DriverError, type ImageToForget, type RunningRevision, type RunRequest, type RuntimeDriver, type StepContext } from '../driver.js';
 import type { ContainerRuntimeKind, ResolvedRuntime } from '../detect.js';
 import {

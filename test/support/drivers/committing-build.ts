@@ -1,6 +1,6 @@
-import { pushImage } from '../../../src/build/push-image.js';
+import { pushImage } from '../../../src/image-builds/push-image.js';
 import { runTool } from '../../../src/containers/commands.js';
-import type { ResolvedBuilder } from '../../../src/build/types.js';
+import type { ResolvedBuilder } from '../../../src/image-builds/types.js';
 import type { BuildDriver, BuildRequest, BuiltImage, StepContext } from '../../../src/engine/drivers/types.js';
 import { builtImageName } from '../../../src/registry/image-names.js';
 import type { Registry } from '../../../src/registry/setup.js';

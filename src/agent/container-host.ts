@@ -1,6 +1,6 @@
-import type { DesiredDeploymentView, DesiredStateView } from '../../contract/listener-protocol.js';
-import type { RunningRevision } from '../../containers/driver.js';
-import { errorMessage } from '../../domain/error-message.js';
+import type { DesiredDeploymentView, DesiredStateView } from '../contract/listener-protocol.js';
+import type { RunningRevision } from '../containers/driver.js';
+import { errorMessage } from '../domain/error-message.js';
 import type { AgentLink, ListenerCompute } from './compute.js';
 import type { ContainerHostSettings } from './config.js';
 import { type Action, type ObservedContainer, reconcile } from './reconciler.js';

@@ -12,7 +12,7 @@ import {
   ReportsResult,
   type ReportsInput,
   type ReportsResultView,
-} from '../../contract/listener-protocol.js';
+} from '../contract/listener-protocol.js';
 
 /** A call that did not get a usable answer. `retryable`: the same call may succeed later. */
 export class ProtocolError extends Error {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DesiredDeploymentView, DesiredStateView, ReportedLogLevel } from '../../contract/listener-protocol.js';
+import type { DesiredDeploymentView, DesiredStateView, ReportedLogLevel } from '../contract/listener-protocol.js';
 
 /** A deploy log line, sent to Berth with the report that ends a rollout. */
 export interface LogLine {

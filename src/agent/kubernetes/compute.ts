@@ -1,8 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { DesiredDeploymentView, DesiredStateView } from '../../contract/listener-protocol.js';
 import { errorMessage } from '../../domain/error-message.js';
-import type { AgentLink, ListenerCompute, LogLine } from '../agent/compute.js';
-import type { KubernetesSettings } from '../agent/config.js';
+import type { AgentLink, ListenerCompute, LogLine } from '../compute.js';
+import type { KubernetesSettings } from '../config.js';
 import { KubernetesApplier } from './applier.js';
 import { KubernetesRequestError } from './kube-errors.js';
 import type { DesiredDeployment } from './manifests.js';

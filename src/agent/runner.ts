@@ -1,8 +1,8 @@
-import type { DesiredDeploymentView } from '../../contract/listener-protocol.js';
-import { localLimits } from '../../domain/deployment-config.js';
-import { platformVariables } from '../../domain/platform-env.js';
-import { LocalContainerRuntime } from '../../containers/runtime/index.js';
-import { DriverError, type RunningRevision, type StepContext } from '../../containers/driver.js';
+import type { DesiredDeploymentView } from '../contract/listener-protocol.js';
+import { localLimits } from '../domain/deployment-config.js';
+import { platformVariables } from '../domain/platform-env.js';
+import { LocalContainerRuntime } from '../containers/runtime/index.js';
+import { DriverError, type RunningRevision, type StepContext } from '../containers/driver.js';
 import type { LogLine } from './compute.js';
 import type { ObservedContainer } from './reconciler.js';
 

@@ -1,7 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import type { ListenerCompute } from './agent/compute.js';
-import type { AgentConfig } from './agent/config.js';
-import { ContainerHostCompute } from './agent/container-host.js';
+import type { ListenerCompute } from './compute.js';
+import type { AgentConfig } from './config.js';
+import { ContainerHostCompute } from './container-host.js';
 import { KubernetesCompute } from './kubernetes/compute.js';
 
 /** The compute the agent's settings name: this host's container runtime, or the cluster it runs in (or KUBECONFIG names). */

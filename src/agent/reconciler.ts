@@ -1,4 +1,4 @@
-import type { DesiredDeploymentView, DesiredStateView } from '../../contract/listener-protocol.js';
+import type { DesiredDeploymentView, DesiredStateView } from '../contract/listener-protocol.js';
 
 /** A container of this listener, as the runtime's labels and state describe it. */
 export interface ObservedContainer {

@@ -1,8 +1,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { DesiredDeploymentView, DesiredStateView, ReportsInput, ReportsResultView } from '../../contract/listener-protocol.js';
-import { errorMessage } from '../../domain/error-message.js';
+import type { DesiredDeploymentView, DesiredStateView, ReportsInput, ReportsResultView } from '../contract/listener-protocol.js';
+import { errorMessage } from '../domain/error-message.js';
 import type { AgentLink, ListenerCompute, LogLine, ReportOutcome } from './compute.js';
 import type { AgentConfig } from './config.js';
 import { ProtocolClient, ProtocolError } from './protocol.js';
