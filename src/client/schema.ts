@@ -4689,7 +4689,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4767,7 +4767,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4845,7 +4845,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5387,7 +5387,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5459,7 +5459,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5724,7 +5724,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5873,7 +5873,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5958,7 +5958,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -6032,7 +6032,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -6095,7 +6095,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -6167,7 +6167,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -6230,7 +6230,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -6311,7 +6311,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -7092,7 +7092,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -7233,7 +7233,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -7302,7 +7302,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;

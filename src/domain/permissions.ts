@@ -190,10 +190,11 @@ export function refusedFields(permission: Permission, caller: Caller, body: unkn
 
 /** The refusal codes a route can answer with, for its documentation. */
 export function refusalCodes(permission: Permission): Refusal['code'][] {
-  if (only(permission, 'listener')) return ['listener_key_required'];
+  // A runner key is refused everywhere but its own routes with `role_forbids`.
+  if (only(permission, 'listener')) return ['listener_key_required', 'role_forbids'];
   if (only(permission, 'runner')) return ['listener_key_forbidden', 'role_forbids'];
   // Every other route refuses some role: deployers reach only their deployments, read-only keys only reads.
-  return ['listener_key_forbidden', only(permission, 'admin') ? 'admin_key_required' : 'role_forbids'];
+  return ['listener_key_forbidden', ...(only(permission, 'admin') ? (['admin_key_required'] as const) : []), 'role_forbids'];
 }
 
 function only(permission: Permission, role: ApiKeyRole): boolean {

@@ -46,7 +46,7 @@ export class RunnerClient {
   /**
    * Downloads an uploaded archive from the URL a source answer gave into `file` (new),
    * refusing more than an upload may hold. The key goes to BERTH_URL's origin only: the
-   * URL's path and query are asked of it, wherever the URL itself points (BERTH_PUBLIC_URL
+   * URL's path and query are asked of it, wherever the URL itself points (the server's public URL setting
    * may be an address this machine does not reach, and the key is not for anyone else).
    * A refusal no retry can change (expired, gone) is a DriverError, reported as the build's failure.
    */

@@ -147,7 +147,7 @@ describeOnEachDatabase('the permission table', (ctx) => {
    * its workspace; deployment routes also on a deployment the deployer key was not made
    * for. Allowed callers never get 403; refused ones get 403 with the refusal's own code.
    */
-  test('every route, for every role: allowed is not 403, refused is 403 with its code', async () => {
+  test('every route, for every role: allowed is not 403, refused is 403 with its code', async (t) => {
     const { api, server } = ctx();
     const stamp = `${Date.now()}`;
     const own = await created(api('POST', '/v2/deployments', { body: deployment(`roles-own-${stamp}`) }));
@@ -155,6 +155,9 @@ describeOnEachDatabase('the permission table', (ctx) => {
     const listener = await created(
       api('POST', '/v2/listeners', { body: { compute_type: 'k8s', compute_id: `roles-${stamp}`, compute_config: { k8s_namespaces: ['ns'] } } }),
     );
+    // The matrix deletes it last; should it stop early, a listener left in the workspace would
+    // make every later create of this suite name one.
+    t.after(() => api('DELETE', `/v2/listeners/${listener.id}`));
     const integration = await created(
       api('POST', '/v1/integrations/codehost', { body: { provider: 'git', name: `roles-${stamp}`, git: { repositories: ['/srv/git/agent.git'] } } }),
     );
@@ -178,6 +181,7 @@ describeOnEachDatabase('the permission table', (ctx) => {
       subscription_id: subscription.id,
       delivery_id: delivery,
       job_id: '00000000-0000-4000-8000-000000000000',
+      workspace_id: server.workspaceId,
     };
     const revisionOf: Record<string, string> = { [own.id]: own.latest_revision_id, [other.id]: other.latest_revision_id };
     const documented = authenticatedOperations((await api('GET', '/openapi.json')).body);
