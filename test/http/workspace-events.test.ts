@@ -98,7 +98,11 @@ describeOnEachDatabase("the workspace's events", (ctx) => {
       cursor = page.body.next_cursor;
     }
     assert.deepEqual(walked.slice(0, before.length), before, 'every event of the page, in order');
-    assert.deepEqual([...walked].sort((a, b) => a - b), walked, 'ascending');
+    assert.deepEqual(
+      [...walked].sort((a, b) => a - b),
+      walked,
+      'ascending',
+    );
     assert.equal(new Set(walked).size, walked.length, 'no event twice');
 
     const bad = await ctx().api('GET', '/v2/events?cursor=soon');
