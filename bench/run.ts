@@ -19,6 +19,7 @@ import autocannon, { type AutocannonRequest } from 'autocannon';
 import { IN_PROGRESS_STATUSES } from '../src/domain/revision-status.js';
 import { openDatabase } from '../src/store/database.js';
 import type { BuildResult } from './build.js';
+import type { DashboardResult } from './dashboard.js';
 import type { Flow, FlowsResult } from './flows.js';
 import { causeOf } from './causes.js';
 import { TEAMS } from './seed.js';
@@ -41,7 +42,8 @@ const usage = `npm run bench -- [flags]
   --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
                          implied when DATABASE_URL is a postgres URL (its server is used the same way)
   --only-postgres        skip the embedded default
-  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,fairness,listeners,build,flows
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,fairness,listeners,build,flows,dashboard
+  --dashboard-loads N    loads of the deployments list in the dashboard scenario (default 10)
   --pushes N             warm pushes measured in the flows scenario (default 5)
   --agents N             simulated listener agents in the listeners scenario (default 1000)
   --api-only             the same as --engine off
@@ -62,6 +64,7 @@ const { values: flags } = parseArgs({
     'engine-revisions': { type: 'string', default: '1000' },
     agents: { type: 'string', default: '1000' },
     pushes: { type: 'string', default: '5' },
+    'dashboard-loads': { type: 'string', default: '10' },
     postgres: { type: 'boolean', default: false },
     'only-postgres': { type: 'boolean', default: false },
     scenarios: { type: 'string' },
@@ -103,7 +106,9 @@ type ScenarioName = (typeof ALL_SCENARIOS)[number];
 const BUILD_SCENARIO = 'build';
 /** Not per database either: the sample agent behind a `git` integration, push to answer and the rest (bench/flows.ts). */
 const FLOWS_SCENARIO = 'flows';
-const IMAGE_SCENARIOS: readonly string[] = [BUILD_SCENARIO, FLOWS_SCENARIO];
+/** Not per database: Chromium against the dashboard over 10,000 deployments of its own (bench/dashboard.ts). */
+const DASHBOARD_SCENARIO = 'dashboard';
+const IMAGE_SCENARIOS: readonly string[] = [BUILD_SCENARIO, FLOWS_SCENARIO, DASHBOARD_SCENARIO];
 const SELECTED = new Set<string>(
   flags.scenarios ? flags.scenarios.split(',').map((s) => s.trim()) : QUICK ? ['get', 'list', 'create'] : [...ALL_SCENARIOS, ...IMAGE_SCENARIOS],
 );
@@ -1230,6 +1235,49 @@ function flowsReport(flows: FlowsResult): string {
   ].join('\n');
 }
 
+/** The dashboard scenario's section, with the targets of issue 22. */
+function dashboardReport(d: DashboardResult): string {
+  const ms = (values: number[], p: number) => `${percentile(values, p).toFixed(0)} ms`;
+  const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+  const sum = (pick: (a: DashboardResult['assets'][number]) => number) => d.assets.reduce((total, a) => total + pick(a), 0);
+  const target = (met: boolean, text: string) => `- **${met ? 'met' : 'not met'}**: ${text}`;
+  const load = (values: number[]) => values.map((v) => v.toFixed(1)).join(' / ');
+  return [
+    '### Dashboard (bench/dashboard.ts)',
+    '',
+    `Debian's chromium (headless, playwright-core) against Berth serving dist/dashboard, in the bench's process with the engine off, ` +
+      `over ${d.deployments.toLocaleString('en-US')} seeded deployments (bench/seed.ts) on the embedded database. List: navigation start until ` +
+      `the first row of /deployments is in the page (the page's clock, a MutationObserver installed before its scripts), ${d.listMs.length} loads, ` +
+      'the first with an empty cache. Status: from just before a revision status is committed through lifecycle/ (as the engine does) until ' +
+      `the open deployment page's timeline shows it, ${d.statusMs.length} changes (CREATING → … → DEPLOYED on ${d.statusMs.length / 6} revisions). ` +
+      'Assets: the scripts and styles the first load fetched; Berth serves them uncompressed, gzip -9 and brotli 11 are what a ' +
+      `compressing proxy (or precompressed files) would send. Machine load (1/5/15 min) before ${load(d.load.before)}, after ${load(d.load.after)} on ${d.cores} cores.`,
+    '',
+    '| measure | first | p50 | p95 | max |',
+    '|---|---|---|---|---|',
+    `| list usable | ${(d.listMs[0] ?? Number.NaN).toFixed(0)} ms | ${ms(d.listMs, 50)} | ${ms(d.listMs, 95)} | ${ms(d.listMs, 100)} |`,
+    `| status visible | ${(d.statusMs[0] ?? Number.NaN).toFixed(0)} ms | ${ms(d.statusMs, 50)} | ${ms(d.statusMs, 95)} | ${ms(d.statusMs, 100)} |`,
+    '',
+    '| asset | as served | gzip | brotli |',
+    '|---|---|---|---|',
+    ...d.assets.map((a) => `| ${a.file} | ${kb(a.bytes)} | ${kb(a.gzip)} | ${kb(a.brotli)} |`),
+    `| total | ${kb(sum((a) => a.bytes))} | ${kb(sum((a) => a.gzip))} | ${kb(sum((a) => a.brotli))} |`,
+    '',
+    'Targets (issue 22):',
+    '',
+    target(
+      Math.max(...d.listMs) < 1_000,
+      `deployments list usable within 1 s at ${d.deployments.toLocaleString('en-US')}: slowest of ${d.listMs.length} loads ${ms(d.listMs, 100)}`,
+    ),
+    target(percentile(d.statusMs, 95) < 250, `status change visible within 250 ms: p95 ${ms(d.statusMs, 95)}`),
+    target(
+      sum((a) => a.gzip) <= 250 * 1024,
+      `first load's JavaScript and CSS at most 250 KB compressed: ${kb(sum((a) => a.gzip))} gzip, ${kb(sum((a) => a.brotli))} brotli (${kb(sum((a) => a.bytes))} as Berth serves them)`,
+    ),
+    '',
+  ].join('\n');
+}
+
 // ---------------------------------------------------------------------------- main
 
 async function main(): Promise<void> {
@@ -1280,7 +1328,18 @@ async function main(): Promise<void> {
     );
   }
 
-  const section = report(runs, ceilings, startedAt, (performance.now() - t0) / 1000) + (build ? buildReport(build) : '') + (flows ? flowsReport(flows) : '');
+  let dashboard: DashboardResult | undefined;
+  if (SELECTED.has(DASHBOARD_SCENARIO)) {
+    log("dashboard: Chromium over 10,000 deployments, the list, status changes in the timeline, the first load's assets");
+    await waitForQuiet([]);
+    dashboard = await runJson<DashboardResult>(['bench/dashboard.ts', '10000', String(Number(flags['dashboard-loads'])), '5'], process.env);
+  }
+
+  const section =
+    report(runs, ceilings, startedAt, (performance.now() - t0) / 1000) +
+    (build ? buildReport(build) : '') +
+    (flows ? flowsReport(flows) : '') +
+    (dashboard ? dashboardReport(dashboard) : '');
   process.stdout.write(`\n${section}\n`);
   if (!flags['no-write']) {
     const header =
