@@ -6,6 +6,7 @@ import { useWorkplace } from './context.js';
 import { listenerOf, sourceOf } from './deployments.js';
 import { useDeploymentEvents } from './events.js';
 import { formatTime, shortId } from './format.js';
+import { HealthPanel, healthOf } from './health.js';
 import { PinPanel } from './pin.js';
 import { mayHavePreviews, PreviewOf, PreviewsSection } from './previews.js';
 import { describeError } from './session.js';
@@ -70,6 +71,7 @@ export function DeploymentPage() {
       <div class="columns">
         <div>
           <h2>Serving now</h2>
+          <HealthPanel health={healthOf(deployment, revisions, events.statuses)} />
           <dl class="facts">
             <dt>Status</dt>
             <dd>

@@ -70,6 +70,12 @@ describe('the dashboard in a browser', { skip: browserAbsent ?? undefined }, () 
       assert.equal(new Set(second).size, second.length, `no step twice: ${second.join(', ')}`);
       const revisions = await api('GET', `/v2/deployments/${created.body.id}/revisions`);
       assert.equal(revisions.body.resources.length, 2);
+      // Health says what serves, from the API's own statuses: the second revision, since its DEPLOYED event.
+      const servingNow = (await api('GET', `/v2/deployments/${created.body.id}`)).body.active_revision_id as string;
+      await page
+        .getByTestId('health')
+        .filter({ hasText: `Serving revision #2 (${servingNow.slice(0, 8)}) since` })
+        .waitFor();
 
       // The list finds it by name; a search with no match says so.
       await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Deployments' }).click();
@@ -87,6 +93,10 @@ describe('the dashboard in a browser', { skip: browserAbsent ?? undefined }, () 
       await page.getByRole('heading', { name: 'Why it failed' }).waitFor();
       await checkAccessibility(page, 'failed revision');
       await page.locator('.failure').getByText('/ok', { exact: false }).first().waitFor();
+      await page
+        .getByTestId('health')
+        .filter({ hasText: /^Not serving: revision #1 \([0-9a-f]{8}\) ended in DEPLOY_FAILED: .+/ })
+        .waitFor();
 
       // Its logs: every line of the revision, then filtered by level and by a search, all on the page.
       await page.getByRole('link', { name: 'Logs of this revision' }).click();
