@@ -308,6 +308,8 @@ export class KubeStandIn {
     const stamps = query.get('timestamps') === 'true';
     const since = query.get('sinceTime');
     response.writeHead(200, { 'Content-Type': 'text/plain' });
+    // As the kubelet: the answer starts at once, before any line.
+    response.flushHeaders();
     for (const line of log.lines) {
       // sinceTime has a precision of seconds, as the kubelet reads it.
       if (since && line.time.slice(0, 19) < since.slice(0, 19)) continue;

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -145,6 +146,8 @@ export class KubernetesBuildDriver implements BuildDriver {
   /** The Job's pod once it runs or has run; undefined when the Job ended without one running (its deadline passed while pending). */
   async #startedPod(input: BuildJobInput, signal: AbortSignal): Promise<string | undefined> {
     for (;;) {
+      // The Job before its pods: a Job found finished then has its pod's last state in the list read after.
+      const finished = jobOutcome(await this.#job(input, signal));
       const [pod] = await this.#calls.list<V1Pod>('v1', 'Pod', `job-name=${input.name}`, signal);
       const phase = pod?.status?.phase;
       if (pod?.metadata?.name && (phase === 'Running' || phase === 'Succeeded' || phase === 'Failed')) return pod.metadata.name;
@@ -154,7 +157,7 @@ export class KubernetesBuildDriver implements BuildDriver {
           `the builder pod cannot start (${waiting.reason}: ${waiting.message ?? 'no details'}): check BERTH_BUILDER_IMAGE (${input.builderImage}) and that the cluster may pull it.`,
         );
       }
-      if (jobOutcome(await this.#job(input, signal))) return undefined;
+      if (finished) return undefined;
       await sleep(this.#pollMs, undefined, { signal });
     }
   }
@@ -172,29 +175,48 @@ export class KubernetesBuildDriver implements BuildDriver {
   ): Promise<void> {
     for (;;) {
       const stream = new PassThrough();
-      const close = () => stream.end();
+      let controller: AbortController | undefined;
+      const close = () => {
+        controller?.abort();
+        stream.destroy();
+      };
       step.signal.addEventListener('abort', close, { once: true });
       const watchdog = this.#closeWhenDone(input, stream, step.signal);
-      let controller: AbortController | undefined;
+      const relay = async (raw: string) => {
+        const space = raw.indexOf(' ');
+        const stamp = raw.slice(0, space);
+        if (state.since && stamp <= state.since) return;
+        state.since = stamp;
+        const line = parsePodLine(raw.slice(space + 1));
+        if (line.kind === 'result') state.result = line.result;
+        else {
+          const message = redact(line.message);
+          if (line.level === 'ERROR') state.lastError = message;
+          await step.log(line.level, message);
+        }
+      };
       try {
-        controller = await new Log(this.kubeConfig).log(this.config.namespace, pod, BUILD_CONTAINER, stream, {
+        // Lines are relayed in order; the stream ends (the container exited), is ended by the watchdog, or is destroyed on abort.
+        const ended = new Promise<void>((resolve, reject) => {
+          let relayed = Promise.resolve();
+          const lines = createInterface({ input: stream, crlfDelay: Infinity });
+          lines.on('line', (raw) => (relayed = relayed.then(() => relay(raw))));
+          const finish = () => void relayed.then(resolve, reject);
+          lines.once('close', finish);
+          stream.once('close', finish);
+          stream.once('error', finish);
+        });
+        const aborted = step.signal.aborted ? Promise.resolve(undefined) : once(step.signal, 'abort').then(() => undefined);
+        const logging = new Log(this.kubeConfig).log(this.config.namespace, pod, BUILD_CONTAINER, stream, {
           follow: true,
           timestamps: true,
           ...(state.since ? { sinceTime: state.since.replace(/\.\d+Z$/, 'Z') } : {}),
         });
-        for await (const raw of createInterface({ input: stream, crlfDelay: Infinity })) {
-          const space = raw.indexOf(' ');
-          const stamp = raw.slice(0, space);
-          if (state.since && stamp <= state.since) continue;
-          state.since = stamp;
-          const line = parsePodLine(raw.slice(space + 1));
-          if (line.kind === 'result') state.result = line.result;
-          else {
-            const message = redact(line.message);
-            if (line.level === 'ERROR') state.lastError = message;
-            await step.log(line.level, message);
-          }
-        }
+        // An abort ends each wait itself: the log request may not have answered yet, and a destroyed stream does not always say so to readline.
+        controller = await Promise.race([logging, aborted]);
+        if (!controller) void logging.then((late) => late.abort(), () => {});
+        if (step.signal.aborted) close();
+        await Promise.race([ended, aborted]);
       } catch (error) {
         if (step.signal.aborted) throw error;
         await step.log('WARNING', `Reading the build pod's log failed (${redact((error as Error).message)}); reading it again.`);
