@@ -228,6 +228,7 @@ export class KubernetesBuildDriver implements BuildDriver {
       step.signal.throwIfAborted();
       const current = await this.#calls.read<V1Pod>('v1', 'Pod', pod, step.signal);
       if (!current || current.status?.phase === 'Succeeded' || current.status?.phase === 'Failed') return;
+      if (jobOutcome(await this.#job(input, step.signal))) return;
       await sleep(this.#pollMs, undefined, { signal: step.signal });
     }
   }
