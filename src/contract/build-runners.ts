@@ -44,8 +44,11 @@ export const RunnerResources = Type.Object(
     cpu_limit: Nullable(Type.Number({ exclusiveMinimum: 0 })),
     memory_limit_mb: Nullable(Type.Integer({ minimum: 1 })),
   },
-  { title: 'RunnerResources', description: "The deployment's resource_spec, for a runner that sizes each build (a Kubernetes Job); null: the runner's default." },
-)
+  {
+    title: 'RunnerResources',
+    description: "The deployment's resource_spec, for a runner that sizes each build (a Kubernetes Job); null: the runner's default.",
+  },
+);
 
 export const RunnerJob = Type.Object(
   {

@@ -85,9 +85,16 @@ describe('builds as Kubernetes Jobs (against the API-server stand-in)', () => {
     assert.equal(spec.activeDeadlineSeconds, 900);
     assert.deepEqual(spec.template.spec.containers[0]?.resources, { requests: { cpu: '500m', memory: '1024Mi' }, limits: { cpu: '1000m', memory: '3072Mi' } });
     assert.doesNotMatch(JSON.stringify(job), new RegExp(`${PUSH_PASSWORD}|${GIT_PASSWORD}`));
-    assert.deepEqual(secret.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]), [['Job', build.name, job.metadata.uid]]);
+    assert.deepEqual(
+      secret.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]),
+      [['Job', build.name, job.metadata.uid]],
+    );
     const podJob = JSON.parse(Buffer.from((secret.data as Record<string, string>)['job.json'] ?? '', 'base64').toString('utf8')) as PodJob;
-    assert.deepEqual(podJob.source, { url: 'https://github.com/acme/agent.git', ref: 'main', credentials: { kind: 'basic', username: 'x-access-token', password: GIT_PASSWORD } });
+    assert.deepEqual(podJob.source, {
+      url: 'https://github.com/acme/agent.git',
+      ref: 'main',
+      credentials: { kind: 'basic', username: 'x-access-token', password: GIT_PASSWORD },
+    });
     assert.equal(podJob.push?.password, PUSH_PASSWORD);
     const patches = build.standIn.requests.filter((r) => r.method === 'PATCH');
     assert.ok(patches.every((r) => r.query.get('fieldManager') === 'berth-builder'));
@@ -104,7 +111,14 @@ describe('builds as Kubernetes Jobs (against the API-server stand-in)', () => {
     finish(build, pod, { type: 'Complete' });
     await build.done;
     assert.deepEqual(build.plane.results, [
-      { lease_token: build.job.lease_token, status: 'succeeded', image: IMAGE_RESULT.image, digest: 'sha256:0123', commit_sha: 'c0ffee', env: { MODE: 'prod' } },
+      {
+        lease_token: build.job.lease_token,
+        status: 'succeeded',
+        image: IMAGE_RESULT.image,
+        digest: 'sha256:0123',
+        commit_sha: 'c0ffee',
+        env: { MODE: 'prod' },
+      },
     ]);
     const lines = build.plane.lines;
     assert.deepEqual(
@@ -150,7 +164,16 @@ describe('builds as Kubernetes Jobs (against the API-server stand-in)', () => {
     await created(build, 'Secret');
     build.standIn.addPod('Job', NAMESPACE, build.name, {
       phase: 'Pending',
-      containerStatuses: [{ name: 'build', ready: false, restartCount: 0, image: '', imageID: '', state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image' } } }],
+      containerStatuses: [
+        {
+          name: 'build',
+          ready: false,
+          restartCount: 0,
+          image: '',
+          imageID: '',
+          state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image' } },
+        },
+      ],
     });
     await build.done;
     assert.match(build.plane.results[0]?.message ?? '', /cannot start \(ImagePullBackOff: Back-off pulling image\): check BERTH_BUILDER_IMAGE/);

@@ -25,7 +25,13 @@ async function permissionsUsed(): Promise<string[]> {
     const job = claimedJob();
     const name = buildObjectName(job.id, job.lease_token);
     const plane = new FakeControlPlane();
-    const done = runJob(plane.client(), job, kubernetesDriverFor(CONFIG, standIn.kubeConfig(NAMESPACE), { pollMs: 20, logGraceMs: 100 }), capturedLogger().logger, new AbortController().signal);
+    const done = runJob(
+      plane.client(),
+      job,
+      kubernetesDriverFor(CONFIG, standIn.kubeConfig(NAMESPACE), { pollMs: 20, logGraceMs: 100 }),
+      capturedLogger().logger,
+      new AbortController().signal,
+    );
     await eventually(async () => standIn.object('Secret', NAMESPACE, name), 'the Secret');
     const pod = standIn.addPod('Job', NAMESPACE, name, { phase: 'Running' });
     standIn.writeLog(NAMESPACE, pod, [logLine('INFO', 'building'), resultLine({ image: job.image, commitSha: null }).trim()]);
@@ -51,7 +57,9 @@ async function permissionsUsed(): Promise<string[]> {
 
 function granted(rules: V1PolicyRule[]): string[] {
   return rules
-    .flatMap((rule) => (rule.apiGroups ?? []).flatMap((group) => (rule.resources ?? []).flatMap((resource) => rule.verbs.map((verb) => `${group}/${resource}:${verb}`))))
+    .flatMap((rule) =>
+      (rule.apiGroups ?? []).flatMap((group) => (rule.resources ?? []).flatMap((resource) => rule.verbs.map((verb) => `${group}/${resource}:${verb}`))),
+    )
     .sort();
 }
 

@@ -30,7 +30,14 @@ const POD_JOB: PodJob = {
   deployment_name: 'support-agent',
   revision_id: INPUT.revisionId,
   source: { url: 'https://github.com/acme/agent.git', ref: 'main', credentials: { kind: 'basic', username: 'x', password: GIT_PASSWORD } },
-  push: { registry: 'registry.example.com', path_prefix: 'berth', repository: 'berth/ws/support-agent', tls_verify: true, username: 'u', password: PUSH_PASSWORD },
+  push: {
+    registry: 'registry.example.com',
+    path_prefix: 'berth',
+    repository: 'berth/ws/support-agent',
+    tls_verify: true,
+    username: 'u',
+    password: PUSH_PASSWORD,
+  },
 };
 
 function container(): V1Container {
@@ -87,7 +94,10 @@ describe('build Job manifests', () => {
     assert.equal(job.spec?.template.spec?.volumes?.find((v) => v.name === 'job')?.secret?.secretName, INPUT.name);
     assert.equal(container().envFrom, undefined);
     const secret = renderBuildSecret(INPUT, POD_JOB, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: INPUT.name, uid: 'uid-1' } });
-    assert.deepEqual(secret.metadata?.ownerReferences?.map((r) => [r.kind, r.name, r.uid]), [['Job', INPUT.name, 'uid-1']]);
+    assert.deepEqual(
+      secret.metadata?.ownerReferences?.map((r) => [r.kind, r.name, r.uid]),
+      [['Job', INPUT.name, 'uid-1']],
+    );
     const stored = JSON.parse(Buffer.from(secret.data?.['job.json'] ?? '', 'base64').toString('utf8')) as PodJob;
     assert.deepEqual(stored, POD_JOB);
   });

@@ -303,7 +303,8 @@ export class KubeStandIn {
     const object = this.store.get(key('v1', 'Pod', namespace, pod));
     if (!object) throw notFound(kindInfo('Pod') as KindInfo, pod);
     const phase = (object.status as { phase?: string } | undefined)?.phase;
-    if (phase === 'Pending') throw new ApiError(400, 'BadRequest', `container "${query.get('container')}" in pod "${pod}" is waiting to start: ContainerCreating`);
+    if (phase === 'Pending')
+      throw new ApiError(400, 'BadRequest', `container "${query.get('container')}" in pod "${pod}" is waiting to start: ContainerCreating`);
     const log = this.podLog(namespace, pod);
     const stamps = query.get('timestamps') === 'true';
     const since = query.get('sinceTime');

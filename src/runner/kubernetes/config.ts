@@ -57,7 +57,8 @@ export function loadKubernetesBuildConfig(env: NodeJS.ProcessEnv): KubernetesBui
   const namespace = (env.BERTH_BUILDER_NAMESPACE ?? '').trim();
   if (!DNS_LABEL.test(namespace)) problems.push(`BERTH_BUILDER_NAMESPACE is required: the namespace build Jobs run in (a DNS label; got '${namespace}')`);
   const builderImage = (env.BERTH_BUILDER_IMAGE ?? '').trim();
-  if (builderImage === '' || /\s/.test(builderImage)) problems.push("BERTH_BUILDER_IMAGE is required: Berth's image with buildah and git (deploy/builder-kubernetes)");
+  if (builderImage === '' || /\s/.test(builderImage))
+    problems.push("BERTH_BUILDER_IMAGE is required: Berth's image with buildah and git (deploy/builder-kubernetes)");
   const serviceAccount = (env.BERTH_BUILDER_SERVICE_ACCOUNT ?? '').trim();
   if (serviceAccount !== '' && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(serviceAccount))
     problems.push(`BERTH_BUILDER_SERVICE_ACCOUNT must be a service account's name (got '${serviceAccount}')`);

@@ -61,7 +61,8 @@ export class KubernetesBuildDriver implements BuildDriver {
   }
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
-    if (request.source.kind !== 'git') throw new DriverError('The Kubernetes build executor builds repository sources only; uploaded archives are not handed to build pods yet.');
+    if (request.source.kind !== 'git')
+      throw new DriverError('The Kubernetes build executor builds repository sources only; uploaded archives are not handed to build pods yet.');
     const { job, config } = this;
     const input: BuildJobInput = {
       namespace: config.namespace,
@@ -214,7 +215,11 @@ export class KubernetesBuildDriver implements BuildDriver {
         });
         // An abort ends each wait itself: the log request may not have answered yet, and a destroyed stream does not always say so to readline.
         controller = await Promise.race([logging, aborted]);
-        if (!controller) void logging.then((late) => late.abort(), () => {});
+        if (!controller)
+          void logging.then(
+            (late) => late.abort(),
+            () => {},
+          );
         if (step.signal.aborted) close();
         await Promise.race([ended, aborted]);
       } catch (error) {

@@ -48,7 +48,11 @@ export async function buildInPod(jobFile: string, workDir: string, out: Writable
             auth:
               credentials.kind === 'basic'
                 ? { kind: 'basic' as const, username: credentials.username, password: credentials.password }
-                : { kind: 'ssh-key' as const, privateKey: credentials.private_key, ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}) },
+                : {
+                    kind: 'ssh-key' as const,
+                    privateKey: credentials.private_key,
+                    ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}),
+                  },
           }
         : {}),
     },

@@ -50,7 +50,14 @@ export class KubeCalls {
   /** Deletes in the background (a Job's pods go with it); false when it was already gone. */
   async delete(apiVersion: string, kind: string, name: string, signal: AbortSignal): Promise<boolean> {
     try {
-      await this.#api(signal).delete({ apiVersion, kind, metadata: { name, namespace: this.namespace } }, undefined, undefined, undefined, undefined, 'Background');
+      await this.#api(signal).delete(
+        { apiVersion, kind, metadata: { name, namespace: this.namespace } },
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        'Background',
+      );
       return true;
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return false;
@@ -84,7 +91,8 @@ export class KubeCalls {
     const what = name ? `${kind} ${this.namespace}/${name}` : `${kind} objects in namespace ${this.namespace}`;
     if (error instanceof ApiException) {
       const message = statusMessage(error.body);
-      if (error.code === 401) return new DriverError("The Kubernetes API refused the build runner's credentials (401): check its service account token or kubeconfig.");
+      if (error.code === 401)
+        return new DriverError("The Kubernetes API refused the build runner's credentials (401): check its service account token or kubeconfig.");
       if (error.code === 403) {
         return new DriverError(
           `The build runner may not ${verb} ${what} (403: ${message}). Grant it with the Role in deploy/builder-kubernetes (docs/build-runners.md).`,

@@ -176,7 +176,14 @@ export function renderBuildSecret(input: BuildJobInput, job: PodJob, owner: Kube
       namespace: input.namespace,
       labels: labels(input),
       ownerReferences: [
-        { apiVersion: 'batch/v1', kind: 'Job', name: owner.metadata?.name ?? input.name, uid: owner.metadata?.uid ?? '', controller: false, blockOwnerDeletion: false },
+        {
+          apiVersion: 'batch/v1',
+          kind: 'Job',
+          name: owner.metadata?.name ?? input.name,
+          uid: owner.metadata?.uid ?? '',
+          controller: false,
+          blockOwnerDeletion: false,
+        },
       ],
     },
     data: { [JOB_FILE_KEY]: Buffer.from(JSON.stringify(job)).toString('base64') },
