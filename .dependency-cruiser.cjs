@@ -1,7 +1,7 @@
 /**
  * The layers of docs/architecture.md, checked on every `npm test`. Each rule names what a
  * layer may NOT reach; "infrastructure" is the adapters around the core (security, events,
- * codehost, build, registry, provisioning, observability, containers, sandbox, locks, outbound).
+ * codehost, langgraph-project, image-builds, sources, registry, provisioning, observability, containers, sandbox, locks, outbound).
  */
 const layer = (name) => `^src/${name}/`;
 const only = (...names) => `^src/(?!(${names.join('|')})/)`;
@@ -49,7 +49,7 @@ module.exports = {
       severity: 'error',
       comment: 'Use cases know nothing of HTTP, the engine or the agents.',
       from: { path: layer('services') },
-      to: { path: '^src/(http|engine|listener|operations)/|^src/(server|main)\\.ts$' },
+      to: { path: '^src/(http|engine|agent|operations)/|^src/(server|main)\\.ts$' },
     },
     {
       name: 'engine-beside-services',
@@ -63,13 +63,15 @@ module.exports = {
       severity: 'error',
       comment: 'Routes parse, authorize, call a use case and shape the answer: no SQL, no lifecycle, no engine.',
       from: { path: layer('http') },
-      to: { path: '^src/(store|lifecycle|engine|listener|operations)/' },
+      to: { path: '^src/(store|lifecycle|engine|agent|operations)/' },
     },
     {
       name: 'infrastructure-below-use-cases',
       severity: 'error',
       comment: 'Adapters serve the layers above them and never call back up.',
-      from: { path: '^src/(security|events|codehost|build|registry|provisioning|observability|containers|sandbox|locks|outbound)/' },
+      from: {
+        path: '^src/(security|events|codehost|langgraph-project|image-builds|sources|registry|provisioning|observability|containers|sandbox|locks|outbound)/',
+      },
       to: { path: '^src/(http|services|engine|lifecycle|operations)/|^src/(server|main)\\.ts$' },
     },
     {
@@ -86,40 +88,35 @@ module.exports = {
       comment:
         'Backups and key rotation run alone with the database: they use the store, security and the settings, never a use case, a route, the engine or the agent (the associated data of a ciphertext lives in security/, beside its encryption, for both writers).',
       from: { path: layer('operations') },
-      to: { path: '^src/(http|services|engine|lifecycle|listener|cli|client)/|^src/(server|main)\\.ts$' },
+      to: { path: '^src/(http|services|engine|lifecycle|agent|cli|client)/|^src/(server|main)\\.ts$' },
     },
     {
       name: 'agent-speaks-the-protocol',
       severity: 'error',
       comment:
-        'listener/ is the agent, a process of its own on another machine: it knows Berth only through the wire shapes of contract/ and the domain, never the store, the use cases or the server.',
-      from: { path: layer('listener') },
-      to: { path: '^src/', pathNot: ['^src/(listener|contract|domain)/', '^src/engine/drivers/(types\\.ts$|local-container/)'] },
-    },
-    {
-      name: 'agent-borrows-only-the-container-runtime',
-      severity: 'error',
-      comment:
-        "Known exception: the container host runs revisions with the engine's LocalContainerRuntime (runner.ts) and its RunningRevision (container-host.ts), so a container runs the same way whichever side started it. It goes when the container runtime gets a room of its own (issue 26); nothing else of the agent may import the engine.",
-      from: { path: layer('listener'), pathNot: '^src/listener/agent/(runner|container-host)\\.ts$' },
-      to: { path: layer('engine') },
+        "agent/ is `berth listener`, the agent of the listener protocol, a process of its own on another machine: it knows Berth only through the wire shapes of contract/ and the domain, and runs containers with the container tools' local runtime (containers/), the one the engine uses; never the store, the use cases, the engine or the server.",
+      from: { path: layer('agent') },
+      to: { path: '^src/', pathNot: ['^src/(agent|contract|domain|containers)/'] },
     },
     {
       name: 'agent-is-its-own-process',
       severity: 'error',
       comment: 'Only the command line starts the agent; the server, the engine and the use cases never call into it.',
-      from: { path: '^src/', pathNot: ['^src/listener/', '^src/main\\.ts$'] },
-      to: { path: layer('listener') },
+      from: { path: '^src/', pathNot: ['^src/agent/', '^src/main\\.ts$'] },
+      to: { path: layer('agent') },
     },
     {
       name: 'runner-speaks-the-protocol',
       severity: 'error',
       comment:
-        "runner/ is `berth builder`, a process of its own on another machine: it knows Berth only through contract/ and the domain, and builds with the build adapters (build/, sandbox/, codehost/) through the engine's LangGraph build driver and the driver types (runner.ts, job.ts): never the store, the use cases or the server.",
+        "runner/ is `berth builder`, a process of its own on another machine: it knows Berth only through contract/ and the domain, and builds with the build adapters (langgraph-project/, image-builds/, sources/, sandbox/, codehost/) through the engine's LangGraph build driver and the driver types (runner.ts, job.ts): never the store, the use cases or the server.",
       from: { path: layer('runner') },
       to: {
         path: '^src/',
-        pathNot: ['^src/(runner|contract|domain|build|sandbox|codehost)/', '^src/engine/drivers/(types|langgraph-build)\\.ts$'],
+        pathNot: [
+          '^src/(runner|contract|domain|langgraph-project|image-builds|sources|sandbox|codehost|containers)/',
+          '^src/engine/drivers/(types|langgraph-build)\\.ts$',
+        ],
       },
     },
     {

@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { TEST_BASE_IMAGE_NODE } from '../test/support/base-image.js';
 import { tempDir } from '../test/support/git-repos.js';
 import { tempBuildDir } from '../test/support/build-sandbox.js';
 import { client } from '../test/support/http.js';
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
       BERTH_DATA_DIR: data.path,
       BERTH_BOOTSTRAP_API_KEY: KEY,
       BERTH_CONTAINER_RUNTIME: 'podman',
-      BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+      BERTH_BASE_IMAGE_NODE: TEST_BASE_IMAGE_NODE,
       LOG_LEVEL: 'warn',
     },
     { compiled: true },

@@ -21,6 +21,7 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
+import { TEST_BASE_IMAGE_NODE } from '../test/support/base-image.js';
 import { tempDir } from '../test/support/git-repos.js';
 import { tempBuildDir } from '../test/support/build-sandbox.js';
 import { client } from '../test/support/http.js';
@@ -43,7 +44,7 @@ export interface Flow {
   exportMs: number;
   /** The container's start until it answered /ok and listed every graph. */
   runtimeMs: number;
-  /** Of which (the agent server's own log): `podman run` until the server's first line (node, tsx, the server's modules)… */
+  /** Of which (the agent server's own log): `podman run` until the server's first line (node, the server's modules, tsx if a graph needs it)… */
   serverStartMs: number;
   /** …its first line until it listens (the graphs imported)… */
   graphLoadMs: number;
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
       BERTH_DATA_DIR: data.path,
       BERTH_BOOTSTRAP_API_KEY: KEY,
       BERTH_CONTAINER_RUNTIME: 'podman',
-      BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+      BERTH_BASE_IMAGE_NODE: TEST_BASE_IMAGE_NODE,
       BERTH_GIT_POLL_SECONDS: String(POLL_SECONDS),
       LOG_LEVEL: 'warn',
     },
@@ -124,7 +125,8 @@ async function main(): Promise<void> {
         }
       }
       const started = deploy.find((l) => l.message.startsWith('Waiting for GET /ok'))?.timestamp ?? Number.NaN;
-      const first = Math.min(...events.map((e) => e.timestamp));
+      // The entrypoint says how the graphs will load before the server's modules load; the server's own first line follows them.
+      const first = Math.min(...events.filter((e) => !e.message.startsWith('agent server: graphs load')).map((e) => e.timestamp));
       const listening = events.find((e) => e.message.startsWith('agent server: listening'))?.timestamp ?? Number.NaN;
       const healthy = deploy.find((l) => l.message.startsWith('Healthy after'))?.timestamp ?? Number.NaN;
       return { serverStartMs: first - started, graphLoadMs: listening - first, healthMs: healthy - listening };

@@ -19,7 +19,7 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { DesiredStateView } from '../src/contract/listener-protocol.js';
-import { ProtocolClient } from '../src/listener/agent/protocol.js';
+import { ProtocolClient } from '../src/agent/protocol.js';
 import { percentile } from './stats.js';
 
 const { values } = parseArgs({
@@ -99,7 +99,7 @@ const counts = { polls: 0, heartbeats: 0, reports: 0, errors: 0, lastError: '' }
 
 function runAgent(agent: SimulatedAgent, client: ProtocolClient, signal: AbortSignal, heartbeatSeconds: { value: number }): Promise<void> {
   const heartbeats = (async () => {
-    // As the agent does (listener/agent/agent.ts): one at start, then only when no other
+    // As the agent does (agent/agent.ts): one at start, then only when no other
     // call reached Berth within the interval, which a polling agent never lets happen.
     let triedAt = 0;
     while (!signal.aborted) {

@@ -1196,7 +1196,7 @@ function flowsReport(flows: FlowsResult): string {
       'Berth compiled as `npm start` runs it. Every flow ends when the official SDK got the expected answer from the deployment. ' +
       "Push: from `git push` returning; poll: until the poller made the revision; builder: the builder's own time; export: the " +
       'image copied out of the sandbox; container: its start until it answered /ok and listed every graph, split by the agent ' +
-      "server's own log into `podman run` returning until its first line (node, tsx and the server's modules loading), its first line until it " +
+      "server's own log into `podman run` returning until its first line (node and the server's modules loading, tsx too when a graph was not compiled at build), its first line until it " +
       "listens (the graphs imported) and listening until Berth saw /ok and every graph; answer: DEPLOYED until the SDK's " +
       "run answered; Berth: the rest (queueing, status changes, the build's identity and reuse checks). " +
       `Machine load (1/5/15 min) before ${load(flows.load.before)}, after ${load(flows.load.after)} on ${flows.cores} cores.`,

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BUILD_TEST_BASE_IMAGE } from '../test/support/base-image.js';
 import { createRepository, git, type FixtureRepository } from '../test/support/git-repos.js';
 import { startGitHttpServer } from '../test/support/git-http-server.js';
 
@@ -15,7 +16,7 @@ const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
 
 /** Builds Berth's local base images once (instant when they are there) with the containers' settings. */
 export function baseImages(env: NodeJS.ProcessEnv): void {
-  execFileSync('bash', [path.join(ROOT, 'scripts/build-base-images.sh')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('bash', BUILD_TEST_BASE_IMAGE, { env, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /**

@@ -19,9 +19,10 @@
 #     inside a build trusts the same registry certificates as the host;
 #   - a pinned @langchain/langgraph-api under /api (base-images/langgraphjs-api/package.json),
 #     the prebuild script the CLI's Dockerfile runs (/api/langgraph_api/js/build.mts, with
-#     `tsx` on PATH), and the entrypoint: one `node /api/entrypoint.mjs` process (TypeScript
-#     graphs load through tsx, preloaded by /api/typescript-loader.mjs) serving the
-#     graphs of LANGSERVE_GRAPHS on $PORT (8000).
+#     `tsx` on PATH; it also compiles the graphs with esbuild), and the entrypoint: one
+#     `node /api/entrypoint.mjs` process serving the graphs of LANGSERVE_GRAPHS on $PORT
+#     (8000), from the bundles compiled by the prebuild step when each graph has one
+#     (/api/prebuilt.mjs), else with tsx preloaded by /api/typescript-loader.mjs.
 #
 # Idempotent: an image already built from the same inputs is kept as it is.
 set -euo pipefail
@@ -41,7 +42,7 @@ while [ $# -gt 0 ]; do
     --node-version=*) NODE_MAJOR=${1#*=}; shift ;;
     --tag) [ $# -ge 2 ] || usage; TAG=$2; shift 2 ;;
     --tag=*) TAG=${1#*=}; shift ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage ;;
   esac
 done
@@ -157,8 +158,21 @@ printf '%s\n' 'hosts: files dns' >"$ROOT/etc/nsswitch.conf"
 cp "$INPUTS/package.json" "$ROOT/api/package.json"
 log "installing @langchain/langgraph-api $API_VERSION into /api"
 (cd "$ROOT/api" && npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
-cp "$INPUTS/entrypoint.mjs" "$INPUTS/typescript-loader.mjs" "$ROOT/api/"
-cp "$INPUTS/build.mts" "$ROOT/api/langgraph_api/js/build.mts"
+# The server imports two packages' package.json without `with { type: "json" }`, which only
+# tsx accepts; without tsx (graphs compiled at build, see prebuilt.mjs) the version check then
+# warns that every package is 0.0.0 and /info has no langgraph_js_version. Add the attribute
+# (understood with tsx too); a pinned server version whose files differ fails the build here.
+add_json_attribute() {
+  local file="$ROOT/api/node_modules/@langchain/langgraph-api/dist/$1" from=$2
+  [ "$(grep -cF "$from" "$file" 2>/dev/null)" = 1 ] || die "$file no longer has '$from' once; review the JSON-import fix for this @langchain/langgraph-api version"
+  local to="${from%)}, { with: { type: \"json\" } })"
+  FROM=$from TO=$to "$NODE_BIN" -e 'const fs = require("node:fs"); const [file] = process.argv.slice(1);
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(process.env.FROM, () => process.env.TO));' "$file"
+}
+add_json_attribute semver/index.mjs 'await import(`${name}/package.json`)'
+add_json_attribute api/meta.mjs 'await import("@langchain/langgraph/package.json")'
+cp "$INPUTS/entrypoint.mjs" "$INPUTS/typescript-loader.mjs" "$INPUTS/prebuilt.mjs" "$ROOT/api/"
+cp "$INPUTS/build.mts" "$INPUTS/prebuilt-graphs.mts" "$ROOT/api/langgraph_api/js/"
 
 CTR=$(buildah from --quiet scratch)
 buildah copy --quiet "$CTR" "$ROOT" / >/dev/null
@@ -191,7 +205,11 @@ smoke='set -e; node --version >/dev/null; npm --version >/dev/null; test "$(npm 
 printf "const answer: number = 42;\nexport const graph = answer;\n" > /tmp/smoke.ts
 printf "const m = await import(\"/tmp/smoke.ts\");\nif (m.graph !== 42) throw new Error(\"a TypeScript module did not load\");\nawait import(\"@langchain/langgraph-api/server\");\n" > /api/smoke.mjs
 node --import /api/typescript-loader.mjs /api/smoke.mjs
-rm -rf /tmp/smoke.ts /api/smoke.mjs /root/.npm'
+mkdir /tmp/smoke && cd /tmp/smoke && mv /tmp/smoke.ts . && export LANGSERVE_GRAPHS="{\"smoke\":\"./smoke.ts:graph\"}"
+tsx /api/langgraph_api/js/build.mts >/dev/null
+printf "const { prebuilt } = await import(\"/api/prebuilt.mjs\");\nif (\"why\" in prebuilt) throw new Error(prebuilt.why);\nconst m = await import(prebuilt.graphs.smoke.split(\":\")[0]);\nif (m.graph !== 42) throw new Error(\"a compiled graph did not load\");\nconst { GRAPH_SPEC } = await import(new URL(\"./graph/load.mjs\", import.meta.resolve(\"@langchain/langgraph-api/server\")).href);\nif (typeof GRAPH_SPEC !== \"object\") throw new Error(\"the server keeps no GRAPH_SPEC, which entrypoint.mjs corrects\");\n" > /api/smoke.mjs
+node /api/smoke.mjs
+cd / && rm -rf /tmp/smoke.ts /tmp/smoke /api/smoke.mjs /api/prebuilt-graphs.json /root/.npm'
 if ! buildah run --isolation chroot "$CTR" -- /bin/sh -c "$smoke" >&2; then
   die "the image failed its smoke test (node, npm or the API server does not load inside it); see the output above"
 fi

@@ -48,6 +48,8 @@ export interface Config {
   webhookDeliveryRetentionDays: number;
   /** BERTH_OUTBOUND_ALLOW_PRIVATE: whether outbound webhooks may go to non-public addresses. */
   outboundAllowPrivate: boolean;
+  /** BERTH_PREVIEWS_ALLOW_FORKS: whether pull requests from forks may get previews (where the deployment allows them too). */
+  previewsAllowForks: boolean;
   /** BERTH_PUBLIC_URL: Berth's address as clients and code hosts reach it; else taken from each request. */
   publicUrl: string | undefined;
   codehost: {
@@ -186,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditRetentionDays: vars.BERTH_AUDIT_RETENTION_DAYS,
     webhookDeliveryRetentionDays: vars.BERTH_WEBHOOK_DELIVERY_RETENTION_DAYS,
     outboundAllowPrivate: isOn(vars.BERTH_OUTBOUND_ALLOW_PRIVATE),
+    previewsAllowForks: isOn(vars.BERTH_PREVIEWS_ALLOW_FORKS),
     publicUrl: vars.BERTH_PUBLIC_URL,
     codehost: {
       allowLocal: isOn(vars.BERTH_GIT_ALLOW_LOCAL),

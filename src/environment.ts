@@ -152,6 +152,10 @@ export const ENVIRONMENT = Type.Object({
     description:
       'outbound webhooks may go to loopback, link-local and private addresses (RFC 1918, ULA, CGNAT, …); `off` refuses them at subscription and at each delivery',
   }),
+  BERTH_PREVIEWS_ALLOW_FORKS: Switch('off', {
+    description:
+      'pull requests from forks may get preview deployments (never with secrets) where the deployment also allows them (`previews.allow_forks`); `off` gives them none',
+  }),
   BERTH_REVISIONS_KEPT: Integer(100, 2, undefined, {
     description: 'revisions kept per deployment; older finished ones are removed with their logs (never the active or the latest)',
   }),

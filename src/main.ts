@@ -1,15 +1,15 @@
 import { Command, CommanderError } from 'commander';
 import { processIo, registerClientCommands, usageExitCode } from './cli/index.js';
-import { registerDockerfileCommand } from './build/dockerfile-command.js';
+import { registerDockerfileCommand } from './langgraph-project/dockerfile-command.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { AgentConfigError, loadAgentConfig } from './listener/agent/config.js';
-import { ListenerAgent } from './listener/agent/agent.js';
+import { AgentConfigError, loadAgentConfig } from './agent/config.js';
+import { ListenerAgent } from './agent/agent.js';
 import { loadRunnerConfig, RunnerConfigError, type RunnerFlags } from './runner/config.js';
 import { BuildRunner } from './runner/runner.js';
 import { executorDriverFor } from './runner/kubernetes/choose.js';
 import { KubernetesBuildConfigError } from './runner/kubernetes/config.js';
 import { buildInPod } from './runner/kubernetes/in-pod.js';
-import { computeFor } from './listener/computes.js';
+import { computeFor } from './agent/computes.js';
 import { createLogger } from './logger.js';
 import { registerOperationsCommands } from './operations/commands.js';
 import { startBerth, startEngineOnly } from './server.js';
@@ -107,6 +107,7 @@ program
   .option('--data-dir <dir>', "the runner's working directory: mirrors, build directories (else BERTH_RUNNER_DATA_DIR, default ./berth-builder)")
   .option('--labels <labels>', "comma-separated labels to advertise (else BERTH_RUNNER_LABELS; default: the key's)")
   .option('--concurrency <n>', 'builds at once (else BERTH_RUNNER_CONCURRENCY, default 1)')
+  .option('--health-port <port>', 'serve GET /healthz and GET /metrics (Prometheus) on this port (else BERTH_RUNNER_HEALTH_PORT; default off)')
   .option('--executor <kind>', 'local: build on this machine; kubernetes: each build a Job (else BERTH_BUILDER_EXECUTOR, default local)')
   .action(async (flags: RunnerFlags & { executor?: string }) => {
     let config;

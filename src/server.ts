@@ -11,10 +11,10 @@ import { RedisProvisioner } from './provisioning/redis.js';
 import { deriveKey } from './security/derived-keys.js';
 import { openRegistry, type Registry } from './registry/setup.js';
 import { setGitConcurrency } from './codehost/index.js';
-import { UploadStore } from './build/uploads.js';
+import { UploadStore } from './sources/uploads.js';
 import { TokenSigner } from './security/signed-tokens.js';
 import type { EngineSettings } from './engine/context.js';
-import { LocalContainerRuntime } from './engine/drivers/local-container/index.js';
+import { LocalContainerRuntime } from './containers/runtime/index.js';
 import type { BuildDriver, RuntimeDriver } from './engine/drivers/types.js';
 import { LangGraphBuildDriver } from './engine/drivers/langgraph-build.js';
 import { RunnerBuildDriver } from './engine/runner-build.js';
@@ -27,6 +27,7 @@ import { setListenerSightingsReader } from './observability/metrics.js';
 import { secureDataDir } from './security/data-dir.js';
 import { loadEncryptionKey, Encryptor } from './security/encryption.js';
 import { startGitPoller } from './services/git-poller.js';
+import { startPreviewSweep } from './services/preview-sweep.js';
 import { startImageReaper } from './engine/image-reaper.js';
 import { startUploadSweeper } from './engine/upload-sweeper.js';
 import { startRetention } from './engine/retention.js';
@@ -48,6 +49,8 @@ export interface BerthOverrides {
   webhookDelivery?: Partial<DelivererSettings>;
   /** The GitHub notifier's retry timing and clock (tests shorten them). */
   githubNotices?: Partial<NotifierSettings>;
+  /** How often idle previews are looked for (default a minute). */
+  previewSweepMs?: number;
 }
 
 export interface Berth {
@@ -120,6 +123,9 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
         provisioning: provisioningPolicy(config),
         outboundAllowPrivate: config.outboundAllowPrivate,
         runnerLeaseMs: config.build.runnerLeaseMs,
+        previewsAllowForks: config.previewsAllowForks,
+        logger: logger.child({ component: 'previews' }),
+        runnerArchiveSigner: new TokenSigner(deriveKey(key, 'runner-archive-url')),
       },
     );
     return { db, bus, encryptor, services, masterKey: key, registry, uploadStore };
@@ -176,6 +182,8 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
     overrides.githubNotices,
   );
   engine.onStop(() => notifier.stop());
+  const previewSweep = startPreviewSweep(core.services.previews, logger.child({ component: 'previews' }), overrides.previewSweepMs);
+  engine.onStop(() => previewSweep.stop());
   if (config.codehost.pollSeconds > 0) {
     const poller = startGitPoller(core.services.pushBuilds, config.codehost.pollSeconds, logger.child({ component: 'git-poller' }));
     engine.onStop(() => poller.stop());

@@ -46,6 +46,7 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
     source_revision_config: { image_uri: `localhost/example:${unique()}` },
     secrets: [{ name: 'API_TOKEN', value: secretValue() }],
     tracked_packages: ['langgraph'],
+    previews: { max_previews: 2, secret_names: ['API_TOKEN'], idle_minutes: 60 },
   }),
   'POST /v1/runner/jobs/claim': () => ({ labels: [], wait: 0 }),
   'POST /v1/runner/jobs/{job_id}/heartbeat': () => ({ lease_token: `lease-${unique()}` }),
@@ -59,6 +60,8 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
     tracked_packages: ['langgraph'],
   }),
   'POST /v2/listeners': () => ({ compute_type: 'k8s', compute_id: `cluster-${unique()}`, compute_config: { k8s_namespaces: ['ns-a'] }, version: '1.0' }),
+  'PUT /v2/listeners/{listener_id}/runner-labels': () => ({ labels: ['linux', 'gpu'] }),
+  'PUT /v1/workspaces/{workspace_id}/runner-labels': () => ({ labels: ['linux'] }),
   'PATCH /v2/listeners/{listener_id}': () => ({ version: `v-${unique()}`, compute_config: { k8s_namespaces: ['ns-a', 'ns-b'] } }),
   'POST /v2/auth/providers': () => ({
     provider_id: `prov-${unique()}`,

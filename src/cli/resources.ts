@@ -25,6 +25,16 @@ const DEPLOYMENT_COLUMNS: Column[] = [
   ['LATEST REVISION', (d) => d.latest_revision_id],
   ['URL', (d) => d.url],
 ];
+const PREVIEW_COLUMNS: Column[] = [
+  ['ID', (d) => d.id],
+  ['NAME', (d) => d.name],
+  ['STATUS', (d) => d.status],
+  ['PARENT', (d) => d.parent_deployment_id],
+  ['PULL REQUEST', (d) => d.preview?.pull_request_number],
+  ['BRANCH', (d) => d.preview?.branch],
+  ['HEAD', (d) => d.preview?.head_sha?.slice(0, 12)],
+  ['URL', (d) => d.url],
+];
 const REVISION_COLUMNS: Column[] = [
   ['ID', (r) => r.id],
   ['#', (r) => r.revision_number],
@@ -102,6 +112,18 @@ const KEY_COLUMNS: Column[] = [
   ['HINT', (k) => k.key_hint],
 ];
 
+/** `previews` of a PATCH from the `--preview…` options; undefined when none is given. */
+function previewSettingsOf(options: Options): Record<string, unknown> | undefined {
+  const settings: Record<string, unknown> = {};
+  if (options.previews) settings.enabled = options.previews === 'on';
+  if (options.previewLabel) Object.assign(settings, { trigger: 'label', label: options.previewLabel });
+  if (options.previewBranches) settings.branch_pattern = options.previewBranches;
+  if (options.previewSecret) settings.secret_names = options.previewSecret;
+  if (options.previewMax !== undefined) settings.max_previews = options.previewMax;
+  if (options.previewIdleMinutes !== undefined) settings.idle_minutes = options.previewIdleMinutes;
+  return Object.keys(settings).length > 0 ? settings : undefined;
+}
+
 /** A deployment as a table shows it: secret names, never their values. */
 function withoutSecretValues<T extends { secrets?: { name: string }[] }>(deployment: T, format: string | undefined): T {
   return format === 'table' ? { ...deployment, secrets: (deployment.secrets ?? []).map((secret) => secret.name) as never } : deployment;
@@ -125,13 +147,22 @@ export function registerResourceCommands(program: Command, context: CliContext):
   const deployments = program.command('deployments').alias('deployment').description('Create, list, read, change and delete deployments.');
   readable(deployments.command('list').description('List the deployments of the workspace (every page).'))
     .option('--name-contains <text>', 'only deployments whose name contains this')
+    .option('--previews', 'only preview deployments, with their pull request or branch')
+    .option('--previews-of <deployment>', 'only the previews of this deployment (id or name)')
     .action(
       action(context, async (options) => {
         const berth = client(options);
+        const parent = options.previewsOf ? await deploymentIdOf(berth, options.previewsOf as string) : undefined;
+        const previewsOnly = Boolean(options.previews) || parent !== undefined;
         const rows = await collect(berth, (page) =>
-          berth.deployments.list({ ...page, ...(options.nameContains ? { name_contains: options.nameContains } : {}) }),
+          berth.deployments.list({
+            ...page,
+            ...(options.nameContains ? { name_contains: options.nameContains } : {}),
+            ...(previewsOnly ? { is_preview: true } : {}),
+            ...(parent ? { parent_deployment_id: parent } : {}),
+          }),
         );
-        render(io, options.output!, rows, DEPLOYMENT_COLUMNS);
+        render(io, options.output!, rows, previewsOnly ? PREVIEW_COLUMNS : DEPLOYMENT_COLUMNS);
       }),
     );
   readable(deployments.command('get').description('Show one deployment.').argument('<deployment>', 'deployment id or name')).action(
@@ -169,6 +200,12 @@ export function registerResourceCommands(program: Command, context: CliContext):
     .option('--image <ref>', 'new container image')
     .option('--secret <NAME=VALUE>', 'secret environment variable (repeatable; replaces the list)', repeatable)
     .option('--display-name <text>', 'display name')
+    .addOption(new Option('--previews <state>', 'preview deployments of pull requests (github) or branches (git)').choices(['on', 'off']))
+    .option('--preview-label <label>', 'only pull requests with this label get previews (without it: every pull request)')
+    .option('--preview-branches <pattern>', 'git integrations: branches that get previews (`*` within a segment, `**` across)')
+    .option('--preview-secret <NAME>', 'a secret of this deployment previews get (repeatable; replaces the list)', repeatable)
+    .option('--preview-max <n>', 'previews at once', Number)
+    .option('--preview-idle-minutes <n>', 'a preview with no new commit for this long is removed', Number)
     .action(
       action(context, async (options, reference) => {
         const berth = client(options);
@@ -178,6 +215,8 @@ export function registerResourceCommands(program: Command, context: CliContext):
         const secrets = parseSecrets(io, options.secret);
         if (secrets) body.secrets = secrets;
         if (options.displayName) body.display_name = options.displayName;
+        const previews = previewSettingsOf(options);
+        if (previews) body.previews = { ...body.previews, ...previews };
         const updated = await berth.deployments.update(await deploymentIdOf(berth, reference!), body as never);
         render(io, options.output!, withoutSecretValues(updated, options.output), DEPLOYMENT_COLUMNS);
       }),

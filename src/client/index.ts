@@ -68,6 +68,11 @@ export type DeploymentEvent =
   | { id: string; event: 'log'; data: { revision_id: string | null; type: string; level: string; message: string; timestamp: number } }
   | { id: string; event: 'push_ignored_pinned'; data: { revision_id: string | null; commit: string; message: string; at: string } };
 
+/** One event of the workspace's stream: a deployment's event, with the deployment in `data`. */
+export type WorkspaceEvent = {
+  [Name in DeploymentEvent['event']]: { id: string; event: Name; data: Extract<DeploymentEvent, { event: Name }>['data'] & { deployment_id: string } };
+}[DeploymentEvent['event']];
+
 export interface FollowOptions {
   /** Start after this event id (what a previous stream last delivered). */
   lastEventId?: string;
@@ -360,6 +365,11 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
     list: (query: Q<'/v1/audit-log'> = {}) => call('listAuditLog', () => api.GET('/v1/audit-log', { params: { query } })),
   };
 
+  const events = {
+    /** The workspace's events of every deployment, newest first by default; `next_cursor` goes on. */
+    list: (query: Q<'/v2/events'> = {}) => call('listWorkspaceEvents', () => api.GET('/v2/events', { params: { query } })),
+  };
+
   const webhooks = {
     list: (query: Q<'/v1/webhook-subscriptions'> = {}) => call('listWebhookSubscriptions', () => api.GET('/v1/webhook-subscriptions', { params: { query } })),
     get: (subscriptionId: string) =>
@@ -422,7 +432,35 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
    * `Last-Event-ID`, so no event is lost or repeated (also after a 429 or 5xx answer, up to
    * 8 failures in a row); a refusal (e.g. 404, 401) throws.
    */
-  async function* followEvents(deploymentId: string, { lastEventId, signal, onReconnect }: FollowOptions = {}): AsyncGenerator<DeploymentEvent> {
+  function followEvents(deploymentId: string, options: FollowOptions = {}): AsyncGenerator<DeploymentEvent> {
+    return follow<DeploymentEvent>('streamDeploymentEvents', options, (headers) =>
+      api.GET('/v2/deployments/{deployment_id}/events', {
+        params: { path: { deployment_id: deploymentId } },
+        headers,
+        parseAs: 'stream',
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /**
+   * The events of every deployment of the workspace (`GET /v2/events/stream`), each with its
+   * `deployment_id`, from the event after `lastEventId` (without it: from now on; read the
+   * history with `events.list`), resuming as `followEvents` does.
+   */
+  function followWorkspaceEvents(options: FollowOptions & Q<'/v2/events/stream'> = {}): AsyncGenerator<WorkspaceEvent> {
+    const { deployment_id, event } = options;
+    const query = { ...(deployment_id ? { deployment_id } : {}), ...(event ? { event } : {}) };
+    return follow<WorkspaceEvent>('streamWorkspaceEvents', options, (headers) =>
+      api.GET('/v2/events/stream', { params: { query }, headers, parseAs: 'stream', signal: options.signal }),
+    );
+  }
+
+  async function* follow<E extends { id: string }>(
+    operation: string,
+    { lastEventId, signal, onReconnect }: FollowOptions,
+    open: (headers: Record<string, string>) => Promise<Answer<ReadableStream<Uint8Array> | null>>,
+  ): AsyncGenerator<E> {
     let last = lastEventId;
     let failures = 0;
     const retryMs = 250;
@@ -434,15 +472,8 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
       }
       let body: ReadableStream<Uint8Array>;
       try {
-        const stream = await call('streamDeploymentEvents', () =>
-          api.GET('/v2/deployments/{deployment_id}/events', {
-            params: { path: { deployment_id: deploymentId } },
-            headers: { accept: 'text/event-stream', ...(last ? { 'last-event-id': last } : {}) },
-            parseAs: 'stream',
-            signal,
-          }),
-        );
-        if (!stream) throw new BerthApiError(0, 'unreachable', 'the event stream answered without a body', 'streamDeploymentEvents');
+        const stream = await call(operation, () => open({ accept: 'text/event-stream', ...(last ? { 'last-event-id': last } : {}) }));
+        if (!stream) throw new BerthApiError(0, 'unreachable', 'the event stream answered without a body', operation);
         body = stream;
       } catch (error) {
         if (signal?.aborted) return;
@@ -459,7 +490,7 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
         for await (const message of readAll(events as unknown as ReadableStream<{ id?: string; event?: string; data: string }>)) {
           if (message.event !== 'status' && message.event !== 'log' && message.event !== 'push_ignored_pinned') continue;
           if (message.id) last = message.id;
-          yield { id: message.id ?? '', event: message.event, data: JSON.parse(message.data) } as DeploymentEvent;
+          yield { id: message.id ?? '', event: message.event, data: JSON.parse(message.data) } as unknown as E;
         }
       } catch (error) {
         if (signal?.aborted) return;
@@ -479,10 +510,12 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
     apiKeys,
     sessions,
     audit,
+    events,
     webhooks,
     pages,
     waitForRevision,
     followEvents,
+    followWorkspaceEvents,
   };
 }
 

@@ -65,7 +65,7 @@ export interface paths {
     head?: never;
     /**
      * Update a deployment
-     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
+     * @description Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing `source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other `source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` and `listener_config` cannot change (400). `previews` (preview deployments, docs/previews.md) changes in place, field by field; a preview cannot have previews (400 `previews_invalid`). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.
      */
     patch: operations['updateDeployment'];
     trace?: never;
@@ -314,6 +314,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v2/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the workspace's events
+     * @description The events of every deployment of the workspace, as each deployment's event stream has them (`status`, `log`, `push_ignored_pinned`), with `deployment_id` in each `data`; newest first unless `order=asc`. Pass `next_cursor` as `cursor` for the next page. The newest id is where `GET /v2/events/stream` goes on from (`last_event_id`).
+     */
+    get: operations['listWorkspaceEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v2/events/stream': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Stream the workspace's events
+     * @description Server-Sent Events of every deployment of the workspace, named and shaped as in `GET /v2/events` (`data` carries `deployment_id`), each with its `id`. Resume with `Last-Event-ID` (or `?last_event_id=`); without it the stream starts with the next event (read what came before with `GET /v2/events`). A `: keep-alive` comment comes every 15 s.
+     */
+    get: operations['streamWorkspaceEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v2/listeners': {
     parameters: {
       query?: never;
@@ -475,9 +515,29 @@ export interface paths {
     };
     /**
      * Where a build job’s source is
-     * @description The repository, the ref and the credentials to fetch it with, for the holder of the lease only.
+     * @description The repository, the ref and the credentials to fetch it with, or a short-lived URL to download the uploaded archive from; for the holder of the lease only.
      */
     get: operations['getBuildJobSource'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runner/jobs/{job_id}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a build job’s uploaded archive
+     * @description The `url` of an `archive` source: the project as uploaded (`.tar.gz`), for the runner key holding the claim the URL was signed for, until the URL expires. Hostile content: unpack it safely.
+     */
+    get: operations['getBuildJobArchive'];
     put?: never;
     post?: never;
     delete?: never;
@@ -520,6 +580,54 @@ export interface paths {
      * @description The image pushed (with its digest), or the failure. Retrying a report that was taken answers `unchanged`.
      */
     post: operations['reportBuildJobResult'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/workspaces/{workspace_id}/runner-labels': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Labels the runners of a workspace’s builds must have
+     * @description A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment requires (docs/build-runners.md). Jobs already queued keep what they required.
+     */
+    get: operations['getWorkspaceRunnerLabels'];
+    /**
+     * Require labels of the runners of a workspace’s builds
+     * @description A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment requires (docs/build-runners.md). Jobs already queued keep what they required.
+     */
+    put: operations['setWorkspaceRunnerLabels'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v2/listeners/{listener_id}/runner-labels': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Labels the runners of builds for a listener’s deployments must have
+     * @description A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment requires (docs/build-runners.md). Jobs already queued keep what they required.
+     */
+    get: operations['getListenerRunnerLabels'];
+    /**
+     * Require labels of the runners of builds for a listener’s deployments
+     * @description A build is claimed only by a runner advertising every label its workspace requires and every label the listener of its deployment requires (docs/build-runners.md). Jobs already queued keep what they required.
+     */
+    put: operations['setListenerRunnerLabels'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1233,6 +1341,13 @@ export interface components {
       pinned_at: string | null;
       image_version: string | null;
       remote_reconciled: boolean;
+      previews: components['schemas']['PreviewSettings'];
+      /**
+       * Format: uuid
+       * @description Set on a preview deployment: the deployment it previews.
+       */
+      parent_deployment_id: string | null;
+      preview: components['schemas']['PreviewOrigin'] | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1271,6 +1386,7 @@ export interface components {
       secrets?: components['schemas']['Secret'][] | null;
       tracked_packages?: string[] | null;
       revision_source?: string | null;
+      previews?: components['schemas']['PreviewSettingsUpdate'] | null;
     };
     /** DesiredDeletion */
     DesiredDeletion: {
@@ -1342,6 +1458,7 @@ export interface components {
       | 'listener_required'
       | 'field_immutable'
       | 'secrets_invalid'
+      | 'previews_invalid'
       | 'revision_in_progress'
       | 'revision_not_in_progress'
       | 'integration_settings_invalid'
@@ -1363,6 +1480,7 @@ export interface components {
       | 'workspace_required'
       | 'workspace_forbidden'
       | 'upload_token_invalid'
+      | 'build_archive_url_invalid'
       | 'listener_key_forbidden'
       | 'listener_key_required'
       | 'image_not_in_workspace'
@@ -1728,10 +1846,91 @@ export interface components {
       /** @description Kind of provider; free-form. */
       provider_type?: string | null;
     };
+    /** PreviewOrigin */
+    PreviewOrigin: {
+      /** @enum {string} */
+      kind: 'pull_request' | 'branch';
+      /** @description The pull request (github integrations). */
+      pull_request_number: number | null;
+      /** @description The branch: the pull request's head branch, or the branch of a git integration. */
+      branch: string | null;
+      /** @description The newest commit the preview was asked to build. */
+      head_sha: string;
+      /** @description A pull request from a fork: the preview has no secrets. */
+      fork: boolean;
+      /**
+       * Format: date-time
+       * @description Its last new commit: idle removal counts from here.
+       */
+      last_activity_at: string;
+    };
+    /** PreviewOutcome */
+    PreviewOutcome: {
+      /** Format: uuid */
+      parent_deployment_id: string;
+      /** @enum {string} */
+      action: 'created' | 'updated' | 'removed' | 'refused' | 'ignored';
+      /**
+       * Format: uuid
+       * @description The preview; null when none was made.
+       */
+      deployment_id: string | null;
+      /** @description Why nothing was made, when nothing was. */
+      reason: string | null;
+    };
+    /**
+     * PreviewSettings
+     * @description Preview deployments of this deployment (docs/previews.md).
+     */
+    PreviewSettings: {
+      /** @description Whether pull requests (github) or matching branches (git) get previews (default false). */
+      enabled: boolean;
+      /**
+       * @description `all` pull requests, or only those with `label` (default `all`).
+       * @enum {string}
+       */
+      trigger: 'all' | 'label';
+      /** @description The label a pull request needs with trigger 'label'. */
+      label: string | null;
+      /** @description A preview with no new commit for this long is removed (default 1440). */
+      idle_minutes: number;
+      /** @description Previews of this deployment at once; more are refused with a commit status (default 5). */
+      max_previews: number;
+      /** @description The parent's secrets previews get, by name (default none). */
+      secret_names: string[];
+      /** @description `git` integrations: branches that get a preview; `*` matches within a path segment, `**` across. */
+      branch_pattern: string | null;
+      /** @description Pull requests from forks get previews (never with secrets) when this is on and the operator set BERTH_PREVIEWS_ALLOW_FORKS=on (default false). */
+      allow_forks: boolean;
+    };
+    /** PreviewSettingsUpdate */
+    PreviewSettingsUpdate: {
+      /** @description Whether pull requests (github) or matching branches (git) get previews (default false). */
+      enabled?: boolean | null;
+      /**
+       * @description `all` pull requests, or only those with `label` (default `all`).
+       * @enum {string|null}
+       */
+      trigger?: 'all' | 'label' | null;
+      /** @description The label a pull request needs with trigger 'label'. */
+      label?: string | null;
+      /** @description A preview with no new commit for this long is removed (default 1440). */
+      idle_minutes?: number | null;
+      /** @description Previews of this deployment at once; more are refused with a commit status (default 5). */
+      max_previews?: number | null;
+      /** @description The parent's secrets previews get, by name (default none). */
+      secret_names?: string[] | null;
+      /** @description `git` integrations: branches that get a preview; `*` matches within a path segment, `**` across. */
+      branch_pattern?: string | null;
+      /** @description Pull requests from forks get previews (never with secrets) when this is on and the operator set BERTH_PREVIEWS_ALLOW_FORKS=on (default false). */
+      allow_forks?: boolean | null;
+    };
     /** PushOutcome */
     PushOutcome: {
       outcome: 'built' | 'duplicate' | 'ignored';
       revision_ids: string[];
+      /** @description pull_request events: what each deployment with previews on did with it. */
+      previews?: components['schemas']['PreviewOutcome'][];
     };
     /** PushToken */
     PushToken: {
@@ -1898,6 +2097,15 @@ export interface components {
       /** @description Deploy log lines, added to the revision once. */
       logs?: components['schemas']['ReportedLogLine'][];
     };
+    /** RunnerArchiveSource */
+    RunnerArchiveSource: {
+      /** @enum {string} */
+      kind: 'archive';
+      /** @description Where to GET the uploaded project (`.tar.gz`), with the runner key, before `expires_at`; good for this claim only. Its content is the uploader’s: unpack it as Berth does (no path out of the directory, no links out, bounded size). */
+      url: string;
+      /** Format: date-time */
+      expires_at: string;
+    };
     /** RunnerClaimRequest */
     RunnerClaimRequest: {
       /** @description Labels this runner advertises (a subset of its key's); default: the key's. */
@@ -1926,6 +2134,18 @@ export interface components {
           private_key: string;
           known_hosts?: string;
         };
+    /**
+     * RunnerGitSource
+     * @description Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them.
+     */
+    RunnerGitSource: {
+      /** @enum {string} */
+      kind: 'git';
+      url: string;
+      /** @description The branch, tag or commit the revision names. */
+      ref: string;
+      credentials: components['schemas']['RunnerGitCredentials'];
+    };
     /** RunnerHeartbeatResult */
     RunnerHeartbeatResult: {
       /**
@@ -1963,17 +2183,17 @@ export interface components {
       build_timeout_seconds?: number | null;
       resources?: components['schemas']['RunnerResources'] | null;
     };
-    /**
-     * RunnerJobSource
-     * @description Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them.
-     */
-    RunnerJobSource: {
-      /** @enum {string} */
-      kind: 'git';
-      url: string;
-      /** @description The branch, tag or commit the revision names. */
-      ref: string;
-      credentials: components['schemas']['RunnerGitCredentials'];
+    /** RunnerJobSource */
+    RunnerJobSource: components['schemas']['RunnerGitSource'] | components['schemas']['RunnerArchiveSource'];
+    /** RunnerLabelRequirement */
+    RunnerLabelRequirement: {
+      /** @description Labels a runner must advertise, all of them, to take these builds; empty: any runner of the organization. */
+      labels: string[];
+    };
+    /** RunnerLabelRequirementUpdate */
+    RunnerLabelRequirementUpdate: {
+      /** @description Labels a runner must advertise, all of them, to take these builds; empty or absent: any runner of the organization. */
+      labels?: string[];
     };
     /** RunnerLease */
     RunnerLease: {
@@ -2302,6 +2522,77 @@ export interface components {
     WorkspaceCreate: {
       name: string;
     };
+    /** WorkspaceEvent */
+    WorkspaceEvent:
+      | {
+          /** @description Increasing with time; the SSE `id:` of the same event in the stream. */
+          id: number;
+          /** @enum {string} */
+          event: 'status';
+          data: components['schemas']['WorkspaceStatusEvent'];
+        }
+      | {
+          /** @description Increasing with time; the SSE `id:` of the same event in the stream. */
+          id: number;
+          /** @enum {string} */
+          event: 'log';
+          data: components['schemas']['WorkspaceLogEvent'];
+        }
+      | {
+          /** @description Increasing with time; the SSE `id:` of the same event in the stream. */
+          id: number;
+          /** @enum {string} */
+          event: 'push_ignored_pinned';
+          data: components['schemas']['WorkspacePushIgnoredPinnedEvent'];
+        };
+    /** WorkspaceEventPage */
+    WorkspaceEventPage: {
+      resources: components['schemas']['WorkspaceEvent'][];
+      /** @description Send as `cursor` for the next page; null when this page was the last. */
+      next_cursor: string | null;
+    };
+    /** WorkspaceLogEvent */
+    WorkspaceLogEvent: {
+      /**
+       * Format: uuid
+       * @description The deployment the event belongs to.
+       */
+      deployment_id: string;
+      revision_id: string | null;
+      type: string | null;
+      level: string;
+      message: string;
+      /** @description Epoch milliseconds. */
+      timestamp: number;
+    };
+    /** WorkspacePushIgnoredPinnedEvent */
+    WorkspacePushIgnoredPinnedEvent: {
+      /**
+       * Format: uuid
+       * @description The deployment the event belongs to.
+       */
+      deployment_id: string;
+      /** @description The revision the deployment is pinned to. */
+      revision_id: string | null;
+      /** @description The commit the push named. */
+      commit: string;
+      message: string;
+      /** Format: date-time */
+      at: string;
+    };
+    /** WorkspaceStatusEvent */
+    WorkspaceStatusEvent: {
+      /**
+       * Format: uuid
+       * @description The deployment the event belongs to.
+       */
+      deployment_id: string;
+      revision_id: string | null;
+      status: string;
+      message: string | null;
+      /** Format: date-time */
+      at: string;
+    };
   };
   responses: never;
   parameters: never;
@@ -2353,6 +2644,10 @@ export interface operations {
         deployment_type?: 'dev_free' | 'dev' | 'prod' | 'dev_zero' | 'dev_free_zero';
         /** @description Comma-separated deployment ids. */
         deployment_ids?: string;
+        /** @description Previews of this deployment only. */
+        parent_deployment_id?: string;
+        /** @description true: previews only; false: no previews. */
+        is_preview?: boolean;
       };
       header?: never;
       path?: never;
@@ -2703,7 +2998,7 @@ export interface operations {
           'application/json': components['schemas']['Deployment'];
         };
       };
-      /** @description One of `field_immutable`, `source_config_invalid`, `secrets_invalid`, `tarball_unknown` */
+      /** @description One of `field_immutable`, `source_config_invalid`, `secrets_invalid`, `previews_invalid`, `tarball_unknown` */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3821,6 +4116,145 @@ export interface operations {
       };
     };
   };
+  listWorkspaceEvents: {
+    parameters: {
+      query?: {
+        /** @description Only this deployment's events. */
+        deployment_id?: string;
+        /** @description Only events of this name. */
+        event?: 'status' | 'log' | 'push_ignored_pinned';
+        /** @description `desc`: newest first. */
+        order?: 'asc' | 'desc';
+        /** @description Maximum number of events. */
+        limit?: number;
+        /** @description An event id: the page starts after it (`asc`) or before it (`desc`). */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkspaceEventPage'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  streamWorkspaceEvents: {
+    parameters: {
+      query?: {
+        /** @description Only this deployment's events. */
+        deployment_id?: string;
+        /** @description Only events of this name. */
+        event?: 'status' | 'log' | 'push_ignored_pinned';
+        /** @description Same as the Last-Event-ID header. */
+        last_event_id?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `deployment_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   listListeners: {
     parameters: {
       query?: {
@@ -4270,7 +4704,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4348,7 +4782,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4426,7 +4860,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4617,7 +5051,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them. */
+      /** @description Default Response */
       200: {
         headers: {
           [name: string]: unknown;
@@ -4655,6 +5089,93 @@ export interface operations {
       };
       /** @description `build_lease_lost` */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getBuildJobArchive: {
+    parameters: {
+      query: {
+        token: string;
+      };
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The archive */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/gzip': string;
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `build_archive_url_invalid`, `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_job_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_lease_lost` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `upload_url_gone` */
+      410: {
         headers: {
           [name: string]: unknown;
         };
@@ -4851,6 +5372,286 @@ export interface operations {
       };
     };
   };
+  getWorkspaceRunnerLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Id of the workspace. */
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLabelRequirement'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `workspace_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  setWorkspaceRunnerLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Id of the workspace. */
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerLabelRequirementUpdate'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLabelRequirement'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `workspace_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getListenerRunnerLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Id of the listener. */
+        listener_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLabelRequirement'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  setListenerRunnerLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Id of the listener. */
+        listener_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerLabelRequirementUpdate'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerLabelRequirement'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `listener_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   listOAuthProviders: {
     parameters: {
       query?: never;
@@ -4938,7 +5739,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5087,7 +5888,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5172,7 +5973,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5246,7 +6047,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5309,7 +6110,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5381,7 +6182,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5444,7 +6245,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5525,7 +6326,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -6306,7 +7107,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -6447,7 +7248,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;
@@ -6516,7 +7317,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `workspace_required`, `workspace_forbidden` */
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `admin_key_required`, `role_forbids`, `workspace_required`, `workspace_forbidden` */
       403: {
         headers: {
           [name: string]: unknown;

@@ -12,4 +12,4 @@ export { MirrorCache } from './mirror.js';
 export { remoteBranchHeads, resolveRemote } from './remote.js';
 export type { CodehostProvider, CodehostRepository, GitAuth } from './types.js';
 export { sameRepository } from './url.js';
-export { type GitHubPush, pushMatchesRepository, readGitHubDelivery, requireGitHubSignatureHeader, WebhookError } from './webhooks.js';
+export { type GitHubPullRequest, type GitHubPush, pushMatchesRepository, readGitHubDelivery, requireGitHubSignatureHeader, WebhookError } from './webhooks.js';

@@ -120,8 +120,64 @@ export function parseGitHubPush(deliveryId: string, payload: unknown): GitHubPus
   };
 }
 
+const PullRequestPayload = Type.Object({
+  action: Type.String(),
+  number: Type.Integer({ minimum: 1 }),
+  pull_request: Type.Object({
+    head: Type.Object({
+      sha: Type.String(),
+      ref: Type.String(),
+      // Null when the fork was deleted.
+      repo: Type.Union([Type.Object({ id: Type.Integer(), full_name: Type.String() }), Type.Null()]),
+    }),
+    labels: Type.Optional(Type.Array(Type.Object({ name: Type.String() }))),
+    merged: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  }),
+  repository: PushPayload.properties.repository,
+  installation: Type.Optional(Type.Object({ id: Type.Integer() })),
+});
+
+export interface GitHubPullRequest {
+  deliveryId: string;
+  action: string;
+  number: number;
+  headSha: string;
+  headRef: string;
+  /** The head is in another repository than the base (or in one since deleted). */
+  fork: boolean;
+  labels: string[];
+  repository: GitHubPush['repository'];
+}
+
+/** Reads a `pull_request` event's payload (already parsed from JSON). */
+export function parseGitHubPullRequest(deliveryId: string, payload: unknown): GitHubPullRequest {
+  if (!Check(PullRequestPayload, payload)) {
+    const first = Errors(PullRequestPayload, payload)[0];
+    const where = first ? `${first.instancePath || '/'}: ${first.message}` : 'unexpected shape';
+    throw new WebhookError('payload-invalid', `not a GitHub pull_request payload (${where})`);
+  }
+  const { action, number, pull_request: pr, repository } = payload as Static<typeof PullRequestPayload>;
+  return {
+    deliveryId,
+    action,
+    number,
+    headSha: pr.head.sha,
+    headRef: pr.head.ref,
+    fork: pr.head.repo === null || pr.head.repo.id !== repository.id,
+    labels: (pr.labels ?? []).map((label) => label.name),
+    repository: {
+      id: repository.id,
+      fullName: repository.full_name,
+      cloneUrl: repository.clone_url,
+      htmlUrl: repository.html_url,
+      sshUrl: repository.ssh_url ?? null,
+    },
+  };
+}
+
 export type GitHubDelivery =
   | { event: 'push'; deliveryId: string; push: GitHubPush }
+  | { event: 'pull_request'; deliveryId: string; pullRequest: GitHubPullRequest }
   /** Sent when a webhook is created; answer 2xx and do nothing. */
   | { event: 'ping'; deliveryId: string }
   /** Any other event; answer 2xx and do nothing. */
@@ -144,6 +200,9 @@ export function readGitHubDelivery(input: { headers: Record<string, HeaderValue>
   const deliveryId = header('x-github-delivery') ?? '';
   const event = header('x-github-event') ?? '';
   if (event === 'ping') return { event: 'ping', deliveryId };
+  if (event === 'pull_request') {
+    return { event, deliveryId, pullRequest: parseGitHubPullRequest(deliveryId, decodeBody(input.rawBody, header('content-type'))) };
+  }
   if (event !== 'push') return { event: 'other', deliveryId, name: event };
   return { event: 'push', deliveryId, push: parseGitHubPush(deliveryId, decodeBody(input.rawBody, header('content-type'))) };
 }
@@ -162,8 +221,8 @@ function decodeBody(rawBody: Buffer | string, contentType: string | undefined): 
   }
 }
 
-/** Whether a push is for the repository a deployment stores as `repo_url` (any URL form; see sameRepository). */
-export function pushMatchesRepository(push: GitHubPush, repoUrl: string): boolean {
+/** Whether a push (or pull request) is for the repository a deployment stores as `repo_url` (any URL form; see sameRepository). */
+export function pushMatchesRepository(push: Pick<GitHubPush, 'repository'>, repoUrl: string): boolean {
   const { cloneUrl, htmlUrl, sshUrl } = push.repository;
   return [cloneUrl, htmlUrl, sshUrl].some((url) => url !== null && sameRepository(url, repoUrl));
 }

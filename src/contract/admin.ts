@@ -23,6 +23,26 @@ export const Workspace = Type.Object(
   { title: 'Workspace' },
 );
 
+/**
+ * Placement of builds (docs/build-runners.md): a build is claimed only by a runner that
+ * advertises every label its workspace requires and every label the listener its
+ * deployment runs on requires.
+ */
+export const RunnerLabelRequirement = Type.Object(
+  { labels: RunnerLabels('Labels a runner must advertise, all of them, to take these builds; empty: any runner of the organization.') },
+  { title: 'RunnerLabelRequirement' },
+);
+
+/** The body of a PUT: without `labels`, the requirement is lifted. */
+export const RunnerLabelRequirementBody = Type.Object(
+  {
+    labels: Type.Optional(RunnerLabels('Labels a runner must advertise, all of them, to take these builds; empty or absent: any runner of the organization.')),
+  },
+  { title: 'RunnerLabelRequirementUpdate' },
+);
+
+export const WorkspaceParams = Type.Object({ workspace_id: Uuid({ description: 'Id of the workspace.' }) });
+
 export const WorkspaceCreate = Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }, { title: 'WorkspaceCreate' });
 
 export const ApiKey = Type.Object(
@@ -76,3 +96,6 @@ export type WorkspaceView = Static<typeof Workspace>;
 export type ApiKeyView = Static<typeof ApiKey>;
 export type CreatedApiKeyView = Static<typeof CreatedApiKey>;
 export type NewApiKey = Static<typeof ApiKeyCreate>;
+
+export type RunnerLabelRequirementView = Static<typeof RunnerLabelRequirement>;
+export type RunnerLabelRequirementInput = Static<typeof RunnerLabelRequirementBody>;

@@ -96,7 +96,7 @@ export const GitCredentials = Type.Union(
   { title: 'RunnerGitCredentials' },
 );
 
-export const JobSource = Type.Object(
+export const GitJobSource = Type.Object(
   {
     kind: Type.Literal('git'),
     url: Type.String(),
@@ -104,10 +104,28 @@ export const JobSource = Type.Object(
     credentials: Nullable(GitCredentials),
   },
   {
-    title: 'RunnerJobSource',
+    title: 'RunnerGitSource',
     description: 'Credentials are the integration’s (short-lived where the code host issues them so: GitHub installation tokens); never log them.',
   },
 );
+
+export const ArchiveJobSource = Type.Object(
+  {
+    kind: Type.Literal('archive'),
+    url: Type.String({
+      description:
+        'Where to GET the uploaded project (`.tar.gz`), with the runner key, before `expires_at`; good for this claim only. ' +
+        'Its content is the uploader’s: unpack it as Berth does (no path out of the directory, no links out, bounded size).',
+    }),
+    expires_at: DateTime(),
+  },
+  { title: 'RunnerArchiveSource' },
+);
+
+export const JobSource = Type.Union([GitJobSource, ArchiveJobSource], { title: 'RunnerJobSource' });
+
+/** The signed token of an archive URL. */
+export const ArchiveQuery = Type.Object({ token: Type.String({ minLength: 1, maxLength: 4096, pattern: '^[A-Za-z0-9._-]+$' }) });
 
 export const LogLine = Type.Object(
   { level: StringEnum(['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const), message: Type.String({ maxLength: 8192 }) },

@@ -1,5 +1,5 @@
-import { Type } from 'typebox';
-import { Uuid } from './common.js';
+import { type Static, Type } from 'typebox';
+import { Nullable, StringEnum, Uuid } from './common.js';
 
 export const UploadUrl = Type.Object(
   {
@@ -22,6 +22,20 @@ export const PushOutcome = Type.Object(
   {
     outcome: Type.Union([Type.Literal('built'), Type.Literal('duplicate'), Type.Literal('ignored')]),
     revision_ids: Type.Array(Uuid()),
+    previews: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            parent_deployment_id: Uuid(),
+            action: StringEnum(['created', 'updated', 'removed', 'refused', 'ignored'] as const),
+            deployment_id: Nullable(Uuid({ description: 'The preview; null when none was made.' })),
+            reason: Nullable(Type.String({ description: 'Why nothing was made, when nothing was.' })),
+          },
+          { title: 'PreviewOutcome' },
+        ),
+        { description: 'pull_request events: what each deployment with previews on did with it.' },
+      ),
+    ),
   },
   { title: 'PushOutcome' },
 );
@@ -31,3 +45,6 @@ export const RegistryTokenQuery = Type.Object({
   scope: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 50 })])),
   account: Type.Optional(Type.String({ maxLength: 256 })),
 });
+
+export type UploadUrlView = Static<typeof UploadUrl>;
+export type PushOutcomeView = Static<typeof PushOutcome>;

@@ -3,6 +3,7 @@ import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES } from '../domain/deployment-stat
 import { SOURCE_SPELLINGS } from '../domain/deployment-config.js';
 import { REVISION_STATUSES } from '../domain/revision-status.js';
 import { AnyObject, DateTime, Nullable, OptionalNullable, PaginationQuery, StringEnum, Uuid } from './common.js';
+import { PreviewOriginView, PreviewSettingsPatch, PreviewSettingsView } from './previews.js';
 
 const Text = (maxLength: number, description?: string) => Type.String({ minLength: 1, maxLength, ...(description ? { description } : {}) });
 
@@ -139,6 +140,7 @@ export const PatchDeploymentBody = Type.Object(
     secrets: OptionalNullable(Secrets),
     tracked_packages: TrackedPackages,
     revision_source: OptionalNullable(Type.String()),
+    previews: OptionalNullable(PreviewSettingsPatch),
   },
   { title: 'DeploymentUpdate' },
 );
@@ -224,6 +226,9 @@ export const Deployment = Type.Object(
     pinned_at: Nullable(DateTime('Since when the deployment is pinned; null when it is not.')),
     image_version: Nullable(Type.String()),
     remote_reconciled: Type.Boolean(),
+    previews: PreviewSettingsView,
+    parent_deployment_id: Nullable(Uuid({ description: 'Set on a preview deployment: the deployment it previews.' })),
+    preview: Nullable(PreviewOriginView),
     created_at: DateTime(),
     updated_at: DateTime(),
   },
@@ -285,6 +290,8 @@ export const DeploymentListQuery = Type.Object({
   image_version: Type.Optional(Type.String({ maxLength: 256 })),
   deployment_type: Type.Optional(StringEnum(DEPLOYMENT_TYPES)),
   deployment_ids: Type.Optional(Type.String({ description: 'Comma-separated deployment ids.' })),
+  parent_deployment_id: Type.Optional(Uuid({ description: 'Previews of this deployment only.' })),
+  is_preview: Type.Optional(Type.Boolean({ description: 'true: previews only; false: no previews.' })),
 });
 
 export const RevisionListQuery = Type.Object({

@@ -12,6 +12,8 @@ import { currentSession, describeError, type Session, sessionClient } from './se
 import { SettingsPage } from './settings.js';
 import { SignIn } from './sign-in.js';
 import { TopBar } from './top-bar.js';
+import { WebhookPage, WebhooksPage } from './webhooks.js';
+import { WorkspaceEventsPage } from './workspace-events.js';
 
 /** The dashboard: the session decides between signing in and the screens. */
 export function App() {
@@ -63,6 +65,9 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut(): void
             <Route path="/integrations" component={IntegrationsPage} />
             <Route path="/api-keys" component={ApiKeysPage} />
             <Route path="/audit-log" component={AuditPage} />
+            <Route path="/webhooks" component={WebhooksPage} />
+            <Route path="/webhooks/:subscriptionId" component={WebhookPage} />
+            <Route path="/events" component={WorkspaceEventsPage} />
             <Route default component={NotFound} />
           </Router>
         ) : (

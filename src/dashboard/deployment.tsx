@@ -7,6 +7,7 @@ import { listenerOf, sourceOf } from './deployments.js';
 import { useDeploymentEvents } from './events.js';
 import { formatTime, shortId } from './format.js';
 import { PinPanel } from './pin.js';
+import { mayHavePreviews, PreviewOf, PreviewsSection } from './previews.js';
 import { describeError } from './session.js';
 import { StatusBadge } from './status.js';
 import { Timeline } from './timeline.js';
@@ -88,12 +89,14 @@ export function DeploymentPage() {
             <dd>{deployment.url ? <a href={deployment.url}>{deployment.url}</a> : 'not serving yet'}</dd>
           </dl>
           {deployment.url && <SdkSnippet url={deployment.url} />}
+          {deployment.parent_deployment_id && <PreviewOf deployment={deployment} />}
           <PinPanel deployment={deployment} revisions={revisions} ignoredPushes={events.ignoredPushes} onChanged={load} />
           <p class="links">
             <a href={link(`/deployments/${deployment.id}/history`)}>History and diff</a> ·{' '}
             <a href={link(`/deployments/${deployment.id}/settings`)}>Settings and secrets</a>
           </p>
           <Actions deployment={deployment} revision={selected} onChanged={load} onDeleted={() => location.route(link('/deployments'))} />
+          {mayHavePreviews(deployment) && <PreviewsSection deployment={deployment} />}
         </div>
         <div>
           <h2>

@@ -3,11 +3,17 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Deployment } from '../client/index.js';
 import { useWorkplace } from './context.js';
 import { formatTime, shortId } from './format.js';
+import { PreviewBadge, useParentNames } from './previews.js';
 import { describeError, may } from './session.js';
 import { DEPLOYMENT_STATUSES, StatusBadge } from './status.js';
 import { BerthApiError } from '../client/index.js';
 
 const PAGE_SIZE = 20;
+
+/** The list's preview filter as it is in the URL (`?previews=`), and what it asks the API. */
+const PREVIEW_FILTERS = { only: { is_preview: true }, none: { is_preview: false } } as const;
+type PreviewFilter = keyof typeof PREVIEW_FILTERS;
+const previewFilterOf = (value: string | undefined): PreviewFilter | '' => (value === 'only' || value === 'none' ? value : '');
 
 /** Where a deployment's code comes from: repository@commit, or the image. */
 export function sourceOf(deployment: Pick<Deployment, 'source_config' | 'source_revision_config'>): string {
@@ -53,12 +59,13 @@ function OwnDeployments({ ids }: { ids: string[] }) {
   );
 }
 
-/** The deployments of the workspace: search by name, filter by status, pages from the server; all of it in the URL. */
+/** The deployments of the workspace: search by name, filter by status and previews, pages from the server; all of it in the URL. */
 function WorkspaceDeployments() {
   const { client, link, signedOut } = useWorkplace();
   const location = useLocation();
   const search = location.query.q ?? '';
   const status = location.query.status ?? '';
+  const previews = previewFilterOf(location.query.previews);
   const page = Math.max(0, Number.parseInt(location.query.page ?? '0', 10) || 0);
   const [draft, setDraft] = useState(search);
   const [answer, setAnswer] = useState<{ resources: Deployment[] } | null>(null);
@@ -68,7 +75,14 @@ function WorkspaceDeployments() {
   useEffect(() => {
     let current = true;
     setError(null);
-    client.deployments.list({ limit: PAGE_SIZE, offset: page * PAGE_SIZE, ...(search ? { name_contains: search } : {}), ...(status ? { status } : {}) }).then(
+    const query = {
+      limit: PAGE_SIZE,
+      offset: page * PAGE_SIZE,
+      ...(search ? { name_contains: search } : {}),
+      ...(status ? { status } : {}),
+      ...(previews ? PREVIEW_FILTERS[previews] : {}),
+    };
+    client.deployments.list(query).then(
       (found) => current && setAnswer(found),
       (caught: unknown) => {
         if (caught instanceof BerthApiError && caught.status === 401) return signedOut();
@@ -78,11 +92,19 @@ function WorkspaceDeployments() {
     return () => {
       current = false;
     };
-  }, [client, search, status, page, signedOut]);
+  }, [client, search, status, previews, page, signedOut]);
+  const parentNames = useParentNames(answer?.resources ?? null);
 
-  const go = (next: { q?: string; status?: string; page?: number }) =>
-    location.route(link('/deployments', { q: next.q ?? search, status: next.status ?? status, page: next.page ? String(next.page) : undefined }));
-  const filtered = search !== '' || status !== '' || page > 0;
+  const go = (next: { q?: string; status?: string; previews?: string; page?: number }) =>
+    location.route(
+      link('/deployments', {
+        q: next.q ?? search,
+        status: next.status ?? status,
+        previews: next.previews ?? previews,
+        page: next.page ? String(next.page) : undefined,
+      }),
+    );
+  const filtered = search !== '' || status !== '' || previews !== '' || page > 0;
 
   return (
     <section>
@@ -107,6 +129,14 @@ function WorkspaceDeployments() {
                 {value.toLowerCase().replaceAll('_', ' ')}
               </option>
             ))}
+          </select>
+        </label>
+        <label>
+          Previews{' '}
+          <select name="previews" value={previews} onChange={(event) => go({ previews: event.currentTarget.value, page: 0 })}>
+            <option value="">shown</option>
+            <option value="only">previews only</option>
+            <option value="none">no previews</option>
           </select>
         </label>
         <button type="submit">Search</button>
@@ -136,6 +166,15 @@ function WorkspaceDeployments() {
               <tr key={deployment.id}>
                 <td>
                   <a href={link(`/deployments/${deployment.id}`)}>{deployment.display_name || deployment.name}</a>
+                  {deployment.parent_deployment_id && (
+                    <>
+                      {' '}
+                      <PreviewBadge
+                        origin={deployment.preview}
+                        parentName={parentNames.get(deployment.parent_deployment_id) ?? shortId(deployment.parent_deployment_id)}
+                      />
+                    </>
+                  )}
                 </td>
                 <td>
                   <StatusBadge status={deployment.status} />

@@ -1,27 +1,13 @@
-import { AnsiUp } from 'ansi_up';
 import { useRoute } from 'preact-iso';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { LOG_LEVELS, levelsAtOrAbove } from '../domain/log-levels.js';
+import { AnsiText, plainText } from './ansi.js';
 import { useWorkplace } from './context.js';
 import { type LogEvent, useDeploymentEvents } from './events.js';
 import { shortId } from './format.js';
 
 /** Lines a revision's log screen keeps: more than the timeline's failure summary needs. */
 const LINES_KEPT = 20_000;
-
-/**
- * Build output's colours as HTML: ansi_up escapes the text and, with classes, names the 16
- * colours (styles.css gives them their look). Links inside log lines are not made (logs come
- * from repository contents, which are hostile).
- */
-function colours(): AnsiUp {
-  const converter = new AnsiUp();
-  converter.use_classes = true;
-  converter.url_allowlist = {};
-  return converter;
-}
-
-const withoutEscapes = (text: string) => text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)/g, '');
 
 /** A revision's build and deploy logs, following live: level filter, search, download. */
 export function LogsPage() {
@@ -42,20 +28,15 @@ export function LogsPage() {
       (line: LogEvent) =>
         line.data.revision_id === revisionId &&
         (!levels || levels.has(line.data.level.toUpperCase())) &&
-        (!needle || withoutEscapes(line.data.message).toLowerCase().includes(needle)),
+        (!needle || plainText(line.data.message).toLowerCase().includes(needle)),
     );
   }, [events.logs, revisionId, level, search]);
-  const html = useMemo(() => {
-    const converter = colours();
-    return lines.map((line) => converter.ansi_to_html(line.data.message));
-  }, [lines]);
-
   useEffect(() => {
     if (follow) bottom.current?.scrollIntoView({ block: 'end' });
-  }, [html, follow]);
+  }, [lines, follow]);
 
   function download() {
-    const text = lines.map((line) => `${new Date(line.data.timestamp).toISOString()} ${line.data.level} ${withoutEscapes(line.data.message)}`).join('\n');
+    const text = lines.map((line) => `${new Date(line.data.timestamp).toISOString()} ${line.data.level} ${plainText(line.data.message)}`).join('\n');
     const url = URL.createObjectURL(new Blob([`${text}\n`], { type: 'text/plain' }));
     const anchor = document.createElement('a');
     anchor.href = url;
@@ -101,8 +82,10 @@ export function LogsPage() {
         </p>
       )}
       <pre class="log" data-testid="log" aria-live="off">
-        {html.map((line, index) => (
-          <div key={index} class={`line level-${lines[index]!.data.level.toLowerCase()}`} dangerouslySetInnerHTML={{ __html: line }} />
+        {lines.map((line) => (
+          <div key={line.id} class={`line level-${line.data.level.toLowerCase()}`}>
+            <AnsiText text={line.data.message} />
+          </div>
         ))}
       </pre>
       <div ref={bottom} />

@@ -2,6 +2,8 @@ import { useRoute } from 'preact-iso';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { BerthApiError, type Deployment } from '../client/index.js';
 import { useWorkplace } from './context.js';
+import { PreviewSettingsForm } from './preview-settings.js';
+import { mayHavePreviews } from './previews.js';
 import { describeError, may } from './session.js';
 
 /** What the page holds of the deployment: no secret value is ever in state that renders. */
@@ -139,6 +141,29 @@ export function SettingsPage() {
           </button>
         )}
       </form>
+      {mayHavePreviews(deployment) && (
+        <>
+          <h2>Previews</h2>
+          <p class="hint">
+            A deployment of its own for each pull request or matching branch, with this deployment's configuration. Saved in place: no new revision.
+          </p>
+          <PreviewSettingsForm
+            settings={deployment.previews}
+            secretNames={loaded.secretNames}
+            canWrite={canWrite}
+            busy={busy}
+            onSave={(previews) =>
+              void save((ifMatch) => client.deployments.update(deploymentId, { previews }, { ifMatch }), 'Preview settings saved. No new revision.')
+            }
+          />
+        </>
+      )}
+      {deployment.parent_deployment_id && (
+        <p class="hint" data-testid="preview-settings-parent">
+          This is a preview, made with its parent's configuration: previews are set on{' '}
+          <a href={link(`/deployments/${deployment.parent_deployment_id}/settings`)}>the parent's settings</a>.
+        </p>
+      )}
       <h2>Secrets</h2>
       <p>Values are write-only: Berth never shows them again. Every change of secrets makes a new revision, so saving them deploys.</p>
       {loaded.secretNames.length === 0 ? (

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { isTerminal } from '../client/index.js';
+import { plainText } from './ansi.js';
 import type { LogEvent, StatusEvent } from './events.js';
 import { formatDuration, formatTime } from './format.js';
 import { StatusBadge } from './status.js';
@@ -18,6 +19,7 @@ export function Timeline({ revisionId, statuses, logs }: { revisionId: string; s
   const running = last !== undefined && !isTerminal(last.data.status);
   const now = useNow(running);
   const failed = last !== undefined && last.data.status.endsWith('_FAILED');
+  const failingStep = failed ? steps.at(-2) : undefined;
   const lines = failed ? logs.filter((event) => event.data.revision_id === revisionId).slice(-LAST_LINES) : [];
 
   if (steps.length === 0) return <p class="loading">Waiting for the revision's first status…</p>;
@@ -33,7 +35,8 @@ export function Timeline({ revisionId, statuses, logs }: { revisionId: string; s
               <StatusBadge status={step.data.status} />
               <time dateTime={step.data.at}>{formatTime(step.data.at)}</time>
               {ended !== undefined && <span class="duration">{formatDuration(ended - began)}</span>}
-              {step.data.message && <p class="message">{step.data.message}</p>}
+              {/* A failure's reason is told once, below, with the failing step and the last log lines. */}
+              {step.data.message && !(failed && step === last) && <p class="message">{step.data.message}</p>}
             </li>
           );
         })}
@@ -41,11 +44,16 @@ export function Timeline({ revisionId, statuses, logs }: { revisionId: string; s
       {failed && (
         <div class="failure" role="status">
           <h3>Why it failed</h3>
-          <p>{last.data.message ?? `The revision ended in ${last.data.status}.`}</p>
+          {failingStep && (
+            <p class="failing-step">
+              Failed during <StatusBadge status={failingStep.data.status} />
+            </p>
+          )}
+          <p data-testid="failure-reason">{last.data.message ?? `The revision ended in ${last.data.status}.`}</p>
           {lines.length > 0 && (
             <>
               <h4>Last log lines</h4>
-              <pre class="log">{lines.map((line) => withoutEscapes(line.data.message)).join('\n')}</pre>
+              <pre class="log">{lines.map((line) => plainText(line.data.message)).join('\n')}</pre>
             </>
           )}
         </div>
@@ -64,6 +72,3 @@ function useNow(ticking: boolean): number {
   }, [ticking]);
   return now;
 }
-
-/** Build output carries terminal colour codes; here they would show as noise. */
-const withoutEscapes = (text: string) => text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '');

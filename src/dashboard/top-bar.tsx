@@ -33,7 +33,8 @@ export function TopBar() {
       </a>
       <nav aria-label="Screens" class="screens">
         <a href={link('/deployments')}>Deployments</a> <a href={link('/listeners')}>Listeners</a> <a href={link('/integrations')}>Integrations</a>{' '}
-        {may(session, 'GET /v1/api-keys') && <a href={link('/api-keys')}>API keys</a>}{' '}
+        {may(session, 'GET /v1/api-keys') && <a href={link('/api-keys')}>API keys</a>} {may(session, 'GET /v2/events') && <a href={link('/events')}>Events</a>}{' '}
+        {may(session, 'GET /v1/webhook-subscriptions') && <a href={link('/webhooks')}>Webhooks</a>}{' '}
         {may(session, 'GET /v1/audit-log') && <a href={link('/audit-log')}>Audit log</a>}
       </nav>
       {switchable && (

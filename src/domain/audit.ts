@@ -40,6 +40,8 @@ export interface BerthChange {
   action: string;
   target: AuditChange['target'];
   changedFields?: readonly string[];
+  /** Names of the secrets the change gave (a preview's), never values. */
+  secretNames?: readonly string[];
   reason: string;
 }
 

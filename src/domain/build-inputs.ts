@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
+import { platformVariables } from './platform-env.js';
 
 /**
  * Everything a built image depends on (issue 21, item 1). Two revisions with equal inputs
@@ -66,4 +67,23 @@ export function runEnvironment(layers: {
   berth: Record<string, string>;
 }): Record<string, string> {
   return { ...layers.configEnv, ...layers.secrets, ...layers.berth };
+}
+
+type Variable = { name: string; value: string };
+
+/**
+ * Everything a revision's container gets, by name, in runEnvironment's order, wherever it
+ * runs (the local runtime or a listener): the layers as read and decrypted by the caller,
+ * the provisioned databases' variables and the platform's own.
+ */
+export function containerEnvironment(parts: {
+  configEnv: Record<string, string>;
+  secrets: readonly Variable[];
+  provisioned: readonly Variable[];
+  deployment: { id: string; name: string };
+  revision: { id: string };
+}): Record<string, string> {
+  const byName = (variables: readonly Variable[]) => Object.fromEntries(variables.map(({ name, value }) => [name, value]));
+  const berth = { ...byName(parts.provisioned), ...platformVariables(parts.deployment, parts.revision) };
+  return runEnvironment({ configEnv: parts.configEnv, secrets: byName(parts.secrets), berth });
 }

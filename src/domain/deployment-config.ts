@@ -40,6 +40,16 @@ export interface SourceConfig {
   deploy_timeout_seconds: number | null;
 }
 
+/**
+ * `source_config` once the deployment serves at `url` (it served at `servedAt` before):
+ * custom_url is the user's to set (a proxy in front), so Berth fills it only when empty and
+ * keeps up only the one it filled itself.
+ */
+export function withServingUrl(config: SourceConfig, servedAt: string | null, url: string): SourceConfig {
+  if (config.custom_url && config.custom_url !== servedAt) return config;
+  return { ...config, custom_url: url };
+}
+
 /** What a revision is built and run from. */
 export interface RevisionConfig {
   repo_ref: string | null;

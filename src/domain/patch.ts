@@ -12,6 +12,7 @@ import {
   sameJson,
 } from './deployment-config.js';
 import { fail } from './errors.js';
+import type { PreviewSettingsInput } from './previews.js';
 import { type Secret, sameSecrets, validateSecrets } from './secrets.js';
 
 /** What a deployment is now: its settings and its latest revision's configuration. */
@@ -36,6 +37,8 @@ export interface PatchInput {
   secrets?: Secret[] | null;
   tracked_packages?: string[] | null;
   revision_source?: string | null;
+  /** In place, never a revision: services/deployments.ts merges it (domain/previews.ts). */
+  previews?: PreviewSettingsInput | null;
 }
 
 export interface RevisionPlan {

@@ -75,9 +75,15 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['POST /v1/projects/:deployment_id/revisions/:revision_id/deploy_logs', OWN_READ],
   ['POST /v1/projects/:deployment_id/deploy_logs', OWN_READ],
 
+  // The workspace's events mix every deployment's: not for deployer keys, which see only theirs.
+  ['GET /v2/events', READ],
+  ['GET /v2/events/stream', READ],
+
   ['POST /v2/listeners', WRITE],
   ['GET /v2/listeners', READ],
   ['GET /v2/listeners/:listener_id', READ],
+  ['GET /v2/listeners/:listener_id/runner-labels', READ],
+  ['PUT /v2/listeners/:listener_id/runner-labels', WRITE],
   ['PATCH /v2/listeners/:listener_id', WRITE],
   ['DELETE /v2/listeners/:listener_id', WRITE],
 
@@ -88,6 +94,7 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   ['POST /v1/runner/jobs/claim', RUNNER],
   [`POST ${RUNNER_JOB}/heartbeat`, RUNNER],
   [`GET ${RUNNER_JOB}/source`, RUNNER],
+  [`GET ${RUNNER_JOB}/archive`, RUNNER],
   [`POST ${RUNNER_JOB}/logs`, RUNNER],
   [`POST ${RUNNER_JOB}/result`, RUNNER],
 
@@ -99,6 +106,9 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
 
   ['POST /v1/workspaces', ADMIN],
   ['GET /v1/workspaces', ADMIN],
+  // A workspace's runner labels bind every build of it: an administrator's setting.
+  ['GET /v1/workspaces/:workspace_id/runner-labels', ADMIN],
+  ['PUT /v1/workspaces/:workspace_id/runner-labels', ADMIN],
   ['POST /v1/api-keys', ADMIN],
   ['GET /v1/api-keys', ADMIN],
   ['DELETE /v1/api-keys/:key_id', ADMIN],
@@ -180,10 +190,11 @@ export function refusedFields(permission: Permission, caller: Caller, body: unkn
 
 /** The refusal codes a route can answer with, for its documentation. */
 export function refusalCodes(permission: Permission): Refusal['code'][] {
-  if (only(permission, 'listener')) return ['listener_key_required'];
+  // A runner key is refused everywhere but its own routes with `role_forbids`.
+  if (only(permission, 'listener')) return ['listener_key_required', 'role_forbids'];
   if (only(permission, 'runner')) return ['listener_key_forbidden', 'role_forbids'];
   // Every other route refuses some role: deployers reach only their deployments, read-only keys only reads.
-  return ['listener_key_forbidden', only(permission, 'admin') ? 'admin_key_required' : 'role_forbids'];
+  return ['listener_key_forbidden', ...(only(permission, 'admin') ? (['admin_key_required'] as const) : []), 'role_forbids'];
 }
 
 function only(permission: Permission, role: ApiKeyRole): boolean {

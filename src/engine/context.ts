@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 import type { ProviderOptions } from '../codehost/index.js';
 import type { Provisioners } from './databases.js';
-import type { UploadStore } from '../build/uploads.js';
+import type { UploadStore } from '../sources/uploads.js';
 import type { Registry } from '../registry/setup.js';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { Db } from '../store/database.js';
 import type { SecretEntryRow } from '../store/repositories/secret-sets.js';
-import type { Pending } from './effects.js';
+import type { DelayedWrites } from './effects.js';
 import type { BuildDriver, RuntimeDriver } from './drivers/types.js';
 
 export interface EngineDeps {
@@ -60,24 +60,29 @@ export function stopReasonOf(signal: AbortSignal): StopReason | undefined {
   return signal.aborted && signal.reason instanceof StopSignal ? signal.reason.reason : undefined;
 }
 
-/** One leased deployment being worked on by this process. */
-export interface WorkContext extends EngineDeps {
+/** What the engine hands a worker: one leased deployment to work on. */
+export interface WorkAssignment extends EngineDeps {
   settings: EngineSettings;
   deploymentId: string;
   /** Aborted with a StopSignal when the whole work must stop. */
   work: AbortController;
-  /** The step running now, so an interruption can stop it promptly. */
-  step?: { revisionId: string; controller: AbortController };
-  /** The deployment's listener as last read (null: not placed, which never changes). */
+}
+
+/** What the worker last read of its deployment, so steps need not read it again. */
+export interface LastRead {
+  /** The deployment's listener (null: not placed, which never changes). */
   listenerId?: string | null;
-  /** Stored secrets of the revisions in progress, by set, as last read. */
+  /** Stored secrets of the revisions in progress, by set. */
   secretEntries?: Map<string, SecretEntryRow[]>;
-  /** Whether the deployment has provisioned databases, as last read. */
+  /** Whether the deployment has provisioned databases. */
   hasDatabases?: boolean;
+}
+
+/** One leased deployment being worked on by this process. */
+export interface WorkContext extends WorkAssignment {
+  /** The step running now, so an interruption can stop it promptly (run-step.ts). */
+  step?: { revisionId: string; controller: AbortController };
+  lastRead: LastRead;
   /** Writes decided but not made yet (effects.ts). */
-  pending?: Pending;
-  /** A write of pending moves was refused: what this process knows of the revision is wrong. */
-  stale?: boolean;
-  logTimer?: NodeJS.Timeout;
-  flushing?: Promise<void>;
+  writes: DelayedWrites;
 }

@@ -104,8 +104,8 @@ function decryptUri(ctx: WorkContext, row: ResourceRecord): string {
 }
 
 /** POSTGRES_URI / REDIS_URI (and REDIS_KEY_PREFIX) of what Berth provisioned for the deployment. */
-export async function databaseEnv(ctx: WorkContext, deploymentId: string): Promise<Record<string, string>> {
-  return Object.fromEntries(provisionedVariables(ctx.encryptor, await resourcesOf(ctx.db, deploymentId)).map(({ name, value }) => [name, value]));
+export async function databaseVariables(ctx: WorkContext, deploymentId: string): Promise<{ name: string; value: string }[]> {
+  return provisionedVariables(ctx.encryptor, await resourcesOf(ctx.db, deploymentId));
 }
 
 /** Drops what Berth provisioned for a deployment being deleted; safe to repeat. */

@@ -1,6 +1,6 @@
 import type { RevisionStatus } from '../domain/revision-status.js';
 import { announce, type LogLine, type LogType, recordEvents } from '../events/recorder.js';
-import { moveDeployment } from '../lifecycle/deployments.js';
+import { deploymentServes, servingColumns } from '../lifecycle/outcomes.js';
 import { moveRevision as lifecycleMove } from '../lifecycle/revisions.js';
 import { type Executor, nowIso } from '../store/database.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
@@ -25,11 +25,68 @@ export interface Pending {
   ended: StepRunEnd[];
 }
 
-function pendingFor(ctx: WorkContext, revision: RevisionRecord): Pending {
-  if (ctx.pending && ctx.pending.revision !== revision)
-    throw new Error(`engine: revision ${revision.id} written while ${ctx.pending.revision.id} has pending writes`);
-  ctx.pending ??= { revision, from: revision.status, hops: [], set: {}, logs: [], ended: [] };
-  return ctx.pending;
+/**
+ * The engine's delayed writes for one leased deployment: what is pending, the timer that
+ * writes log lines alone, the chain that keeps writes in order, and whether a write was
+ * refused. Only the functions of this file change them.
+ */
+export class DelayedWrites {
+  #pending: Pending | undefined;
+  #logTimer: NodeJS.Timeout | undefined;
+  #flushing: Promise<unknown> = Promise.resolve();
+  #stale = false;
+
+  /** A write of pending moves was refused since the last `trustAgain`: what this process knows of the revision is wrong. */
+  get stale(): boolean {
+    return this.#stale;
+  }
+
+  /** The worker reads again: what it knows is the database's. */
+  trustAgain(): void {
+    this.#stale = false;
+  }
+
+  /** Whether `revision` has writes waiting. */
+  holds(revision: RevisionRecord): boolean {
+    return this.#pending?.revision === revision;
+  }
+
+  /** Whether another revision than `revision` has writes waiting (then `revision`'s are written alone). */
+  holdsOther(revision: RevisionRecord): boolean {
+    return this.#pending !== undefined && this.#pending.revision !== revision;
+  }
+
+  pendingFor(revision: RevisionRecord): Pending {
+    if (this.#pending && this.#pending.revision !== revision)
+      throw new Error(`engine: revision ${revision.id} written while ${this.#pending.revision.id} has pending writes`);
+    this.#pending ??= { revision, from: revision.status, hops: [], set: {}, logs: [], ended: [] };
+    return this.#pending;
+  }
+
+  /** Runs `write` after `ms` unless a write comes first. */
+  writeSoon(ms: number, write: () => Promise<unknown>): void {
+    this.#logTimer ??= setTimeout(() => {
+      this.#logTimer = undefined;
+      void write();
+    }, ms);
+  }
+
+  /** Takes what is pending for `write`, one write at a time and in order: a log flush must not overtake the status change after it. */
+  writeNext<T>(write: (pending: Pending | undefined) => Promise<T>): Promise<T> {
+    const run = this.#flushing.then(() => {
+      const pending = this.#pending;
+      this.#pending = undefined;
+      clearTimeout(this.#logTimer);
+      this.#logTimer = undefined;
+      return write(pending);
+    });
+    this.#flushing = run.catch(() => undefined);
+    return run;
+  }
+
+  refused(): void {
+    this.#stale = true;
+  }
 }
 
 /**
@@ -37,7 +94,7 @@ function pendingFor(ctx: WorkContext, revision: RevisionRecord): Pending {
  * outcome nobody outside the process sees before the next write.
  */
 export function hop(ctx: WorkContext, revision: RevisionRecord, to: RevisionStatus, message: string | null, set?: TransitionSet): void {
-  const pending = pendingFor(ctx, revision);
+  const pending = ctx.writes.pendingFor(revision);
   const at = nowIso();
   pending.hops.push({ status: to, message, at });
   Object.assign(pending.set, set ?? {});
@@ -58,14 +115,14 @@ export async function moveRevision(
   set?: TransitionSet,
   alongside?: (trx: Executor) => Promise<void>,
 ): Promise<boolean> {
-  if (ctx.pending?.revision !== revision) {
+  if (!ctx.writes.holds(revision)) {
     // Nothing waits to be written with it (or it is another revision, one the queue skips or queues).
     const result = await lifecycleMove(ctx, revision, to, {
       message,
       fence: leaseFence(ctx),
       set,
       origin: ctx.settings.workerId,
-      listenerId: ctx.listenerId,
+      listenerId: ctx.lastRead.listenerId,
       alongside,
     });
     if (result.outcome !== 'ok') return false;
@@ -78,21 +135,18 @@ export async function moveRevision(
 
 /** A log line of the revision: written with its next status change, or within `settings.logFlushMs`. */
 export async function writeLog(ctx: WorkContext, revision: RevisionRecord, logType: LogType, level: string, message: string): Promise<void> {
-  if (ctx.pending && ctx.pending.revision !== revision) {
+  if (ctx.writes.holdsOther(revision)) {
     await recordEvents(ctx.db, revision.deployment_id, revision.id, [{ logType, level, message, at: nowIso() }], []);
     announce(ctx.bus, revision.deployment_id, ctx.settings.workerId);
     return;
   }
-  pendingFor(ctx, revision).logs.push({ logType, level, message, at: nowIso() });
-  ctx.logTimer ??= setTimeout(() => {
-    ctx.logTimer = undefined;
-    flush(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not write log lines'));
-  }, ctx.settings.logFlushMs);
+  ctx.writes.pendingFor(revision).logs.push({ logType, level, message, at: nowIso() });
+  ctx.writes.writeSoon(ctx.settings.logFlushMs, () => flush(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not write log lines')));
 }
 
 /** A step run ended; written with what follows. */
 export function endStepRun(ctx: WorkContext, revision: RevisionRecord, end: StepRunEnd): void {
-  pendingFor(ctx, revision).ended.push(end);
+  ctx.writes.pendingFor(revision).ended.push(end);
 }
 
 /**
@@ -102,19 +156,7 @@ export function endStepRun(ctx: WorkContext, revision: RevisionRecord, end: Step
  * the log lines and step runs are written all the same.
  */
 export async function flush(ctx: WorkContext, alongside?: (db: Executor) => Promise<void>): Promise<'ok' | 'stale'> {
-  // One write at a time, in order: a log flush must not overtake the status change after it.
-  const run = (ctx.flushing ?? Promise.resolve()).then(() => {
-    const pending = ctx.pending;
-    ctx.pending = undefined;
-    clearTimeout(ctx.logTimer);
-    ctx.logTimer = undefined;
-    return writePending(ctx, pending, alongside);
-  });
-  ctx.flushing = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  return run;
+  return ctx.writes.writeNext((pending) => writePending(ctx, pending, alongside));
 }
 
 async function writePending(ctx: WorkContext, pending: Pending | undefined, alongside?: (db: Executor) => Promise<void>): Promise<'ok' | 'stale'> {
@@ -148,7 +190,7 @@ async function writePending(ctx: WorkContext, pending: Pending | undefined, alon
       set: Object.keys(pending.set).length > 0 ? pending.set : undefined,
       fence: leaseFence(ctx),
       origin: ctx.settings.workerId,
-      listenerId: ctx.listenerId,
+      listenerId: ctx.lastRead.listenerId,
       alongside: async (trx) => {
         if (pending.ended.length > 0) await finishStepRuns(trx, pending.ended);
         await alongside?.(trx);
@@ -156,17 +198,15 @@ async function writePending(ctx: WorkContext, pending: Pending | undefined, alon
     },
   );
   if (result.outcome === 'ok') return 'ok';
-  ctx.stale = true;
+  ctx.writes.refused();
   // Nothing of the change was written: the lines and step runs still tell what happened.
   await writePending(ctx, { ...pending, hops: [] });
   return 'stale';
 }
 
 /**
- * DEPLOYING → DEPLOYED, and the deployment now serves this revision: one transaction, so
- * `active_revision_id` never names a revision that is not DEPLOYED. A deployment being
- * deleted meanwhile stays AWAITING_DELETE (the move to READY finds it in no status that
- * leads there), so the delete is not lost.
+ * DEPLOYING → DEPLOYED, and the deployment now serves this revision (lifecycle/outcomes.ts),
+ * in one transaction.
  */
 export async function markDeployed(
   ctx: WorkContext,
@@ -174,21 +214,13 @@ export async function markDeployed(
   revision: RevisionRecord,
   running: { url: string; handle: string },
 ): Promise<boolean> {
-  // custom_url is the user's to set (e.g. a proxy in front); fill it only when empty.
-  const sourceConfig = { ...deployment.source_config };
-  if (!sourceConfig.custom_url || sourceConfig.custom_url === deployment.url) sourceConfig.custom_url = running.url;
   hop(ctx, revision, 'DEPLOYED', `Serving at ${running.url}.`, { url: running.url, runtime_handle: running.handle });
+  const serving = { revisionId: revision.id, url: running.url, fence: leaseFence(ctx) };
   const outcome = await flush(ctx, async (trx) => {
-    await moveDeployment(
-      ctx,
-      deployment.id,
-      'READY',
-      { fence: leaseFence(ctx), set: { active_revision_id: revision.id, url: running.url, source_config: sourceConfig } },
-      trx,
-    );
+    await deploymentServes(ctx, trx, deployment, serving);
   });
   if (outcome !== 'ok') return false;
-  Object.assign(deployment, { active_revision_id: revision.id, url: running.url, source_config: sourceConfig });
+  Object.assign(deployment, servingColumns(deployment, revision.id, running.url));
   return true;
 }
 

@@ -104,7 +104,10 @@ async function send(deps: NotifierDeps, settings: NotifierSettings, apps: Apps, 
     await notices.deleteGitHubNotice(db, notice.id);
     return true;
   }
-  const targetUrl = deps.publicUrl ? `${deps.publicUrl.replace(/\/+$/, '')}/deployments/${deployment.id}/revisions/${revision.id}` : undefined;
+  const dashboardUrl = deps.publicUrl ? `${deps.publicUrl.replace(/\/+$/, '')}/deployments/${deployment.id}/revisions/${revision.id}` : undefined;
+  // A preview's status is what a reviewer clicks to try the pull request: once it serves, it links there.
+  const previewUrl = deployment.isPreview && notice.status === 'DEPLOYED' ? (revision.url ?? deployment.url) : null;
+  const targetUrl = previewUrl ?? dashboardUrl;
   let steps = notice.steps_done;
   try {
     if (!(steps & DEPLOYMENT_STATUS_DONE)) {
@@ -164,7 +167,7 @@ interface Target {
   app: GitHubAppProvider;
   repository: RepositoryName;
   sha: string;
-  deployment: { id: string; name: string; url: string | null };
+  deployment: { id: string; name: string; url: string | null; isPreview: boolean };
   revision: { id: string; seq: number; url: string | null };
 }
 
@@ -193,7 +196,7 @@ async function targetOf(deps: NotifierDeps, apps: Apps, notice: notices.NoticeRo
     app: cached.app,
     repository: { owner: repository.owner, repo: repository.name },
     sha,
-    deployment: { id: deployment.id, name: deployment.name, url: deployment.url },
+    deployment: { id: deployment.id, name: deployment.name, url: deployment.url, isPreview: deployment.parent_deployment_id !== null },
     revision: { id: revision.id, seq: revision.seq, url: revision.url },
   };
 }

@@ -1,10 +1,9 @@
 import { stepTimeout } from '../domain/fair-share.js';
-import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
-import { moveDeployment } from '../lifecycle/deployments.js';
+import { settleUnused } from '../lifecycle/outcomes.js';
 import { moveRevision } from '../lifecycle/revisions.js';
 import { insertBerthAuditRow } from '../store/repositories/audit.js';
 import { findListenerById } from '../store/repositories/listeners.js';
-import { handedOverRevisions, handoverTimes, revisionsInStatus } from '../store/repositories/revisions.js';
+import { handedOverRevisions, handoverTimes } from '../store/repositories/revisions.js';
 import type { EngineDeps, EngineSettings } from './context.js';
 
 /**
@@ -42,10 +41,7 @@ export async function failOverdueHandovers(
         // Berth gave up on the revision, not a person: its own audit row.
         const target = { type: 'revision', id: revision.id, name: null };
         await insertBerthAuditRow(trx, { deploymentId: revision.deployment_id }, { action: 'revision.interrupt', target, reason: silence });
-        // As the engine settles: nothing serves and nothing else is in flight.
-        if ((await revisionsInStatus(trx, revision.deployment_id, [...IN_PROGRESS_STATUSES])).length === 0) {
-          await moveDeployment(deps, revision.deployment_id, 'UNUSED', { fence, requireInactive: true }, trx);
-        }
+        await settleUnused(deps, revision.deployment_id, { fence }, trx);
       },
     });
     if (result.outcome === 'ok') {

@@ -7,7 +7,8 @@ import type { RevisionRecord } from '../store/repositories/revisions.js';
 import { startStepRun } from '../store/repositories/step-runs.js';
 import { StopSignal, stopReasonOf, type WorkContext } from './context.js';
 import { DriverError, type LogLevel, type StepContext } from './drivers/types.js';
-import { endStepRun, flush, moveRevision, writeLog } from './effects.js';
+import { noteRevision } from '../lifecycle/revisions.js';
+import { endStepRun, flush, leaseFence, moveRevision, writeLog } from './effects.js';
 
 /** What the deployment loop does after one advance: go on with this revision, look at the next, or leave. */
 export type Next = 'again' | 'next' | 'leave';
@@ -52,6 +53,11 @@ export async function runStep<T>(ctx: WorkContext, revision: RevisionRecord, spe
   const step: StepContext = {
     signal: controller.signal,
     log: (level: LogLevel, message: string) => writeLog(ctx, revision, spec.logType, level, message),
+    note: async (message: string | null) => {
+      // What waits to be written first, so the note lands on the status the database holds.
+      if ((await flush(ctx)) === 'stale') return;
+      if (await noteRevision(ctx, revision, message, leaseFence(ctx), ctx.settings.workerId)) revision.status_message = message;
+    },
   };
   const work = body(step);
   try {

@@ -15,11 +15,14 @@ import {
   insertBuildJob,
   removeBuildJobLogs,
 } from '../store/repositories/build-jobs.js';
+import { requiredLabelsOfBuild } from '../store/repositories/runner-labels.js';
 import { stopReasonOf } from './context.js';
 import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type LogLevel, type StepContext } from './drivers/types.js';
 
 /** A runner counts as online when it asked for work this recently (a claim waits at most 60 s). */
 const ONLINE_WINDOW_MS = 90_000;
+const NO_RUNNER = 'Waiting for a build runner: none is online for this organization';
+const noRunner = (labels: string[]) => (labels.length === 0 ? NO_RUNNER : `${NO_RUNNER} with the labels ${labels.join(', ')}`);
 /** The safety net behind the bus: a wake-up lost between processes is noticed within this. */
 const RECHECK_MS = 2_000;
 
@@ -48,9 +51,6 @@ export class RunnerBuildDriver implements BuildDriver {
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
     const { db, bus } = this.options;
-    if (request.source.kind !== 'git') {
-      throw new DriverError('builds of uploaded archives are not done by build runners yet; deploy from a repository, or run Berth with BERTH_BUILDER=auto.');
-    }
     const job = (await findOpenBuildJobOfRevision(db, request.revisionId)) ?? (await this.#queue(request));
     let wake: () => void = () => {};
     const unsubscribe = bus.subscribe((message) => {
@@ -61,6 +61,8 @@ export class RunnerBuildDriver implements BuildDriver {
     const cursor = { attempt: 0, seq: -1 };
     let claimsSeen = job.attempts;
     let toldNoRunner = false;
+    // Whether the revision's status_message says so now (step.note), so a runner that comes cleans it up.
+    let noted = false;
     try {
       for (;;) {
         const waited = new Promise<void>((resolve) => {
@@ -96,10 +98,19 @@ export class RunnerBuildDriver implements BuildDriver {
               `no build runner took the build within ${Math.round(this.options.waitMs / 1000)} s (BERTH_RUNNER_WAIT_SECONDS): start \`berth builder\` with a runner key of this organization (docs/build-runners.md).`,
             );
           }
-          if (!toldNoRunner && (await buildRunnersSeenSince(db, now.organization_id, new Date(Date.now() - ONLINE_WINDOW_MS).toISOString())) === 0) {
+          const since = new Date(Date.now() - ONLINE_WINDOW_MS).toISOString();
+          const online = (await buildRunnersSeenSince(db, now.organization_id, since, now.required_labels)) > 0;
+          if (!online && !toldNoRunner) {
             toldNoRunner = true;
-            await step.log('WARNING', 'Waiting for a build runner: none is online for this organization (start `berth builder`, docs/build-runners.md).');
+            await step.log('WARNING', `${noRunner(now.required_labels)} (start \`berth builder\`, docs/build-runners.md).`);
           }
+          if (noted === online) {
+            noted = !online;
+            await step.note?.(noted ? `${noRunner(now.required_labels)}; the build fails if none takes it by ${now.deadline_at}.` : null);
+          }
+        } else if (noted) {
+          noted = false;
+          await step.note?.(null);
         }
         await waited;
       }
@@ -112,8 +123,9 @@ export class RunnerBuildDriver implements BuildDriver {
   async #queue(request: BuildRequest): Promise<BuildJobRecord> {
     const { db, bus, encryptor } = this.options;
     const workspace = await db.selectFrom('workspaces').select('organization_id').where('id', '=', request.workspaceId).executeTakeFirstOrThrow();
+    const deployment = await db.selectFrom('deployments').select('listener_id').where('id', '=', request.deploymentId).executeTakeFirst();
+    const requiredLabels = await requiredLabelsOfBuild(db, request.workspaceId, deployment?.listener_id ?? null);
     const id = randomUUID();
-    const source = request.source.kind === 'git' ? request.source : null;
     const { image, repository } = builtImageName(this.options.registry, request);
     const now = nowIso();
     const job = {
@@ -130,9 +142,9 @@ export class RunnerBuildDriver implements BuildDriver {
         image,
         repository,
       },
-      // Credentials are stored only sealed, and only while the job is open.
-      source_encrypted: source ? encryptor.encrypt(JSON.stringify(source), jobSourceContext(id)) : null,
-      required_labels: [],
+      // Credentials (and where an upload lies) are stored only sealed, and only while the job is open.
+      source_encrypted: encryptor.encrypt(JSON.stringify(request.source), jobSourceContext(id)),
+      required_labels: requiredLabels,
       deadline_at: new Date(Date.now() + this.options.waitMs).toISOString(),
     };
     await insertBuildJob(db, job, now);
@@ -156,8 +168,8 @@ export class RunnerBuildDriver implements BuildDriver {
     await this.#relayLogs(job.id, cursor, step);
     await removeBuildJobLogs(this.options.db, job.id);
     if (job.status === 'succeeded' && job.result) {
-      const result = job.result as { image: string; digest: string | null; commit_sha: string | null; env: string | null };
-      const env = result.env ? (JSON.parse(this.options.encryptor.decrypt(result.env, jobEnvContext(job.id))) as Record<string, string>) : {};
+      const result = job.result as { image: string; digest: string | null; commit_sha: string | null };
+      const env = job.env_encrypted ? (JSON.parse(this.options.encryptor.decrypt(job.env_encrypted, jobEnvContext(job.id))) as Record<string, string>) : {};
       return { image: result.image, commitSha: result.commit_sha, id: null, digest: result.digest, env };
     }
     if (job.status === 'failed') throw new DriverError(job.error ?? 'the build runner reported a failure without a message.');

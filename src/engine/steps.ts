@@ -1,17 +1,17 @@
 import { canonicalSource, isBuiltSource, localLimits, type RevisionConfig, type Source } from '../domain/deployment-config.js';
 import { stepTimeout } from '../domain/fair-share.js';
-import { platformVariables, REVISION_VARIABLES } from '../domain/platform-env.js';
+import { REVISION_VARIABLES } from '../domain/platform-env.js';
 import { isListenerOwned } from '../domain/queue-policy.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
 import { configEnvOf, type RevisionRecord, runtimeHandleOf } from '../store/repositories/revisions.js';
 import { decryptConfigEnv, encryptConfigEnv } from '../security/config-env.js';
-import { runEnvironment } from '../domain/build-inputs.js';
+import { containerEnvironment } from '../domain/build-inputs.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
 import { buildOrReuse, buildRequestOf, rebuildWhenImageGone } from './build-reuse.js';
 import type { WorkContext } from './context.js';
-import { databaseEnv, missingDatabases, provisionDatabases } from './databases.js';
+import { databaseVariables, missingDatabases, provisionDatabases } from './databases.js';
 import { hop, leaseFence, markDeployed, moveRevision, writeLog } from './effects.js';
 import { imageOf, judgeRevisionImage, pullCredentials } from './image-access.js';
 import { type Next, quietStep, runStep, type StepSpec } from './run-step.js';
@@ -118,13 +118,15 @@ async function deploy(ctx: WorkContext, deployment: DeploymentRecord, revision: 
     return 'again';
   }
   const spec = await stepSpec(ctx, revision, 'deploy', sourceConfig.deploy_timeout_seconds);
-  const secrets = Object.fromEntries((await secretsOf(ctx, revision)).map((s) => [s.name, s.value]));
-  // Provisioned databases are looked up only when the last read saw some.
-  const berth = ctx.hasDatabases !== false ? await databaseEnv(ctx, deployment.id) : {};
-  Object.assign(berth, platformVariables(deployment, revision));
-  // Only built revisions read a langgraph.json; image revisions spare the query.
-  const configEnv = isBuiltSource(canonicalSource(revision.source)) ? decryptConfigEnv(ctx.encryptor, revision.id, await sealedConfigEnv(ctx, revision)) : {};
-  const env = runEnvironment({ configEnv, secrets, berth });
+  const env = containerEnvironment({
+    // Only built revisions read a langgraph.json; image revisions spare the query.
+    configEnv: isBuiltSource(canonicalSource(revision.source)) ? decryptConfigEnv(ctx.encryptor, revision.id, await sealedConfigEnv(ctx, revision)) : {},
+    secrets: await secretsOf(ctx, revision),
+    // Provisioned databases are looked up only when the last read saw some.
+    provisioned: ctx.lastRead.hasDatabases !== false ? await databaseVariables(ctx, deployment.id) : [],
+    deployment,
+    revision,
+  });
   const pull = await pullCredentials(ctx, revision, verdict.registryRepository);
   const result = await runStep(ctx, revision, spec, (step) =>
     ctx.runtime.start(
@@ -191,7 +193,7 @@ async function databasesReady(ctx: WorkContext, deployment: DeploymentRecord, re
     };
     const result = await runStep(ctx, revision, spec, (step) => provisionDatabases(ctx, deployment, missing, step));
     if (!result.ok) return false;
-    ctx.hasDatabases = true;
+    ctx.lastRead.hasDatabases = true;
   }
   // Without provisioning, a deployment becomes READY when its first revision serves (markDeployed).
   if (deployment.status === 'AWAITING_DATABASE' && Object.keys(ctx.provisioners).length > 0) {
@@ -208,7 +210,7 @@ async function sealedConfigEnv(ctx: WorkContext, revision: RevisionRecord): Prom
 /** The revision's secrets, decrypted (kept only encrypted, as read with the deployment's work). */
 async function secretsOf(ctx: WorkContext, revision: RevisionRecord) {
   if (!revision.secret_set_id) return [];
-  const entries = ctx.secretEntries?.get(revision.secret_set_id) ?? (await secretEntries(ctx.db, [revision.secret_set_id]));
+  const entries = ctx.lastRead.secretEntries?.get(revision.secret_set_id) ?? (await secretEntries(ctx.db, [revision.secret_set_id]));
   return decryptSecretSet(ctx.encryptor, entries);
 }
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { UPLOAD_TOKEN_TTL_SECONDS, type UploadStore } from '../build/uploads.js';
+import { UPLOAD_TOKEN_TTL_SECONDS, type UploadStore } from '../sources/uploads.js';
 import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
 import type { Db } from '../store/database.js';
 import { revisionsInStatus } from '../store/repositories/revisions.js';

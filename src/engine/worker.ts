@@ -1,14 +1,14 @@
 import { planQueue, type QueuePlan } from '../domain/queue-policy.js';
 import { IN_PROGRESS_STATUSES } from '../domain/revision-status.js';
-import { moveDeployment } from '../lifecycle/deployments.js';
+import { settleUnused } from '../lifecycle/outcomes.js';
 import { deleteDeploymentHeldBy, findDeploymentById } from '../store/repositories/deployments.js';
 import { readDeploymentWork, releaseLeaseIfSettled } from '../store/repositories/engine-work.js';
 import type { Executor } from '../store/database.js';
 import { renewLease, releaseLease } from '../store/repositories/leases.js';
 import { findRevisionById, type RevisionRecord, revisionsInStatus } from '../store/repositories/revisions.js';
-import { StopSignal, stopReasonOf, type WorkContext } from './context.js';
+import { StopSignal, stopReasonOf, type WorkAssignment, type WorkContext } from './context.js';
 import { deprovisionDatabases } from './databases.js';
-import { flush, leaseFence, moveRevision } from './effects.js';
+import { DelayedWrites, flush, leaseFence, moveRevision } from './effects.js';
 import { advance } from './steps.js';
 
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
@@ -22,7 +22,8 @@ export type WorkOutcome = 'done' | 'idle';
  * none is left for the engine or the work must stop. Holds the lease with a heartbeat
  * throughout.
  */
-export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
+export async function workOnDeployment(assignment: WorkAssignment): Promise<WorkOutcome> {
+  const ctx: WorkContext = { ...assignment, lastRead: {}, writes: new DelayedWrites() };
   const stopWatching = watch(ctx);
   let progressed = false;
   let released = false;
@@ -31,7 +32,7 @@ export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
       const work = await readDeploymentWork(ctx.db, ctx.deploymentId);
       if (!work) return 'done';
       const { deployment, unfinished } = work;
-      Object.assign(ctx, { listenerId: deployment.listener_id, secretEntries: work.secretEntries, hasDatabases: work.hasDatabases });
+      ctx.lastRead = { listenerId: deployment.listener_id, secretEntries: work.secretEntries, hasDatabases: work.hasDatabases };
       if (deployment.status === 'AWAITING_DELETE') {
         // Placed on a listener: its deletion report releases it, and then the engine finishes.
         if (deployment.listener_id !== null) return progressed ? 'done' : 'idle';
@@ -40,7 +41,7 @@ export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
       }
 
       if (unfinished.length === 0) {
-        await settle(ctx);
+        await settleUnused(ctx, ctx.deploymentId, { fence: leaseFence(ctx), origin: ctx.settings.workerId, inFlightChecked: true });
         return 'done';
       }
       const plan = planQueue(unfinished, deployment.listener_id !== null);
@@ -53,7 +54,7 @@ export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
         const next = await advance(ctx, deployment, revision);
         progressed = true;
         // Carry on from what this process knows only while its own moves went through.
-        const knownWell = !ctx.stale && !ctx.work.signal.aborted && revision.status !== before;
+        const knownWell = !ctx.writes.stale && !ctx.work.signal.aborted && revision.status !== before;
         if (next === 'again' && knownWell && IN_PROGRESS_STATUSES.has(revision.status as never)) continue;
         // Done with the revision: when nothing else is left, one statement in the same
         // transaction as its last status change ends the work.
@@ -65,7 +66,7 @@ export async function workOnDeployment(ctx: WorkContext): Promise<WorkOutcome> {
               }
             : undefined;
         await flush(ctx, releaseIfSettled);
-        ctx.stale = false;
+        ctx.writes.trustAgain();
         // Released: whatever else was learned, the lease is no longer ours to work under.
         if (settled) {
           released = true;
@@ -96,11 +97,6 @@ async function applyQueuePlan(ctx: WorkContext, plan: QueuePlan<RevisionRecord>)
     if (await moveRevision(ctx, plan.queue, 'QUEUED', `Waiting for revision ${plan.behind.seq} to finish.`)) moved = true;
   }
   return moved;
-}
-
-/** Nothing left to run: a deployment with nothing serving is UNUSED until a revision deploys. */
-async function settle(ctx: WorkContext): Promise<void> {
-  await moveDeployment(ctx, ctx.deploymentId, 'UNUSED', { fence: leaseFence(ctx), requireInactive: true, origin: ctx.settings.workerId });
 }
 
 /** Removes what the runtime runs for the deployment, then the deployment itself. */

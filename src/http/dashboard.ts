@@ -14,7 +14,19 @@ export const DASHBOARD_DIR = fileURLToPath(new URL('../../dist/dashboard/', impo
  * can be pasted and opened. Listed rather than a catch-all, so an unknown API path stays a
  * JSON 404 (`route_not_found`).
  */
-const PAGES = ['/', '/sign-in', '/deployments', '/deployments/*', '/listeners', '/integrations', '/api-keys', '/audit-log'];
+const PAGES = [
+  '/',
+  '/sign-in',
+  '/deployments',
+  '/deployments/*',
+  '/listeners',
+  '/integrations',
+  '/api-keys',
+  '/audit-log',
+  '/webhooks',
+  '/webhooks/*',
+  '/events',
+];
 
 /**
  * The page may load only its own scripts and styles and talk only to Berth: no CDN, no

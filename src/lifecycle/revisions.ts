@@ -122,3 +122,29 @@ export async function moveRevision(
   }
   return result;
 }
+
+/**
+ * Says what a revision waits for in its `status_message` (a build waiting for a runner),
+ * leaving its status as it is: a compare-and-set on that status under the writer's fence,
+ * with no timeline event, since nothing moved. False when the revision moved meanwhile or
+ * the writer lost its right.
+ */
+export async function noteRevision(
+  deps: LifecycleDeps,
+  revision: { id: string; deployment_id: string; status: RevisionStatus },
+  message: string | null,
+  fence: RevisionFence,
+  origin?: string,
+): Promise<boolean> {
+  const changed = await compareAndSetRevisionStatus(deps.db, {
+    revisionId: revision.id,
+    deploymentId: revision.deployment_id,
+    from: revision.status,
+    to: revision.status,
+    message,
+    now: nowIso(),
+    fence,
+  });
+  if (changed) announce(deps.bus, revision.deployment_id, origin);
+  return changed !== undefined;
+}

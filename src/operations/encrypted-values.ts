@@ -10,7 +10,7 @@ import { OperationError } from './errors.js';
 import { resourceUriContext } from '../security/resource-uris.js';
 import { configEnvContext } from '../security/config-env.js';
 import { webhookSecretContext } from '../security/webhook-secrets.js';
-import { jobSourceContext } from '../security/build-job-contexts.js';
+import { jobEnvContext, jobSourceContext } from '../security/build-job-contexts.js';
 import { idempotencyAnswerContext, idempotencyFingerprintContext } from '../security/idempotency-contexts.js';
 
 /** The key values are encrypted with now, and the one they are re-encrypted with. */
@@ -197,12 +197,18 @@ export const KEYED_VALUES: readonly KeyedValues[] = [
     key: ['id'],
     context: (row) => webhookSecretContext(row.id),
   }),
-  // An open build job's source credentials (erased when the job ends). The env a runner
-  // reported sits inside the job's result and is read by the engine at once.
+  // An open build job's source credentials (erased when the job ends).
   ciphertextColumn({
     table: 'build_jobs',
     column: 'source_encrypted',
     key: ['id'],
     context: (row) => jobSourceContext(row.id),
+  }),
+  // The env (langgraph.json's) a runner reported with the image it built.
+  ciphertextColumn({
+    table: 'build_jobs',
+    column: 'env_encrypted',
+    key: ['id'],
+    context: (row) => jobEnvContext(row.id),
   }),
 ];

@@ -1,3 +1,9 @@
+import { createWriteStream } from 'node:fs';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { MAX_UPLOAD_BYTES } from '../sources/uploads.js';
+import { DriverError } from '../engine/drivers/types.js';
 import type { HeartbeatView, JobSourceView, LogBatch, RunnerJobView, RunnerResult } from '../contract/build-runners.js';
 
 /** The control plane refused a call about a job this runner no longer holds (409 build_lease_lost, 404). */
@@ -37,6 +43,36 @@ export class RunnerClient {
     return this.#call('POST', `/v1/runner/jobs/${jobId}/result`, result);
   }
 
+  /**
+   * Downloads an uploaded archive from the URL a source answer gave into `file` (new),
+   * refusing more than an upload may hold. The key goes to BERTH_URL's origin only: the
+   * URL's path and query are asked of it, wherever the URL itself points (the server's public URL setting
+   * may be an address this machine does not reach, and the key is not for anyone else).
+   * A refusal no retry can change (expired, gone) is a DriverError, reported as the build's failure.
+   */
+  async download(url: string, file: string, signal: AbortSignal): Promise<void> {
+    const target = new URL(url);
+    const where = `${new URL(this.baseUrl).origin}${target.pathname}${target.search}`;
+    let response: Response;
+    try {
+      response = await fetch(where, { headers: { 'X-Api-Key': this.key }, signal: AbortSignal.any([signal, AbortSignal.timeout(30 * 60_000)]) });
+    } catch (error) {
+      throw new RunnerCallError(`GET ${target.pathname} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (!response.ok || !response.body) {
+      const detail = detailOf(await response.text()) ?? `status ${response.status}`;
+      if (response.status === 409 || response.status === 404) throw new LeaseLostError(detail);
+      if (response.status === 403 || response.status === 410) throw new DriverError(`the uploaded archive could not be downloaded: ${detail}`);
+      throw new RunnerCallError(`GET ${target.pathname} answered ${response.status}: ${detail}`);
+    }
+    await pipeline(
+      Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
+      new ByteLimit(MAX_UPLOAD_BYTES),
+      createWriteStream(file, { flags: 'wx', mode: 0o600 }),
+      { signal },
+    );
+  }
+
   async #call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal, timeoutMs = 30_000): Promise<T> {
     let response: Response;
     try {
@@ -62,5 +98,20 @@ function detailOf(text: string): string | undefined {
     return typeof detail === 'string' ? detail : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** Fails the stream past `max` bytes: an archive larger than any upload is not the one Berth took. */
+class ByteLimit extends Transform {
+  #bytes = 0;
+
+  constructor(private readonly max: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.#bytes += chunk.length;
+    if (this.#bytes > this.max) done(new DriverError(`the uploaded archive is larger than ${this.max} bytes, which no upload may be.`));
+    else done(null, chunk);
   }
 }

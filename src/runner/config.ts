@@ -42,6 +42,7 @@ export interface RunnerFlags {
   dataDir?: string;
   labels?: string;
   concurrency?: string;
+  healthPort?: string;
 }
 
 export class RunnerConfigError extends Error {
@@ -74,7 +75,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv, flags: RunnerFlags = {}
   if (!['auto', 'buildah', 'podman', 'docker'].includes(builder))
     problems.push(`BERTH_RUNNER_BUILDER must be auto, buildah, podman or docker (got '${builder}')`);
   const concurrency = integer('BERTH_RUNNER_CONCURRENCY', flags.concurrency ?? env.BERTH_RUNNER_CONCURRENCY, 1, 1, 64, problems);
-  const healthPort = integer('BERTH_RUNNER_HEALTH_PORT', env.BERTH_RUNNER_HEALTH_PORT, 0, 0, 65535, problems);
+  const healthPort = integer('BERTH_RUNNER_HEALTH_PORT', flags.healthPort ?? env.BERTH_RUNNER_HEALTH_PORT, 0, 0, 65535, problems);
   const pollSeconds = integer('BERTH_RUNNER_POLL_SECONDS', env.BERTH_RUNNER_POLL_SECONDS, 30, 1, 60, problems);
   if (problems.length > 0) throw new RunnerConfigError(`berth builder cannot start:\n  ${problems.join('\n  ')}`);
   return {

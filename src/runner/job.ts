@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { RunnerJobView } from '../contract/build-runners.js';
 import type { BuildDriver, BuildRequest, LogLevel, StepContext } from '../engine/drivers/types.js';
 import { DriverError } from '../engine/drivers/types.js';
-import { LeaseLostError, type RunnerClient } from './client.js';
+import { LeaseLostError, RunnerCallError, type RunnerClient } from './client.js';
+import type { JobOutcome } from './metrics.js';
+import { type FetchedSource, fetchSource } from './source.js';
 
 /** What builds one job: the driver to call, given the job (its image name and push credential). */
 export type DriverFor = (job: RunnerJobView) => BuildDriver;
@@ -12,12 +14,19 @@ const LOG_BATCH_LINES = 200;
 const RETRY_MS = 1_000;
 
 /**
- * Runs one claimed job: fetches where its source is, builds it with the driver, streams its
+ * Runs one claimed job: fetches where its source is (downloading an uploaded archive), builds it with the driver, streams its
  * log lines in numbered batches (a batch is re-sent with its number until it is taken, so no
  * line is lost or repeated), heartbeats the lease, and reports the image or the failure. A
  * `cancel` answer or a lost lease stops the build at once and reports nothing more.
  */
-export async function runJob(client: RunnerClient, job: RunnerJobView, driverFor: DriverFor, logger: Logger, stopping: AbortSignal): Promise<void> {
+export async function runJob(
+  client: RunnerClient,
+  job: RunnerJobView,
+  driverFor: DriverFor,
+  logger: Logger,
+  stopping: AbortSignal,
+  archiveDir: string,
+): Promise<JobOutcome> {
   const log = logger.child({ jobId: job.id, revisionId: job.revision_id });
   const stop = new AbortController();
   const lost = { value: false };
@@ -45,38 +54,24 @@ export async function runJob(client: RunnerClient, job: RunnerJobView, driverFor
     Math.max(1000, (job.lease_seconds * 1000) / 3),
   );
   const lines = new LineSender(client, job, log);
+  let fetched: FetchedSource | undefined;
   try {
-    const source = await client.source(job.id, job.lease_token);
-    const request: BuildRequest = {
-      workspaceId: job.workspace_id,
-      deploymentId: job.deployment_id,
-      deploymentName: job.deployment_name,
-      revisionId: job.revision_id,
-      source: {
-        kind: 'git',
-        url: source.url,
-        ref: source.ref,
-        ...(source.credentials
-          ? {
-              auth:
-                source.credentials.kind === 'basic'
-                  ? { kind: 'basic' as const, username: source.credentials.username, password: source.credentials.password }
-                  : {
-                      kind: 'ssh-key' as const,
-                      privateKey: source.credentials.private_key,
-                      ...(source.credentials.known_hosts ? { knownHosts: source.credentials.known_hosts } : {}),
-                    },
-            }
-          : {}),
-      },
-      graphConfigPath: job.graph_config_path,
-      installCommand: job.install_command,
-      buildCommand: job.build_command,
-    };
+    const answer = await client.source(job.id, job.lease_token);
     const step: StepContext = { signal: stop.signal, log: async (level, message) => lines.add(level, message) };
     log.info('building');
     let report: Parameters<RunnerClient['result']>[1];
     try {
+      fetched = await fetchSource(client, job.id, answer, archiveDir, stop.signal);
+      const request: BuildRequest = {
+        workspaceId: job.workspace_id,
+        deploymentId: job.deployment_id,
+        deploymentName: job.deployment_name,
+        revisionId: job.revision_id,
+        source: fetched.source,
+        graphConfigPath: job.graph_config_path,
+        installCommand: job.install_command,
+        buildCommand: job.build_command,
+      };
       const built = await driverFor(job).build(request, step);
       report = {
         lease_token: job.lease_token,
@@ -87,19 +82,24 @@ export async function runJob(client: RunnerClient, job: RunnerJobView, driverFor
         ...(built.env ? { env: built.env } : {}),
       };
     } catch (error) {
-      if (stop.signal.aborted) return;
+      if (stop.signal.aborted || error instanceof LeaseLostError) return 'stopped';
+      // A download that failed on the way: another claim tries again once this lease runs out.
+      if (error instanceof RunnerCallError) throw error;
       const message = error instanceof DriverError ? error.message : 'the build runner failed unexpectedly; its log has the details.';
       if (!(error instanceof DriverError)) log.error({ err: error }, 'build failed unexpectedly');
       report = { lease_token: job.lease_token, status: 'failed', message };
     }
     await lines.close();
-    if (lost.value) return;
+    if (lost.value) return 'stopped';
     await untilTaken(() => client.result(job.id, report), stop.signal);
     log.info({ status: report.status }, 'build reported');
+    return report.status;
   } catch (error) {
-    if (error instanceof LeaseLostError || stop.signal.aborted) return;
+    if (error instanceof LeaseLostError || stop.signal.aborted) return 'stopped';
     log.error({ err: error }, 'the job could not be run');
+    return 'abandoned';
   } finally {
+    await fetched?.release();
     clearInterval(heartbeat);
     stopping.removeEventListener('abort', onStop);
     lines.stop();

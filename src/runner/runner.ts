@@ -5,6 +5,7 @@ import { LangGraphBuildDriver } from '../engine/drivers/langgraph-build.js';
 import { RunnerClient } from './client.js';
 import type { RunnerConfig } from './config.js';
 import { type DriverFor, runJob } from './job.js';
+import { type JobOutcome, RunnerMetrics } from './metrics.js';
 
 const CLAIM_RETRY_MS = 2_000;
 
@@ -33,7 +34,8 @@ export function langGraphDriverFor(config: RunnerConfig): DriverFor {
 
 /**
  * `berth builder`: `concurrency` loops, each long-polling the control plane for a build job
- * and running it (job.ts). A health endpoint answers `GET /healthz` with what runs now.
+ * and running it (job.ts). A health endpoint answers `GET /healthz` with what runs now, and
+ * `GET /metrics` in Prometheus' format (metrics.ts).
  */
 export class BuildRunner {
   readonly #client: RunnerClient;
@@ -41,6 +43,7 @@ export class BuildRunner {
   readonly #running = new Set<string>();
   #server: http.Server | undefined;
   #lastContact: string | null = null;
+  readonly #metrics: RunnerMetrics;
 
   constructor(
     private readonly config: RunnerConfig,
@@ -48,6 +51,7 @@ export class BuildRunner {
     private readonly driverFor: DriverFor = langGraphDriverFor(config),
   ) {
     this.#client = new RunnerClient(config.berthUrl, config.runnerKey);
+    this.#metrics = new RunnerMetrics(config.concurrency);
   }
 
   async run(): Promise<void> {
@@ -67,7 +71,9 @@ export class BuildRunner {
       let job;
       try {
         ({ job } = await this.#client.claim(this.config.labels, this.config.pollSeconds, signal));
-        this.#lastContact = new Date().toISOString();
+        const now = new Date();
+        this.#lastContact = now.toISOString();
+        this.#metrics.polled(now);
       } catch (error) {
         if (signal.aborted) break;
         this.logger.warn({ err: error }, 'asking for a build failed; trying again');
@@ -76,16 +82,26 @@ export class BuildRunner {
       }
       if (!job) continue;
       this.#running.add(job.id);
+      this.#metrics.started();
+      let outcome: JobOutcome = 'abandoned';
       try {
-        await runJob(this.#client, job, this.driverFor, this.logger, signal);
+        outcome = await runJob(this.#client, job, this.driverFor, this.logger, signal, path.join(this.config.dataDir, 'archives'));
       } finally {
         this.#running.delete(job.id);
+        this.#metrics.ended(outcome);
       }
     }
   }
 
   async #serveHealth(): Promise<void> {
     this.#server = http.createServer((request, response) => {
+      if (request.url === '/metrics') {
+        this.#metrics.registry.metrics().then(
+          (text) => response.writeHead(200, { 'content-type': this.#metrics.registry.contentType }).end(text),
+          () => response.writeHead(500).end(),
+        );
+        return;
+      }
       if (request.url !== '/healthz') {
         response.writeHead(404).end();
         return;

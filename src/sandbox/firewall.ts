@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
-import { lastOutputLine, runBuilderCommand } from '../build/commands.js';
+import { lastOutputLine, runTool } from '../containers/commands.js';
 
 /** The nftables table Berth owns; nothing else of the host's rules is touched. */
 export const FIREWALL_TABLE = 'berth_build_sandbox';
@@ -59,6 +59,6 @@ export async function loopbackResolvers(resolvConf = '/etc/resolv.conf'): Promis
 
 /** Loads the rules (idempotent, atomic); returns why it could not, or null. */
 export async function applyFirewall(nft: string, rules: string): Promise<string | null> {
-  const result = await runBuilderCommand({ binary: nft, env: { PATH: process.env.PATH ?? '' } }, ['-f', '-'], { input: rules, timeoutMs: 15_000 });
+  const result = await runTool({ binary: nft, env: { PATH: process.env.PATH ?? '' } }, ['-f', '-'], { input: rules, timeoutMs: 15_000 });
   return result.code === 0 ? null : `nft could not load the build firewall: ${lastOutputLine(result)}`;
 }

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
-import { lastOutputLine, runBuilderCommand } from '../build/commands.js';
+import { lastOutputLine, runTool } from '../containers/commands.js';
 
 /** The system's programs only: a build user's environment never names another PATH. */
 export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -24,7 +24,7 @@ export async function ensureDir(dir: string, mode: number, owner?: { uid: number
 
 /** Runs a system program as root (or as `runAs`); throws with its last line of output when it fails. */
 export async function runHostProgram(program: string, args: string[], runAs?: { uid: number; gid: number }, timeoutMs = 60_000): Promise<string> {
-  const result = await runBuilderCommand({ binary: program, env: { PATH: SYSTEM_PATH }, ...(runAs ? { runAs } : {}) }, args, { timeoutMs });
+  const result = await runTool({ binary: program, env: { PATH: SYSTEM_PATH }, ...(runAs ? { runAs } : {}) }, args, { timeoutMs });
   if (result.code !== 0) throw new Error(`${program} failed: ${lastOutputLine(result)}`);
   return result.stdout;
 }

@@ -1,8 +1,8 @@
 import { access, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { lastOutputLine, runBuilderCommand } from '../build/commands.js';
-import { localImageId } from '../build/image-store.js';
-import { BuildError, type ResolvedBuilder } from '../build/types.js';
+import { lastOutputLine, runTool } from '../containers/commands.js';
+import { localImageId } from '../image-builds/image-store.js';
+import { BuildError, type ResolvedBuilder } from '../image-builds/types.js';
 import { withDirectoryLock } from '../locks/directory-lock.js';
 import { runHostProgram, SYSTEM_PATH } from './host.js';
 import type { BuildSandbox } from './sandbox.js';
@@ -33,7 +33,7 @@ export async function provideBaseImage(sandbox: BuildSandbox, host: ResolvedBuil
   if (!hostId) {
     if (basesId) return;
     await log(`Pulling the base image ${image} for this host's builds`);
-    const pulled = await runBuilderCommand(bases, ['pull', '--quiet', image], { timeoutMs: 15 * 60_000 });
+    const pulled = await runTool(bases, ['pull', '--quiet', image], { timeoutMs: 15 * 60_000 });
     if (pulled.code !== 0) throw new BuildError(`Could not pull the base image ${image}: ${lastOutputLine(pulled)}.`);
     return;
   }
@@ -83,7 +83,7 @@ export async function forgetBuiltImage(sandbox: BuildSandbox, workspaceId: strin
   if (await exists(path.join(sandbox.settings.dir, 'workspaces', workspaceId))) {
     const builder = await sandbox.builderFor(workspaceId);
     if ((await localImageId(builder, image)) !== null) {
-      const removed = await runBuilderCommand(builder, ['rmi', image]);
+      const removed = await runTool(builder, ['rmi', image]);
       if (removed.code !== 0 && (await localImageId(builder, image)) !== null) {
         throw new Error(`could not remove ${image} from the build store of workspace ${workspaceId}: ${lastOutputLine(removed)}`);
       }
@@ -105,7 +105,7 @@ export async function forgetBuiltImage(sandbox: BuildSandbox, workspaceId: strin
     if (kept.length === manifests.length) return;
     // The build user owns the layout: it writes the new index beside the old and renames it over.
     const next = path.join(layoutDir, 'index.json.next');
-    await runBuilderCommand({ binary: 'tee', env: { PATH: SYSTEM_PATH }, runAs: { uid: sandbox.user.uid, gid: sandbox.user.gid } }, [next], {
+    await runTool({ binary: 'tee', env: { PATH: SYSTEM_PATH }, runAs: { uid: sandbox.user.uid, gid: sandbox.user.gid } }, [next], {
       input: JSON.stringify({ ...index, manifests: kept }),
     });
     await runHostProgram('mv', ['-f', '--', next, path.join(layoutDir, 'index.json')], sandbox.user);
@@ -141,12 +141,12 @@ function layoutReference(image: string): string {
 }
 
 async function copy(skopeo: ResolvedBuilder, args: string[], what: string): Promise<void> {
-  const result = await runBuilderCommand(skopeo, ['copy', '--quiet', ...args], { timeoutMs: 30 * 60_000 });
+  const result = await runTool(skopeo, ['copy', '--quiet', ...args], { timeoutMs: 30 * 60_000 });
   if (result.code !== 0) throw new BuildError(`Could not ${what}: ${lastOutputLine(result)}.`);
 }
 
 async function imageId(builder: ResolvedBuilder, image: string): Promise<string | null> {
-  const result = await runBuilderCommand(builder, ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', image]);
+  const result = await runTool(builder, ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', image]);
   return result.code === 0 ? result.stdout.trim() || null : null;
 }
 

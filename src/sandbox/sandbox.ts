@@ -1,7 +1,7 @@
 import { mkdtemp, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { lastOutputLine, runBuilderCommand } from '../build/commands.js';
-import type { ResolvedBuilder } from '../build/types.js';
+import { lastOutputLine, runTool } from '../containers/commands.js';
+import type { ResolvedBuilder } from '../image-builds/types.js';
 import type { BuildSandboxSettings } from '../config.js';
 import { BERTH_CONTAINERS_CONF, BERTH_REGISTRIES_CONF, findOnPath } from '../containers/tools.js';
 import { BuildCgroup, type CgroupLayout, detectCgroups } from './cgroups.js';
@@ -131,7 +131,7 @@ export class BuildSandbox {
 
   /** Gives the work directory to the build user, without following the links its contents hold. */
   async handOver(work: BuildWorkDir): Promise<void> {
-    const result = await runBuilderCommand({ binary: this.tools.chown, env: { PATH: SYSTEM_PATH } }, [
+    const result = await runTool({ binary: this.tools.chown, env: { PATH: SYSTEM_PATH } }, [
       '-R',
       '--no-dereference',
       `${this.user.uid}:${this.user.gid}`,
@@ -148,9 +148,9 @@ export class BuildSandbox {
     const owner = await stat(work.path).catch(() => null);
     if (!owner) return;
     const asUser = owner.uid === this.user.uid ? { runAs: { uid: this.user.uid, gid: this.user.gid } } : {};
-    await runBuilderCommand({ binary: this.tools.rm, env: { PATH: SYSTEM_PATH }, ...asUser }, ['-rf', '--one-file-system', '--', work.path]);
+    await runTool({ binary: this.tools.rm, env: { PATH: SYSTEM_PATH }, ...asUser }, ['-rf', '--one-file-system', '--', work.path]);
     // The directory itself sits in root's contexts/ directory, which the build user cannot change.
-    await runBuilderCommand({ binary: this.tools.rm, env: { PATH: SYSTEM_PATH } }, ['-rf', '--one-file-system', '--', work.path]);
+    await runTool({ binary: this.tools.rm, env: { PATH: SYSTEM_PATH } }, ['-rf', '--one-file-system', '--', work.path]);
   }
 
   /** A control group with this build's limits; the build joins it before it starts. */

@@ -1,6 +1,6 @@
 import { open, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { lastOutputLine, runBuilderCommand } from '../build/commands.js';
+import { lastOutputLine, runTool } from '../containers/commands.js';
 import type { BuildUser } from './build-user.js';
 import { ensureDir, runHostProgram, SYSTEM_PATH } from './host.js';
 
@@ -59,7 +59,7 @@ export class WorkspaceDisks {
       await runHostProgram('mv', ['-f', partial, image]);
     }
     await ensureDir(mountDir, 0o700);
-    const mounted = await runBuilderCommand({ binary: 'mount', env: { PATH: SYSTEM_PATH } }, ['-o', 'loop,nosuid,nodev,noatime,discard', image, mountDir]);
+    const mounted = await runTool({ binary: 'mount', env: { PATH: SYSTEM_PATH } }, ['-o', 'loop,nosuid,nodev,noatime,discard', image, mountDir]);
     // Another process may have mounted it meanwhile.
     if (mounted.code !== 0 && !(await isMountPoint(mountDir))) {
       throw new Error(

@@ -1,11 +1,15 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import type { Static } from 'typebox';
-import type { ClaimRequest, HeartbeatView, JobSource, JobSourceView, LogBatch, RunnerJobView, RunnerResult } from '../contract/build-runners.js';
+import type { ClaimRequest, GitJobSource, HeartbeatView, JobSourceView, LogBatch, RunnerJobView, RunnerResult } from '../contract/build-runners.js';
 import { fail } from '../domain/errors.js';
 import type { Principal } from '../domain/tenancy.js';
 import type { EventBus } from '../events/bus.js';
 import type { Registry } from '../registry/setup.js';
 import { jobEnvContext, jobSourceContext } from '../security/build-job-contexts.js';
 import type { Encryptor } from '../security/encryption.js';
+import { TokenError, type TokenSigner } from '../security/signed-tokens.js';
 import { type Db, nowIso } from '../store/database.js';
 import {
   type BuildJobRecord,
@@ -20,6 +24,9 @@ import { allFieldsRead } from './all-fields-read.js';
 
 /** How long a push credential given with a claim lasts: a build that pushes later asks again at its heartbeat. */
 const PUSH_CREDENTIAL_SECONDS = 600;
+/** How long an uploaded archive's download URL lasts: a runner fetches it right after asking for the source. */
+const ARCHIVE_URL_SECONDS = 600;
+const ARCHIVE_PURPOSE = 'runner-archive';
 /** The safety net behind the bus for a waiting claim (a notification lost between processes). */
 const CLAIM_RECHECK_MS = 5_000;
 
@@ -30,7 +37,19 @@ export interface BuildRunnerDeps {
   registry: Registry | undefined;
   /** BERTH_RUNNER_LEASE_SECONDS, in ms: a runner that does not heartbeat within it loses its job to another. */
   leaseMs: number;
+  /** Signs archive download URLs, bound to a job and its claim. */
+  archiveSigner: TokenSigner;
 }
+
+/** A job's source as the engine sealed it (engine/runner-build.ts). */
+type SealedSource =
+  | {
+      kind: 'git';
+      url: string;
+      ref: string;
+      auth?: { kind: 'basic'; username: string; password: string } | { kind: 'ssh-key'; privateKey: string; knownHosts?: string };
+    }
+  | { kind: 'archive'; path: string };
 
 /**
  * The runner side of build jobs (docs/build-runners.md). Every call about a job is fenced
@@ -98,6 +117,12 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
     };
   }
 
+  /** Given out while the job is claimed only: it is erased when the job ends. */
+  function sealedSource(job: BuildJobRecord): SealedSource {
+    if (job.status !== 'claimed' || job.source_encrypted === null) throw fail('build_lease_lost', 'The job is over: its source is no longer given out.');
+    return JSON.parse(encryptor.decrypt(job.source_encrypted, jobSourceContext(job.id))) as SealedSource;
+  }
+
   const announce = (job: BuildJobRecord) => bus.publish({ topic: 'build-job', deploymentId: job.deployment_id, jobId: job.id });
 
   return {
@@ -145,21 +170,53 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
       return { action: extended.status === 'claimed' ? 'continue' : 'cancel', lease_expires_at: extended.lease_expires_at ?? nowIso() };
     },
 
-    async source(principal: Principal, jobId: string, token: string): Promise<JobSourceView> {
+    /** `baseUrl`: Berth's address as the runner reaches it, for an archive's download URL. */
+    async source(principal: Principal, jobId: string, token: string, baseUrl: string): Promise<JobSourceView> {
       const job = await held(principal, jobId, token);
-      if (job.status !== 'claimed' || job.source_encrypted === null) throw fail('build_lease_lost', 'The job is over: its source is no longer given out.');
-      const source = JSON.parse(encryptor.decrypt(job.source_encrypted, jobSourceContext(job.id))) as {
-        url: string;
-        ref: string;
-        auth?: { kind: 'basic'; username: string; password: string } | { kind: 'ssh-key'; privateKey: string; knownHosts?: string };
-      };
+      const source = sealedSource(job);
+      if (source.kind === 'archive') {
+        const { token: signed, claims } = deps.archiveSigner.sign({
+          purpose: ARCHIVE_PURPOSE,
+          ttlSeconds: ARCHIVE_URL_SECONDS,
+          bound: { job: job.id, claim: String(job.attempts) },
+        });
+        return {
+          kind: 'archive',
+          url: `${baseUrl}/v1/runner/jobs/${job.id}/archive?token=${encodeURIComponent(signed)}`,
+          expires_at: new Date(claims.exp * 1000).toISOString(),
+        };
+      }
       const auth = source.auth;
-      const credentials: Static<typeof JobSource>['credentials'] = !auth
+      const credentials: Static<typeof GitJobSource>['credentials'] = !auth
         ? null
         : auth.kind === 'basic'
           ? { kind: 'basic', username: auth.username, password: auth.password }
           : { kind: 'ssh-key', private_key: auth.privateKey, ...(auth.knownHosts ? { known_hosts: auth.knownHosts } : {}) };
       return { kind: 'git', url: source.url, ref: source.ref, credentials };
+    },
+
+    /**
+     * The uploaded archive of a job, for the URL `source` signed: the token names the job and
+     * the claim, and the runner key must be the one holding that claim still.
+     */
+    async archive(principal: Principal, jobId: string, token: string): Promise<{ stream: Readable; bytes: number }> {
+      let claims;
+      try {
+        claims = deps.archiveSigner.verify(token, { purpose: ARCHIVE_PURPOSE, bound: { job: jobId.toLowerCase() } });
+      } catch (error) {
+        if (!(error instanceof TokenError)) throw error;
+        throw fail('build_archive_url_invalid', `This archive URL is not valid (${error.message}): ask for the job's source again.`);
+      }
+      const job = await findBuildJob(db, jobId.toLowerCase());
+      if (!job || job.organization_id !== principal.organizationId) throw fail('build_job_not_found', `Build job ${jobId} not found.`);
+      if (job.runner_key_id !== principal.keyId || String(job.attempts) !== claims.bound.claim) {
+        throw fail('build_lease_lost', 'This runner does not hold the job any more (another runner took it): stop building it.');
+      }
+      const source = sealedSource(job);
+      if (source.kind !== 'archive') throw fail('build_archive_url_invalid', 'This job builds from a repository, not from an uploaded archive.');
+      const found = await stat(source.path).catch(() => null);
+      if (!found?.isFile()) throw fail('upload_url_gone', 'The uploaded archive of this job is no longer there; the revision must be uploaded again.');
+      return { stream: createReadStream(source.path), bytes: found.size };
     },
 
     async logs(principal: Principal, jobId: string, input: LogBatch): Promise<{ stored: boolean }> {
@@ -184,7 +241,7 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
         const expected = (job.request as { image: string }).image;
         if (image !== expected) throw fail('bad_request', `A succeeded build reports the image it pushed, which must be the job's image '${expected}'.`);
         const sealedEnv = env && Object.keys(env).length > 0 ? encryptor.encrypt(JSON.stringify(env), jobEnvContext(job.id)) : null;
-        outcome = { status: 'succeeded', result: { image: expected, digest, commit_sha, env: sealedEnv } };
+        outcome = { status: 'succeeded', result: { image: expected, digest, commit_sha }, envEncrypted: sealedEnv };
       } else {
         outcome = { status: 'failed', error: message ?? 'the build runner reported a failure without a message.' };
       }

@@ -97,7 +97,8 @@ export function createDeploymentEventService({ db, bus }: ServiceDeps) {
   };
 }
 
-function streamEvent(row: EventRow): DeploymentEvent {
+/** An event row as the streams send it (the workspace's adds the deployment to `data`). */
+export function streamEvent(row: EventRow): DeploymentEvent {
   const id = Number(row.id);
   if (row.kind === 'status') {
     return { id, event: 'status', data: { revision_id: row.revision_id, status: row.status ?? 'UNKNOWN', message: row.message, at: row.created_at } };

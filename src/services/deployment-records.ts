@@ -3,13 +3,13 @@ import { LRUCache } from 'lru-cache';
 import type { DeploymentView, RevisionConfigView, RevisionView } from '../contract/deployments.js';
 import { canonicalSource, type RevisionConfig } from '../domain/deployment-config.js';
 import type { DeploymentState } from '../domain/patch.js';
+import { DEFAULT_PREVIEW_SETTINGS } from '../domain/previews.js';
 import type { Secret } from '../domain/secrets.js';
 import type { Encryptor } from '../security/encryption.js';
 import { decryptSecretSet, encryptSecretSet, secretSetDigest } from '../security/secret-sets.js';
 import type { Executor } from '../store/database.js';
 import type { DeploymentForView, DeploymentRecord, DeploymentWithLatest, LatestForView } from '../store/repositories/deployments.js';
 import { buildOfImage, findRevisionById, type RevisionRecord, setRevisionBuild } from '../store/repositories/revisions.js';
-import type { RevisionBuild } from '../domain/build-inputs.js';
 import { decryptConfigEnv, encryptConfigEnv } from '../security/config-env.js';
 import { findSecretSetByDigest, insertSecretSet, secretEntries } from '../store/repositories/secret-sets.js';
 
@@ -136,13 +136,13 @@ export function createDeploymentRecords(encryptor: Encryptor, cacheCharacters = 
     async inheritBuild(trx: Executor, revision: RevisionRecord): Promise<void> {
       if (!revision.image_ref) return;
       const from = await buildOfImage(trx, revision.deployment_id, revision.image_ref, revision.id);
-      if (!from || (from.build_inputs === null && from.config_env_encrypted === null)) return;
-      const build = from.build_inputs === null ? null : (JSON.parse(from.build_inputs) as RevisionBuild);
+      if (!from || (from.build === null && from.config_env_encrypted === null)) return;
+      const { build } = from;
       if (build) build.reused_from_revision_id ??= from.id;
       revision.build = build;
       const env = decryptConfigEnv(encryptor, from.id, from.config_env_encrypted);
       await setRevisionBuild(trx, revision.id, {
-        build_inputs: build === null ? null : JSON.stringify(build),
+        build,
         build_key: from.build_key,
         config_env_encrypted: encryptConfigEnv(encryptor, revision.id, env),
       });
@@ -202,7 +202,22 @@ export function deploymentView(deployment: DeploymentRecord, revision: LatestFor
     image_version: deployment.image_version,
     url: deployment.url,
     remote_reconciled: deployment.remote_reconciled,
+    previews: deployment.preview_settings ?? DEFAULT_PREVIEW_SETTINGS,
+    parent_deployment_id: deployment.parent_deployment_id,
+    preview: previewOriginView(deployment),
     created_at: deployment.created_at,
     updated_at: deployment.updated_at,
+  };
+}
+
+function previewOriginView({ preview_origin: origin, preview_active_at: activeAt, created_at }: DeploymentRecord): DeploymentView['preview'] {
+  if (!origin) return null;
+  return {
+    kind: origin.kind,
+    pull_request_number: origin.kind === 'pull_request' ? origin.number : null,
+    branch: origin.kind === 'pull_request' ? origin.head_ref : origin.branch,
+    head_sha: origin.head_sha,
+    fork: origin.kind === 'pull_request' && origin.fork,
+    last_activity_at: activeAt ?? created_at,
   };
 }

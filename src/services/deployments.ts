@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { canonicalSource, completeResourceSpec, completeRevisionConfig, givenRevisionFields, newSourceConfig } from '../domain/deployment-config.js';
 import { beingDeleted, deploymentNotFound, fail } from '../domain/errors.js';
 import { planPatch, planSecretsChange } from '../domain/patch.js';
+import { mergePreviewSettings, refuseUnpreviewable } from '../domain/previews.js';
 import { resolvePlacement } from '../domain/placement.js';
 import { mergeSecrets, type SecretChange, validateSecrets } from '../domain/secrets.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
@@ -169,10 +170,18 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
         row.source_config = plan.sourceConfig;
         if (plan.displayName !== undefined) row.display_name = plan.displayName;
         if (plan.imageVersion !== undefined) row.image_version = plan.imageVersion;
+        if (input.previews != null) {
+          row.preview_settings = mergePreviewSettings(row.preview_settings, input.previews);
+          refuseUnpreviewable(
+            { isPreview: row.parent_deployment_id !== null, fromRepository: canonicalSource(row.source) === 'codehost' },
+            row.preview_settings,
+          );
+        }
         await repo.updateDeployment(trx, id, {
           source_config: row.source_config,
           display_name: row.display_name,
           image_version: row.image_version,
+          ...(input.previews != null && row.preview_settings ? { preview_settings: row.preview_settings } : {}),
           updated_at: now,
         });
         // A change that makes a revision is explicit: the deployment follows it, pinned or not.

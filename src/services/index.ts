@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { Db } from '../store/database.js';
@@ -9,13 +10,16 @@ import { createListenerService } from './listeners.js';
 import { createLogService } from './logs.js';
 import { createDeploymentEventService } from './deployment-events.js';
 import { createOAuthProviderService } from './oauth-providers.js';
+import { createPreviewService } from './previews.js';
 import { createPushBuildService } from './push-builds.js';
 import { createPushTokenService } from './push-tokens.js';
 import { createUploadService, type UploadService } from './uploads.js';
-import type { UploadStore } from '../build/uploads.js';
+import type { UploadStore } from '../sources/uploads.js';
 import type { UploadLimits } from '../domain/upload-quota.js';
 import type { Registry } from '../registry/setup.js';
+import type { TokenSigner } from '../security/signed-tokens.js';
 import { createBuildRunnerService } from './build-runners.js';
+import { createRunnerLabelService } from './runner-labels.js';
 import { createRevisionService } from './revisions.js';
 import type { ProvisioningPolicy } from './database-limit.js';
 import { createTenancyService } from './tenancy.js';
@@ -23,6 +27,7 @@ import { createIdempotencyService } from './idempotency.js';
 import { createAuditService } from './audit.js';
 import { createSessionService } from './sessions.js';
 import { createWebhookService } from './webhooks.js';
+import { createWorkspaceEventService } from './workspace-events.js';
 
 export interface ServiceDeps {
   db: Db;
@@ -51,6 +56,11 @@ export interface ServiceOptions {
   outboundAllowPrivate: boolean;
   /** BERTH_RUNNER_LEASE_SECONDS, in ms: how long a build runner's claim lasts without a heartbeat. */
   runnerLeaseMs?: number;
+  /** BERTH_PREVIEWS_ALLOW_FORKS. */
+  previewsAllowForks: boolean;
+  logger: Logger;
+  /** Signs the URLs build runners download uploaded archives from; a key of its own (security/derived-keys.ts). */
+  runnerArchiveSigner: TokenSigner;
 }
 
 /** What the deployment and revision services share: one view of deployments and their secrets. */
@@ -65,15 +75,23 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
   const uploads = createUploadService({ db: deps.db, uploads: options.uploadStore, limits: options.uploadLimits });
   const deploymentDeps = { ...deps, ...options, integrations, uploads, records: createDeploymentRecords(deps.encryptor) };
   const revisions = createRevisionService(deploymentDeps);
+  const previews = createPreviewService(deps, {
+    records: deploymentDeps.records,
+    revisionsKept: options.revisionsKept,
+    allowForks: options.previewsAllowForks,
+    logger: options.logger,
+  });
   return {
     tenancy: createTenancyService(deps.db),
     deployments: createDeploymentService(deploymentDeps),
     revisions,
-    pushBuilds: createPushBuildService({ ...deps, revisions, codehost: options.codehost }),
+    pushBuilds: createPushBuildService({ ...deps, revisions, previews, codehost: options.codehost }),
+    previews,
     uploads,
     pushTokens: createPushTokenService({ db: deps.db, registry: options.registry }),
     logs: createLogService(deps),
     deploymentEvents: createDeploymentEventService(deps),
+    workspaceEvents: createWorkspaceEventService(deps),
     listeners: createListenerService(deps),
     listenerProtocol: createListenerProtocolService(deps),
     integrations,
@@ -82,7 +100,13 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     audit: createAuditService(deps.db),
     sessions: createSessionService(deps.db, { ttlMs: options.sessionTtlMs }),
     webhooks: createWebhookService(deps, { allowPrivate: options.outboundAllowPrivate }),
-    buildRunners: createBuildRunnerService({ ...deps, registry: options.registry, leaseMs: options.runnerLeaseMs ?? 30_000 }),
+    runnerLabels: createRunnerLabelService(deps),
+    buildRunners: createBuildRunnerService({
+      ...deps,
+      registry: options.registry,
+      leaseMs: options.runnerLeaseMs ?? 30_000,
+      archiveSigner: options.runnerArchiveSigner,
+    }),
   };
 }
 

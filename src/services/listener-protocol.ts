@@ -10,10 +10,10 @@ import { LISTENER_PROTOCOL_VERSION } from '../contract/listener-protocol.js';
 import { DEFAULT_DEPLOY_TIMEOUT_SECONDS } from '../domain/deployment-config.js';
 import { fail, listenerNotFound } from '../domain/errors.js';
 import { HEARTBEAT_INTERVAL_SECONDS, OFFLINE_AFTER_SECONDS } from '../domain/listener-status.js';
-import { platformVariables } from '../domain/platform-env.js';
-import { IN_PROGRESS_STATUSES, type RevisionStatus } from '../domain/revision-status.js';
+import { containerEnvironment } from '../domain/build-inputs.js';
+import type { RevisionStatus } from '../domain/revision-status.js';
 import { announce, announceListener, recordLog } from '../events/recorder.js';
-import { moveDeployment } from '../lifecycle/deployments.js';
+import { deploymentServes, settleUnused } from '../lifecycle/outcomes.js';
 import { moveRevision, type RevisionMove } from '../lifecycle/revisions.js';
 import { decryptSecretSet } from '../security/secret-sets.js';
 import { type Executor, nowIso } from '../store/database.js';
@@ -28,7 +28,7 @@ import {
 import { bumpGeneration, findListenerById, generationOf, generationsOf, type ListenerRecord, markSeen } from '../store/repositories/listeners.js';
 import { resourcesOf } from '../store/repositories/resources.js';
 import { provisionedVariables } from '../provisioning/variables.js';
-import { configEnvOf, findRevisionById, type RevisionRecord, revisionsForListener, revisionsInStatus } from '../store/repositories/revisions.js';
+import { configEnvOf, findRevisionById, type RevisionRecord, revisionsForListener } from '../store/repositories/revisions.js';
 import { decryptConfigEnv } from '../security/config-env.js';
 import { secretEntries } from '../store/repositories/secret-sets.js';
 import { allFieldsRead } from './all-fields-read.js';
@@ -110,14 +110,14 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
 
   /** The revision's secrets, the provisioned databases and the platform's variables: everything its container gets. */
   async function environmentOf(deployment: DeploymentRecord, revision: RevisionRecord): Promise<{ name: string; value: string }[]> {
-    const secrets = revision.secret_set_id ? decryptSecretSet(encryptor, await secretEntries(db, [revision.secret_set_id])) : [];
-    const databases = provisionedVariables(encryptor, await resourcesOf(db, deployment.id));
-    const platform = Object.entries(platformVariables(deployment, revision)).map(([name, value]) => ({ name, value }));
-    // langgraph.json's env goes first: a later entry of the same name wins (domain/build-inputs.ts, runEnvironment).
-    const configEnv = Object.entries(decryptConfigEnv(encryptor, revision.id, await configEnvOf(db, revision.id)))
-      .filter(([name]) => !secrets.some((secret) => secret.name === name))
-      .map(([name, value]) => ({ name, value }));
-    return [...configEnv, ...secrets, ...databases, ...platform];
+    const env = containerEnvironment({
+      configEnv: decryptConfigEnv(encryptor, revision.id, await configEnvOf(db, revision.id)),
+      secrets: revision.secret_set_id ? decryptSecretSet(encryptor, await secretEntries(db, [revision.secret_set_id])) : [],
+      provisioned: provisionedVariables(encryptor, await resourcesOf(db, deployment.id)),
+      deployment,
+      revision,
+    });
+    return Object.entries(env).map(([name, value]) => ({ name, value }));
   }
 
   async function logLines(trx: Executor, revision: RevisionRecord, lines: RevisionReportInput['logs']): Promise<void> {
@@ -165,26 +165,14 @@ export function createListenerProtocolService({ db, bus, encryptor }: ServiceDep
         move.message = `Deploy failed on listener ${caller.listenerId}: ${message?.trim() || 'no reason given'}`;
         move.alongside = async (trx) => {
           await logLines(trx, revision, logs);
-          // As the engine settles: nothing serves and nothing else is in flight.
-          if ((await revisionsInStatus(trx, deployment.id, [...IN_PROGRESS_STATUSES])).length === 0) {
-            await moveDeployment({ db, bus }, deployment.id, 'UNUSED', { fence, requireInactive: true }, trx);
-          }
+          await settleUnused({ db, bus }, deployment.id, { fence }, trx);
         };
       } else {
         move.message = url ? `Serving at ${url}.` : `Deployed by listener ${caller.listenerId}.`;
         move.set = { url: url ?? null };
         move.alongside = async (trx) => {
           await logLines(trx, revision, logs);
-          const sourceConfig = { ...deployment.source_config };
-          // custom_url is the user's to set (e.g. a proxy in front); fill it only when empty.
-          if (url && (!sourceConfig.custom_url || sourceConfig.custom_url === deployment.url)) sourceConfig.custom_url = url;
-          await moveDeployment(
-            { db, bus },
-            deployment.id,
-            'READY',
-            { fence, set: { active_revision_id: revision.id, ...(url ? { url, source_config: sourceConfig } : {}) } },
-            trx,
-          );
+          await deploymentServes({ db, bus }, trx, deployment, { revisionId: revision.id, url: url || null, fence });
           await markRemoteReconciled(trx, deployment.id, revision.id);
         };
       }

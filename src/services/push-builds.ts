@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import {
+  type GitHubPullRequest,
   type GitHubPush,
   type GitSettings,
   pushMatchesRepository,
@@ -9,6 +10,7 @@ import {
   sameRepository,
   WebhookError,
 } from '../codehost/index.js';
+import type { PushOutcomeView } from '../contract/builds.js';
 import { pushedCommit } from '../domain/build-on-push.js';
 import { fail } from '../domain/errors.js';
 import { integrationNotFound } from '../domain/integrations.js';
@@ -18,20 +20,15 @@ import { type DeploymentWithLatest, deploymentsBuildingOnPush } from '../store/r
 import * as integrations from '../store/repositories/integrations.js';
 import type { Encryptor } from '../security/encryption.js';
 import type { CodehostOptions } from './integrations.js';
+import type { PreviewService } from './previews.js';
 import type { RevisionService } from './revisions.js';
+import { previewParents } from '../store/repositories/previews.js';
 
 /** The integration a webhook delivery names, found (and its secret read) before the body is. */
 export interface WebhookTarget {
   integrationId: string;
   workspaceId: string;
   secret: string;
-}
-
-export interface PushOutcome {
-  /** What the delivery was: a push acted on, a redelivery, or an event that asks for nothing. */
-  outcome: 'built' | 'duplicate' | 'ignored';
-  /** Revisions created, one per deployment that builds this repository and branch on push. */
-  revision_ids: string[];
 }
 
 /**
@@ -47,11 +44,13 @@ export function createPushBuildService({
   db,
   encryptor,
   revisions,
+  previews,
   codehost,
 }: {
   db: Db;
   encryptor: Encryptor;
   revisions: RevisionService;
+  previews: PreviewService;
   codehost: CodehostOptions;
 }) {
   async function buildDeployments(deployments: DeploymentWithLatest[], reason: string, sha: string): Promise<string[]> {
@@ -70,6 +69,23 @@ export function createPushBuildService({
       ({ deployment, latest }) =>
         deployment.source_config.repo_url && matches(deployment.source_config.repo_url) && latest?.source_revision_config.repo_ref === branch,
     );
+
+  /**
+   * A pull request opened, updated, labelled, reopened or closed: previews of every deployment
+   * of its repository with previews on (services/previews.ts). Acted on once per delivery
+   * id and once per signed content (the same event replayed under a new id).
+   */
+  async function pullRequest(target: WebhookTarget, deliveryId: string, pr: GitHubPullRequest): Promise<PushOutcomeView> {
+    if (!(await integrations.findIntegrationById(db, target.integrationId))) throw integrationNotFound(target.integrationId);
+    const firstDelivery = await integrations.recordDelivery(db, target.integrationId, `github:${deliveryId}`, nowIso());
+    const key = `github-pr:${pr.repository.id}:${pr.number}:${pr.action}:${pr.headSha}:${[...pr.labels].sort().join(',')}`;
+    if (!firstDelivery || !(await integrations.recordDelivery(db, target.integrationId, key, nowIso()))) {
+      return { outcome: 'duplicate', revision_ids: [] };
+    }
+    const outcomes = await previews.onPullRequest(target.integrationId, pr);
+    const acted = outcomes.some((outcome) => outcome.action !== 'ignored');
+    return { outcome: acted ? 'built' : 'ignored', revision_ids: [], previews: outcomes };
+  }
 
   return {
     /**
@@ -94,7 +110,7 @@ export function createPushBuildService({
     },
 
     /** A delivery from a GitHub App's webhook, checked against the integration's webhook secret over its raw bytes. */
-    async githubDelivery(target: WebhookTarget, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcome> {
+    async githubDelivery(target: WebhookTarget, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<PushOutcomeView> {
       let delivery;
       try {
         delivery = readGitHubDelivery({ headers, rawBody, secret: target.secret });
@@ -103,6 +119,7 @@ export function createPushBuildService({
         if (error.failure === 'payload-invalid') throw fail('webhook_payload_invalid', `Webhook delivery refused: ${error.message}.`);
         throw fail('webhook_signature_invalid', `Webhook delivery refused: ${error.message}.`);
       }
+      if (delivery.event === 'pull_request') return pullRequest(target, delivery.deliveryId, delivery.pullRequest);
       if (delivery.event !== 'push' || !delivery.push.branch || delivery.push.deleted) return { outcome: 'ignored', revision_ids: [] };
       // The integration was found before the body arrived; it may have been deleted meanwhile.
       if (!(await integrations.findIntegrationById(db, target.integrationId))) throw integrationNotFound(target.integrationId);
@@ -125,12 +142,14 @@ export function createPushBuildService({
       let built = 0;
       for (const integration of await integrations.listAllIntegrations(db, 'git')) {
         const deployments = await deploymentsBuildingOnPush(db, integration.id);
-        if (deployments.length === 0) continue;
+        const parents = await previewParents(db, integration.id);
+        if (deployments.length === 0 && parents.length === 0) continue;
         const settings = integration.settings as unknown as GitSettings;
         const credentials = decryptCredentials(encryptor, integration.id, integration.credentials_encrypted).git;
         for (const url of settings.repositories) {
           const theirs = deployments.filter(({ deployment }) => deployment.source_config.repo_url && sameRepository(deployment.source_config.repo_url, url));
-          if (theirs.length === 0) continue;
+          const previewing = parents.some((parent) => parent.source_config.repo_url && sameRepository(parent.source_config.repo_url, url));
+          if (theirs.length === 0 && !previewing) continue;
           try {
             const own = credentials?.perRepository?.[url];
             const auth = own
@@ -148,6 +167,9 @@ export function createPushBuildService({
             const seen = await integrations.branchHeads(db, integration.id, url);
             const firstLook = Object.keys(seen).length === 0;
             await integrations.saveBranchHeads(db, integration.id, url, heads, nowIso());
+            // Previews follow the heads as they are, first look included: a branch pushed
+            // before previews were turned on gets its preview too.
+            if (previewing) built += await previews.onBranchHeads(integration.id, (repoUrl) => sameRepository(repoUrl, url), heads);
             if (firstLook) continue;
             for (const [branch, sha] of Object.entries(heads)) {
               if (seen[branch] === sha) continue;

@@ -1,8 +1,9 @@
+import type { UploadUrlView } from '../contract/builds.js';
 import { canonicalSource } from '../domain/deployment-config.js';
 import { beingDeleted, deploymentNotFound, fail } from '../domain/errors.js';
 import type { WorkspaceScope } from '../domain/tenancy.js';
 import { type UploadLimits, uploadQuotaMessage, uploadQuotaRefusal } from '../domain/upload-quota.js';
-import { UploadError, type UploadStore } from '../build/uploads.js';
+import { UploadError, type UploadStore } from '../sources/uploads.js';
 import { type Db, nowIso } from '../store/database.js';
 import { findDeployment, findDeploymentById } from '../store/repositories/deployments.js';
 import { recordChange } from './audit.js';
@@ -13,11 +14,6 @@ import {
   releaseUploadArchives,
   saveUploadReservation,
 } from '../store/repositories/upload-archives.js';
-
-export interface UploadUrl {
-  upload_url: string;
-  object_path: string;
-}
 
 /** An upload URL whose deployment is deleted (or being deleted): it stores nothing any more. */
 const uploadUrlGone = (deploymentId: string) =>
@@ -50,7 +46,7 @@ export function createUploadService({ db, uploads, limits }: { db: Db; uploads: 
   }
 
   return {
-    async issueUrl(scope: WorkspaceScope, deploymentId: string, base: string): Promise<UploadUrl> {
+    async issueUrl(scope: WorkspaceScope, deploymentId: string, base: string): Promise<UploadUrlView> {
       const deployment = await findDeployment(db, scope.workspaceId, deploymentId);
       if (!deployment) throw deploymentNotFound(deploymentId);
       if (canonicalSource(deployment.source) !== 'internal_source') {

@@ -116,6 +116,8 @@ export interface Database {
     deadline_at: string;
     /** JSON: the built image, for `succeeded`. */
     result: string | null;
+    /** Encrypted JSON of langgraph.json's env a runner reported with its image (migration 024), in a column of its own so key rotation covers it. */
+    env_encrypted: string | null;
     error: string | null;
     created_at: string;
     updated_at: string;
@@ -134,6 +136,15 @@ export interface Database {
     organization_id: string;
     labels: string;
     last_seen_at: string;
+  };
+  /** Labels a runner must advertise to build for a workspace or for deployments on a listener (migration 024). */
+  runner_label_requirements: {
+    scope: 'workspace' | 'listener';
+    scope_id: string;
+    organization_id: string;
+    /** JSON array. */
+    labels: string;
+    updated_at: string;
   };
   /** Dashboard sessions: `secret_hash` is the SHA-256 digest of the cookie's secret, never the secret. */
   sessions: {
@@ -167,6 +178,13 @@ export interface Database {
     /** The revision a rollback pinned the deployment to (build on push then makes none), and since when. */
     pinned_revision_id: string | null;
     pinned_at: string | null;
+    /** JSON: PreviewSettings of a parent (migration 023). */
+    preview_settings: string | null;
+    /** Set on previews only: their parent, `pr:<n>` or `branch:<name>`, JSON PreviewOrigin, and their last new commit. */
+    parent_deployment_id: string | null;
+    preview_key: string | null;
+    preview_origin: string | null;
+    preview_active_at: string | null;
     lease_owner: string | null;
     lease_expires_at: string | null;
     url: string | null;

@@ -5,15 +5,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { Client } from '@langchain/langgraph-sdk';
-import { BuildError, buildImage, detectBuilder, type ResolvedBuilder } from '../../src/build/builder.js';
-import { generateDockerfile } from '../../src/build/dockerfile.js';
-import { readLangGraphConfigFile } from '../../src/build/langgraph-config.js';
+import { BuildError, buildImage, detectBuilder, type ResolvedBuilder } from '../../src/image-builds/builder.js';
+import { generateDockerfile } from '../../src/langgraph-project/dockerfile.js';
+import { readLangGraphConfigFile } from '../../src/langgraph-project/langgraph-config.js';
 import { freePort } from '../support/process.js';
 import { ROOT, containersEnv, removeContainers, removeImages, run, runOk, waitForOk } from './helpers.js';
+import { BUILD_TEST_BASE_IMAGE, TEST_BASE_IMAGE_NODE } from '../support/base-image.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
 import { deadline } from '../support/deadline.js';
 
-const BASE_IMAGE = 'localhost/berth/langgraphjs-api:20';
+const BASE_IMAGE = `${TEST_BASE_IMAGE_NODE}:20`;
 const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
 /** Under load (two cores shared with other builds) a cold start can take a while. */
 const OK_TIMEOUT_MS = deadline(120_000);
@@ -54,7 +55,7 @@ describe('LangGraph.js agent image on the local base image', () => {
   before(
     async () => {
       const started = Date.now();
-      const script = await run('bash', [path.join(ROOT, 'scripts/build-base-images.sh')], 15 * 60_000);
+      const script = await run('bash', BUILD_TEST_BASE_IMAGE, 15 * 60_000);
       assert.equal(script.code, 0, `scripts/build-base-images.sh failed:\n${script.stderr}`);
       process.stderr.write(`# base image ready in ${seconds(Date.now() - started)}: ${script.stderr.trim().split('\n').at(-1)}\n`);
       const found = await detectBuilder('auto', containersEnv());
@@ -157,7 +158,7 @@ describe('LangGraph.js agent image on the local base image', () => {
       await cp(FIXTURE, context, { recursive: true });
       const cacheDir = await mkdtemp(path.join(work, 'build-cache-'));
       const config = await readLangGraphConfigFile(path.join(context, 'langgraph.json'));
-      const generated = await generateDockerfile(config, context, { defaultBaseImages: { node: 'localhost/berth/langgraphjs-api' }, layout: 'cached' });
+      const generated = await generateDockerfile(config, context, { defaultBaseImages: { node: TEST_BASE_IMAGE_NODE }, layout: 'cached' });
       assert.equal(generated.layout, 'cached', generated.layoutNote);
       assert.equal(generated.image, BASE_IMAGE);
       const build = async (log: (line: string) => void) => {

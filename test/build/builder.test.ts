@@ -4,7 +4,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BuildError, buildImage, detectBuilder, pushImage, removeImage, type ResolvedBuilder } from '../../src/build/builder.js';
+import { BuildError, buildImage, detectBuilder, pushImage, removeImage, type ResolvedBuilder } from '../../src/image-builds/builder.js';
 import {
   buildTestAgentImage,
   committedLayers,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { envFilePath, envFromFile, envFromObject } from '../../src/build/config-env.js';
-import { parseLangGraphConfig } from '../../src/build/langgraph-config.js';
+import { envFilePath, envFromFile, envFromObject } from '../../src/langgraph-project/config-env.js';
+import { parseLangGraphConfig } from '../../src/langgraph-project/langgraph-config.js';
 import { buildKey, type BuildInputs, runEnvironment } from '../../src/domain/build-inputs.js';
 
 const configWith = (env: unknown) => parseLangGraphConfig(JSON.stringify({ node_version: '20', graphs: { a: './a.ts:graph' }, env }));

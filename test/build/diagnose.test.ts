@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { explainBuildFailure } from '../../src/build/diagnose.js';
+import { explainBuildFailure } from '../../src/image-builds/diagnose.js';
 
 // Output shapes of real failures (buildah, docker with BuildKit, docker's classic builder, npm 11).
 describe('explaining a failed build', () => {

@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type DockerfileCommandOptions, runDockerfileCommand } from '../../src/build/dockerfile-command.js';
-import { type DockerfileOptions, generateDockerfile } from '../../src/build/dockerfile.js';
-import { GraphConfigError, parseLangGraphConfig, readLangGraphConfigFile } from '../../src/build/langgraph-config.js';
+import { type DockerfileCommandOptions, runDockerfileCommand } from '../../src/langgraph-project/dockerfile-command.js';
+import { type DockerfileOptions, generateDockerfile } from '../../src/langgraph-project/dockerfile.js';
+import { GraphConfigError, parseLangGraphConfig, readLangGraphConfigFile } from '../../src/langgraph-project/langgraph-config.js';
 
 const fixtures = fileURLToPath(new URL('../fixtures/dockerfile/', import.meta.url));
 const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-dockerfile-test-'));

@@ -3,14 +3,14 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { generateDockerfile } from '../../src/build/dockerfile.js';
+import { generateDockerfile } from '../../src/langgraph-project/dockerfile.js';
 import {
   GraphConfigError,
   type LangGraphConfig,
   checkConfigAgainstCheckout,
   parseLangGraphConfig,
   readLangGraphConfigFile,
-} from '../../src/build/langgraph-config.js';
+} from '../../src/langgraph-project/langgraph-config.js';
 
 const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-langgraph-config-test-'));
 after(() => fs.rm(scratch, { recursive: true, force: true }));

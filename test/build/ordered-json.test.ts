@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseOrderedJson, pythonJsonDumps } from '../../src/build/ordered-json.js';
+import { parseOrderedJson, pythonJsonDumps } from '../../src/langgraph-project/ordered-json.js';
 
 // Expected outputs were produced by Python 3.11's `json.dumps(json.loads(text))`.
 test("re-serialises JSON exactly as Python's json.dumps does", () => {

@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { after, describe, it } from 'node:test';
 import { createGzip, gzipSync } from 'node:zlib';
 import tar from 'tar-stream';
-import { ArchiveError, locateConfig, type UnpackLimits, unpackSourceArchive } from '../../src/build/source-archive.js';
+import { ArchiveError, locateConfig, type UnpackLimits, unpackSourceArchive } from '../../src/sources/source-archive.js';
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-archive-test-'));
 after(() => fs.rmSync(work, { recursive: true, force: true }));

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { UploadError, type UploadFailure, UploadStore } from '../../src/build/uploads.js';
+import { UploadError, type UploadFailure, UploadStore } from '../../src/sources/uploads.js';
 import { TokenSigner } from '../../src/security/signed-tokens.js';
 
 const key = randomBytes(32);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { AGENT_ENVIRONMENT } from '../../src/listener/agent/config.js';
+import { AGENT_ENVIRONMENT } from '../../src/agent/config.js';
 import { RUNNER_VARIABLES } from '../../src/runner/config.js';
 import { KUBERNETES_BUILD_VARIABLES } from '../../src/runner/kubernetes/config.js';
 import { ENVIRONMENT } from '../../src/environment.js';
@@ -35,7 +35,7 @@ test('every variable the server reads is in the schema: the sources name no BERT
 });
 
 test("the listener agent's variables are all in its own schema, and none of them is the server's", async () => {
-  const named = await namedIn(['src/listener/agent']);
+  const named = await namedIn(['src/agent']);
   assert.deepEqual(
     named.filter((name) => !(name in AGENT_ENVIRONMENT.properties)),
     [],

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { build } from 'vite';
 import { deadline } from '../support/deadline.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { startTestServer, type TestServer, type TestServerOptions } from '../support/server.js';
 import { seriousViolations } from './axe.js';
 
 /** Debian's chromium (scripts/setup-browser.sh installs it): no test downloads a browser. */
@@ -25,8 +25,8 @@ export interface DashboardHarness {
   close(): Promise<void>;
 }
 
-/** The dashboard as `npm run build` makes it from this checkout, a fresh Berth serving it, and Chromium. */
-export async function startDashboard(): Promise<DashboardHarness> {
+/** The dashboard as `npm run build` makes it from this checkout, a fresh Berth serving it (with `options`), and Chromium. */
+export async function startDashboard(options: TestServerOptions = {}): Promise<DashboardHarness> {
   const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-dashboard-'));
   let server: TestServer | undefined;
   try {
@@ -35,7 +35,7 @@ export async function startDashboard(): Promise<DashboardHarness> {
       build: { outDir, emptyOutDir: true },
       logLevel: 'error',
     });
-    server = await startTestServer('sqlite', { overrides: { dashboardDir: outDir } });
+    server = await startTestServer('sqlite', { ...options, overrides: { ...options.overrides, dashboardDir: outDir } });
     const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
     const violations: string[] = [];
     const started = server;

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { blamedGraphs, type ExpectedGraph, listedGraphs, quoteLines } from '../../src/engine/drivers/local-container/graphs.js';
-import { redact } from '../../src/engine/drivers/local-container/logs.js';
+import { blamedGraphs, type ExpectedGraph, listedGraphs, quoteLines } from '../../src/containers/runtime/graphs.js';
+import { redact } from '../../src/containers/runtime/logs.js';
 
 const GRAPHS: ExpectedGraph[] = [
   { id: 'echo', spec: './src/graph.ts:graph' },

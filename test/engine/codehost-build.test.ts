@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@langchain/langgraph-sdk';
 import { containersEnv, removeContainers, run, ROOT } from '../build/helpers.js';
+import { BUILD_TEST_BASE_IMAGE, TEST_BASE_IMAGE_NODE } from '../support/base-image.js';
 import { createRepository, type FixtureRepository, git, type TempDir, tempDir } from '../support/git-repos.js';
 import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
 import { client, type Client as ApiClient } from '../support/http.js';
@@ -40,7 +41,7 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
 
   before(
     async () => {
-      const base = await run('bash', [path.join(ROOT, 'scripts/build-base-images.sh')], 15 * 60_000);
+      const base = await run('bash', BUILD_TEST_BASE_IMAGE, 15 * 60_000);
       assert.equal(base.code, 0, `scripts/build-base-images.sh failed:\n${base.stderr}`);
       repos = await tempDir('berth-e2e-repos-');
       data = await tempDir('berth-e2e-data-');
@@ -56,7 +57,7 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
         BERTH_BOOTSTRAP_API_KEY: KEY,
         BERTH_ENCRYPTION_KEY: MASTER_KEY.toString('hex'),
         BERTH_CONTAINER_RUNTIME: 'podman',
-        BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+        BERTH_BASE_IMAGE_NODE: TEST_BASE_IMAGE_NODE,
       }));
       api = client(berth.url, { key: KEY });
       const integration = await api('POST', '/v1/integrations/codehost', {
@@ -137,7 +138,7 @@ describe('code-host build: a LangGraph.js agent from git to DEPLOYED', () => {
       messages.some((m) => m.startsWith('Dockerfile (generated from langgraph.json')),
       'the Dockerfile heads the build log',
     );
-    assert.ok(messages.some((m) => m.includes('FROM localhost/berth/langgraphjs-api:20')));
+    assert.ok(messages.some((m) => m.includes(`FROM ${TEST_BASE_IMAGE_NODE}:20`)));
     assert.ok(
       messages.some((m) => m.startsWith(`Pushing ${registry.host}/${created.body.tenant_id}/${id}:${created.body.latest_revision_id}`)),
       "the image is pushed to BERTH_REGISTRY, in the deployment's repository of its workspace",

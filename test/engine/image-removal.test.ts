@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { containersEnv, run } from '../build/helpers.js';
-import { pushImage } from '../../src/build/push-image.js';
-import type { ResolvedBuilder } from '../../src/build/types.js';
-import { LocalContainerRuntime } from '../../src/engine/drivers/local-container/index.js';
+import { pushImage } from '../../src/image-builds/push-image.js';
+import type { ResolvedBuilder } from '../../src/image-builds/types.js';
+import { LocalContainerRuntime } from '../../src/containers/runtime/index.js';
 import type { ImageToForget } from '../../src/engine/drivers/types.js';
 import { parseImageReference } from '../../src/registry/image-names.js';
 import type { Registry } from '../../src/registry/setup.js';

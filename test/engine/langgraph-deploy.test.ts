@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@langchain/langgraph-sdk';
 import { containersEnv, run, ROOT } from '../build/helpers.js';
+import { BUILD_TEST_BASE_IMAGE, TEST_BASE_IMAGE_NODE } from '../support/base-image.js';
 import { type TempDir, tempDir } from '../support/git-repos.js';
 import { type BerthProcess, stopBerth } from '../support/process.js';
 import { startBerthWithRegistry, type TokenRegistry } from '../support/registry.js';
@@ -62,7 +63,7 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
 
   before(
     async () => {
-      const base = await run('bash', [path.join(ROOT, 'scripts/build-base-images.sh')], 15 * 60_000);
+      const base = await run('bash', BUILD_TEST_BASE_IMAGE, 15 * 60_000);
       assert.equal(base.code, 0, base.stderr);
       const testImage = await run(path.join(ROOT, 'scripts/build-test-image.sh'), ['localhost/berth-test-agent:v1']);
       assert.equal(testImage.code, 0, testImage.stderr);
@@ -74,7 +75,7 @@ describe("langgraph deploy against Berth (the CLI's requests, replayed)", () => 
         BERTH_BOOTSTRAP_API_KEY: KEY,
         BERTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
         BERTH_CONTAINER_RUNTIME: 'podman',
-        BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+        BERTH_BASE_IMAGE_NODE: TEST_BASE_IMAGE_NODE,
       }));
     },
     { timeout: deadline(20 * 60_000) },

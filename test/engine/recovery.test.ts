@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { LocalContainerRuntime } from '../../src/engine/drivers/local-container/index.js';
+import { LocalContainerRuntime } from '../../src/containers/runtime/index.js';
 import { type Client, client } from '../support/http.js';
 import { type BerthProcess, spawnBerth, stopBerth } from '../support/process.js';
 import { eventually } from '../support/runtimes.js';

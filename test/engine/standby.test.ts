@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { LocalContainerRuntime, type ResolvedRuntime } from '../../src/engine/drivers/local-container/index.js';
+import { LocalContainerRuntime, type ResolvedRuntime } from '../../src/containers/runtime/index.js';
 import type { LogLevel, RunRequest, StepContext } from '../../src/engine/drivers/types.js';
 import { eventually } from '../support/runtimes.js';
 

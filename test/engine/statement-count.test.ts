@@ -16,7 +16,7 @@ import { claimCandidates, takeFairLease } from '../../src/store/repositories/lea
 import { insertRevision } from '../../src/store/repositories/revisions.js';
 import { insertSecretSet } from '../../src/store/repositories/secret-sets.js';
 import { insertSubscription } from '../../src/store/repositories/webhooks.js';
-import type { UploadStore } from '../../src/build/uploads.js';
+import type { UploadStore } from '../../src/sources/uploads.js';
 import { openTestDatabase, describeEachDatabase } from '../support/database.js';
 import { FakeBuildDriver } from '../support/drivers/fake-build.js';
 import { InProcessRuntime } from '../support/drivers/in-process.js';

@@ -40,6 +40,9 @@ describe('serving the dashboard', () => {
       '/integrations',
       '/api-keys',
       '/audit-log',
+      '/webhooks',
+      '/webhooks/0b5c1f0e-9d1e-4a6b-8c55-0f5a3c2f9e11',
+      '/events',
       '/api-host/',
     ]) {
       const res = await fetch(`${server.url}${page}`);

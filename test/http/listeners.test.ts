@@ -340,24 +340,6 @@ describeOnEachDatabase('listeners', (ctx) => {
     assert.equal((await api('DELETE', `/api-host/v2/listeners/${id}`)).status, 204);
   });
 
-  test('no key or a wrong key is 401', async () => {
-    const { anonymous } = ctx();
-    const paths: [string, string][] = [
-      ['GET', '/v2/listeners'],
-      ['GET', `/v2/listeners/${UNKNOWN_ID}`],
-      ['POST', '/v2/listeners'],
-      ['PATCH', `/v2/listeners/${UNKNOWN_ID}`],
-      ['DELETE', `/v2/listeners/${UNKNOWN_ID}`],
-    ];
-    for (const [method, path] of paths) {
-      const body = method === 'POST' || method === 'PATCH' ? {} : undefined;
-      const missing = await anonymous(method, path, { body });
-      assert.equal(missing.status, 401, `${method} ${path}`);
-      assert.equal(typeof missing.body.detail, 'string');
-      assert.equal((await anonymous(method, path, { body, key: 'berth_wrong' })).status, 401, `${method} ${path}`);
-    }
-  });
-
   test("another workspace's or organization's key neither sees nor touches this workspace's listener", async () => {
     const { api, server } = ctx();
     const listener = await createListener(api);
@@ -367,13 +349,9 @@ describeOnEachDatabase('listeners', (ctx) => {
       const list = await stranger('GET', '/v2/listeners?limit=100');
       assert.equal(list.status, 200);
       assert.ok(list.body.resources.every((l: { id: string }) => l.id !== listener.id));
-      const notFound = { detail: `Listener ID ${listener.id} not found.`, code: 'listener_not_found' };
+      // GET, PATCH and DELETE answer as for a listener that does not exist: the generated cases of test/http/openapi.test.ts.
       const get = await stranger('GET', `/v2/listeners/${listener.id}`);
-      assert.deepEqual([get.status, get.body], [404, notFound]);
-      const patch = await stranger('PATCH', `/v2/listeners/${listener.id}`, { body: { version: 'hijack' } });
-      assert.deepEqual([patch.status, patch.body], [404, notFound]);
-      const del = await stranger('DELETE', `/v2/listeners/${listener.id}`);
-      assert.deepEqual([del.status, del.body], [404, notFound]);
+      assert.deepEqual([get.status, get.body], [404, { detail: `Listener ID ${listener.id} not found.`, code: 'listener_not_found' }]);
       // Naming this workspace in the tenant header does not help either.
       assert.equal((await stranger('GET', `/v2/listeners/${listener.id}`, { tenant: server.workspaceId })).status, 403);
     }

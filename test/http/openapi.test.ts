@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { STATUS_BY_CODE } from '../../src/contract/errors.js';
 import { ERROR_CODES, type ErrorCode } from '../../src/domain/errors.js';
+import { undeclaredAnswer } from '../support/declared-codes.js';
 import { client } from '../support/http.js';
 import { resolved } from '../support/openapi.js';
 import { describeOnEachDatabase, otherTenants } from '../support/suite.js';
@@ -89,12 +90,30 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
     assert.deepEqual([route.status, route.body.code], [404, 'route_not_found']);
   });
 
+  test("an error code a route does not declare breaks the tests' client, and one it declares passes", async () => {
+    const { server, api } = ctx();
+    const unknown = '/v2/deployments/00000000-0000-4000-8000-000000000000';
+    assert.equal(await undeclaredAnswer(server.url, 'GET', unknown, 404, { code: 'deployment_not_found' }), null);
+    assert.equal(await undeclaredAnswer(server.url, 'GET', `/api-host${unknown}?x=1`, 404, { code: 'deployment_not_found' }), null);
+    assert.match(
+      (await undeclaredAnswer(server.url, 'GET', unknown, 404, { code: 'listener_not_found' })) ?? '',
+      /GET \/v2\/deployments\/\S+ answered 404 listener_not_found/,
+    );
+    assert.match((await undeclaredAnswer(server.url, 'GET', unknown, 409, { code: 'deployment_name_taken' })) ?? '', /answered 409/);
+    assert.equal(await undeclaredAnswer(server.url, 'POST', '/v2/deployments', 422, { code: 'validation_error' }), null);
+    // The request's framing is judged before any route, and no route answers an unknown path.
+    assert.equal(await undeclaredAnswer(server.url, 'POST', '/v2/deployments', 400, { code: 'malformed_request' }), null);
+    assert.equal(await undeclaredAnswer(server.url, 'GET', '/v9/nowhere', 404, { code: 'route_not_found' }), null);
+    // Every answer of the suite's client goes through the check.
+    assert.equal((await api('GET', unknown)).body.code, 'deployment_not_found');
+  });
+
   /**
    * Generated from the document: every authenticated operation, called with no key, a wrong
    * key, a key of another workspace and a key of another organization, on resources of the
    * default workspace. None of them may see or change those resources.
    */
-  test('every authenticated route refuses no key, a wrong key, and keys of other workspaces and organizations', async () => {
+  test('every authenticated route refuses no key, a wrong key, keys of other workspaces and organizations, and a workspace it cannot name', async () => {
     const { api, anonymous, server } = ctx();
     const deployment = (
       await api('POST', '/v2/deployments', {
@@ -125,6 +144,7 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
       deployment_id: deployment.id,
       revision_id: deployment.latest_revision_id,
       listener_id: listener.id,
+      workspace_id: server.workspaceId,
       integration_id: integration.id,
       provider_id: providerId,
       key_id: memberKey.id,
@@ -135,7 +155,13 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
       job_id: '00000000-0000-4000-8000-000000000000',
     };
     const ours = Object.values(ids);
+    const absentIds: Record<string, string> = Object.fromEntries(
+      Object.keys(ids).map((name, n) => [name, name === 'provider_id' ? `absent${Date.now()}` : `00000000-0000-4000-8000-${String(n + 1).padStart(12, '0')}`]),
+    );
     const other = await otherTenants(ctx());
+    const organizationKey = (await api('POST', '/v1/api-keys', { body: { name: 'sec-organization', workspace_id: null, role: 'admin' } })).body;
+    assert.ok(organizationKey?.key, JSON.stringify(organizationKey));
+    const organizationWideKey = client(server.url, { key: organizationKey.key });
     const callers = {
       'no key': anonymous,
       'a wrong key': client(server.url, { key: 'berth_not-a-key' }),
@@ -156,7 +182,11 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
           assert.ok(ids[name], `no fixture for {${name}} in ${path}`);
           return ids[name] as string;
         }) + (required.length > 0 ? `?${query}` : '');
-      const names = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
+      const names = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
+      // The same route for resources that do not exist: what a stranger to ours must get, word for word.
+      const absent = Object.fromEntries(names.map((name) => [ids[name] as string, absentIds[name] as string]));
+      const absentUrl = names.reduce((target, name) => target.replaceAll(ids[name] as string, absentIds[name] as string), url);
+      let nowhere: { status: number; text: string } | undefined;
       const forbidden = codesOf(operation, 403);
       const adminOnly = forbidden.includes('admin_key_required');
       const organizationWide = !forbidden.includes('workspace_required');
@@ -187,8 +217,25 @@ describeOnEachDatabase('the OpenAPI document', (ctx) => {
         if (names.length > 0) {
           assert.equal(res.status, 404, label);
           assert.ok(codesOf(operation, 404).includes(res.body.code), label);
+          nowhere ??= await api(method.toUpperCase(), absentUrl, { body });
+          const expected = Object.entries(absent).reduce((text, [real, fake]) => text.replaceAll(fake, real), nowhere.text);
+          assert.deepEqual([res.status, res.text], [nowhere.status, expected], `${label}: not what a resource that does not exist answers`);
         } else {
           for (const id of ours) assert.ok(!res.text.includes(id), `${label}: shows ${id}`);
+        }
+      }
+      // A key of the whole organization must name a workspace, and one of its own organization.
+      if (!organizationWide) {
+        for (const [tenant, code] of [
+          [undefined, 'workspace_required'],
+          [other.otherOrganizationWorkspaceId, 'workspace_forbidden'],
+        ] as const) {
+          const res = await organizationWideKey(method.toUpperCase(), url, { body, tenant });
+          assert.deepEqual(
+            [res.status, res.body?.code],
+            [403, code],
+            `an organization key naming ${tenant ?? 'no workspace'}: ${where} → ${res.text.slice(0, 200)}`,
+          );
         }
       }
     }

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import { UploadStore } from '../../src/build/uploads.js';
+import { UploadStore } from '../../src/sources/uploads.js';
 import { startUploadSweeper } from '../../src/engine/upload-sweeper.js';
 import { createLogger } from '../../src/logger.js';
 import { TokenSigner } from '../../src/security/signed-tokens.js';

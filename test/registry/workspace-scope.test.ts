@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { LocalContainerRuntime } from '../../src/engine/drivers/local-container/index.js';
+import { LocalContainerRuntime } from '../../src/containers/runtime/index.js';
 import type { RunRequest, RuntimeDriver, StepContext } from '../../src/engine/drivers/types.js';
 import {
   DEFAULT_REGISTRY_SERVICE,

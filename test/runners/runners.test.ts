@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -169,6 +169,11 @@ describe('build runners', () => {
         return started;
       }
 
+      /** A runner asks for work from its first moment; its process takes a while to start on a busy machine (BERTH_RUNNER_WAIT_SECONDS is short here). */
+      async function started(runner: RunnerProcess): Promise<void> {
+        await eventually(async () => runner.output.join('').includes('berth builder is running'), 'the runner started', 60_000);
+      }
+
       async function newDeployment(name: string): Promise<{ id: string; revisionId: string }> {
         const created = await api('POST', '/v2/deployments', {
           body: {
@@ -181,6 +186,33 @@ describe('build runners', () => {
         });
         assert.equal(created.status, 201, created.text);
         return { id: created.body.id, revisionId: created.body.latest_revision_id };
+      }
+
+      /** An `internal_source` deployment whose revision builds the project uploaded as `langgraph deploy --remote` does. */
+      async function uploadedDeployment(name: string): Promise<{ id: string; revisionId: string; archive: Buffer }> {
+        const created = await api('POST', '/v2/deployments', {
+          body: { name, source: 'internal_source', source_config: { deployment_type: 'dev' }, source_revision_config: {}, secrets: [] },
+        });
+        assert.equal(created.status, 201, created.text);
+        const project = await tempDir('berth-runner-upload-');
+        try {
+          fs.mkdirSync(path.join(project.path, 'agent'));
+          fs.writeFileSync(path.join(project.path, 'agent', 'langgraph.json'), '{"graphs":{}}');
+          const file = path.join(project.path, 'project.tar.gz');
+          assert.equal((await run('tar', ['-czf', file, '-C', path.join(project.path, 'agent'), '.'])).code, 0);
+          const archive = fs.readFileSync(file);
+          const url = await api('POST', `/v2/deployments/${created.body.id}/upload-url`);
+          assert.equal(url.status, 200, url.text);
+          const put = await fetch(url.body.upload_url, { method: 'PUT', headers: { 'content-type': 'application/gzip' }, body: archive });
+          assert.equal(put.status, 200, await put.text());
+          const patched = await api('PATCH', `/v2/deployments/${created.body.id}`, {
+            body: { source_revision_config: { source_tarball_path: url.body.object_path } },
+          });
+          assert.equal(patched.status, 200, patched.text);
+          return { id: created.body.id, revisionId: patched.body.latest_revision_id, archive };
+        } finally {
+          await project.remove();
+        }
       }
 
       async function terminal(deploymentId: string, revisionId: string) {
@@ -200,6 +232,12 @@ describe('build runners', () => {
       test('with no runner online, the build waits saying so and fails after BERTH_RUNNER_WAIT_SECONDS', { timeout: deadline(60_000) }, async () => {
         const { id, revisionId } = await newDeployment(`no-runner-${kind}`);
         await eventually(async () => (await buildLog(id, revisionId)).some((line) => /none is online/.test(line)), 'the waiting line');
+        const waiting = await api('GET', `/v2/deployments/${id}/revisions/${revisionId}`);
+        assert.equal(waiting.body.status, 'BUILDING');
+        assert.match(
+          waiting.body.status_message ?? '',
+          /^Waiting for a build runner: none is online for this organization; the build fails if none takes it by /,
+        );
         const revision = await terminal(id, revisionId);
         assert.equal(revision.status, 'BUILD_FAILED');
         assert.match(revision.status_message ?? '', /BERTH_RUNNER_WAIT_SECONDS/);
@@ -297,10 +335,141 @@ describe('build runners', () => {
         },
       );
 
+      test(
+        'placement: a job goes only to a runner advertising every label its workspace and its listener require',
+        { timeout: deadline(60_000) },
+        async (t) => {
+          const one = runnerApi(runnerKey);
+          const workspaceLabels = `/v1/workspaces/${server.workspaceId}/runner-labels`;
+          t.after(() => api('PUT', workspaceLabels, { body: { labels: [] } }));
+          const set = await api('PUT', workspaceLabels, { body: { labels: ['linux'] } });
+          assert.deepEqual([set.status, set.body], [200, { labels: ['linux'] }], set.text);
+          assert.deepEqual((await api('GET', workspaceLabels)).body, { labels: ['linux'] });
+          const listener = await api('POST', '/v2/listeners', {
+            body: { compute_type: 'k8s', compute_id: `labelled-${kind}`, compute_config: { k8s_namespaces: ['builds'] } },
+          });
+          assert.equal(listener.status, 201, listener.text);
+          const listenerLabels = `/v2/listeners/${listener.body.id}/runner-labels`;
+          const onListener = await api('PUT', listenerLabels, { body: { labels: ['x86', 'linux'] } });
+          assert.deepEqual([onListener.status, onListener.body], [200, { labels: ['linux', 'x86'] }], onListener.text);
+
+          // Who may not set them: a member (a workspace's labels are an administrator's), a runner, another organization.
+          const member = await api('POST', '/v1/api-keys', { body: { name: 'member', role: 'member', workspace_id: server.workspaceId } });
+          const foreign = await server.berth.services.tenancy.createOrganization(`labels-other-${kind}-${Date.now()}`);
+          assert.ok(foreign);
+          for (const [who, key, path, expected] of [
+            ['a member', member.body.key as string, workspaceLabels, 403],
+            ['a runner key', runnerKey, workspaceLabels, 403],
+            ['a runner key', runnerKey, listenerLabels, 403],
+            ['an admin of another organization', foreign.apiKey, workspaceLabels, 404],
+            ['an admin of another organization', foreign.apiKey, listenerLabels, 404],
+          ] as const) {
+            const res = await client(server.url, { key })('PUT', path, { body: { labels: [] } });
+            assert.equal(res.status, expected, `${who} on ${path}: ${res.text}`);
+          }
+          assert.deepEqual((await api('GET', workspaceLabels)).body, { labels: ['linux'] }, 'unchanged');
+          assert.deepEqual((await api('GET', listenerLabels)).body, { labels: ['linux', 'x86'] }, 'unchanged');
+
+          const created = await api('POST', '/v2/deployments', {
+            body: {
+              name: `placed-${kind}`,
+              source: 'codehost',
+              source_config: { integration_id: integrationId, repo_url: repoUrl, listener_id: listener.body.id },
+              source_revision_config: { repo_ref: 'main' },
+              secrets: [],
+            },
+          });
+          assert.equal(created.status, 201, created.text);
+          const queued = () =>
+            server.berth.db.selectFrom('build_jobs').select('required_labels').where('revision_id', '=', created.body.latest_revision_id).executeTakeFirst();
+          await eventually(async () => (await queued()) !== undefined, 'the job queued');
+          assert.deepEqual(JSON.parse((await queued())?.required_labels ?? ''), ['linux', 'x86'], 'the workspace’s labels and the listener’s');
+          for (const labels of [['linux'], ['x86']]) {
+            assert.deepEqual(
+              (await one('POST', '/v1/runner/jobs/claim', { body: { labels, wait: 1 } })).body,
+              { job: null },
+              `a runner with ${labels.join()} only`,
+            );
+          }
+          const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { labels: ['linux', 'x86'], wait: 10 } });
+          assert.equal(claimed.body.job?.revision_id, created.body.latest_revision_id, claimed.text);
+          const job = claimed.body.job;
+          await one('POST', `/v1/runner/jobs/${job.id}/result`, { body: { lease_token: job.lease_token, status: 'failed', message: 'placed' } });
+          assert.equal((await terminal(created.body.id, created.body.latest_revision_id)).status, 'BUILD_FAILED');
+        },
+      );
+
+      test('an uploaded archive is handed to the holder of the claim only, through a short-lived signed URL', { timeout: deadline(60_000) }, async () => {
+        const one = runnerApi(runnerKey);
+        const { id, revisionId, archive } = await uploadedDeployment(`archive-url-${kind}`);
+        const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { wait: 30 } });
+        assert.equal(claimed.status, 200, claimed.text);
+        const job = claimed.body.job;
+        assert.equal(job?.revision_id, revisionId);
+        const source = await one('GET', `/v1/runner/jobs/${job.id}/source?lease_token=${job.lease_token}`);
+        assert.equal(source.status, 200, source.text);
+        assert.equal(source.body.kind, 'archive');
+        assert.ok(Date.parse(source.body.expires_at) - Date.now() <= 600_000, 'the URL is short-lived');
+        const url = new URL(source.body.url as string);
+        const at = `${url.pathname}${url.search}`;
+        const download = await fetch(url, { headers: { 'X-Api-Key': runnerKey } });
+        assert.equal(download.status, 200);
+        assert.equal(download.headers.get('content-type'), 'application/gzip');
+        assert.ok(Buffer.from(await download.arrayBuffer()).equals(archive), 'the archive as uploaded');
+
+        const foreign = await server.berth.services.tenancy.createOrganization(`archive-other-${kind}-${Date.now()}`);
+        assert.ok(foreign);
+        const foreignKey = await client(server.url, { key: foreign.apiKey })('POST', '/v1/api-keys', { body: { role: 'runner' } });
+        const otherJob = `/v1/runner/jobs/${randomUUID()}/archive${url.search}`;
+        const tampered = `${url.pathname}?token=${encodeURIComponent(`${url.searchParams.get('token') ?? ''}x`)}`;
+        for (const [who, key, target, expected] of [
+          ['another runner of the organization', otherRunnerKey, at, [409, 'build_lease_lost']],
+          ['a runner of another organization', foreignKey.body.key as string, at, [404, 'build_job_not_found']],
+          ['an admin key', server.adminKey, at, [403, 'role_forbids']],
+          ['the holder, for another job', runnerKey, otherJob, [403, 'build_archive_url_invalid']],
+          ['the holder, with a forged token', runnerKey, tampered, [403, 'build_archive_url_invalid']],
+        ] as const) {
+          const res = await client(server.url, { key })('GET', target);
+          assert.deepEqual([res.status, res.body.code], expected, `${who}: ${res.text}`);
+        }
+        assert.equal((await fetch(url)).status, 401, 'no key');
+
+        const failed = await one('POST', `/v1/runner/jobs/${job.id}/result`, {
+          body: { lease_token: job.lease_token, status: 'failed', message: 'refused on purpose' },
+        });
+        assert.deepEqual(failed.body, { outcome: 'applied' });
+        const over = await one('GET', at);
+        assert.deepEqual([over.status, over.body.code], [409, 'build_lease_lost'], 'the URL dies with the claim');
+        assert.equal((await terminal(id, revisionId)).status, 'BUILD_FAILED');
+      });
+
+      test(
+        'an upload revision is built by a runner process from the archive it downloaded, and reaches DEPLOYED',
+        { timeout: deadline(120_000) },
+        async (t) => {
+          const runner = startRunner();
+          t.after(() => runner.child.kill('SIGKILL'));
+          await started(runner);
+          const dataDir = dataDirs.at(-1) as string;
+          const { id, revisionId } = await uploadedDeployment(`uploaded-${kind}`);
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${runner.output.join('')}`);
+          const lines = await buildLog(id, revisionId);
+          assert.ok(
+            lines.some((line) => /^Unpacked \d+ files; found langgraph\.json$/.test(line)),
+            lines.join('\n'),
+          );
+          assert.deepEqual(fs.readdirSync(path.join(dataDir, 'archives')), [], 'the downloaded archive is removed after the build');
+          runner.child.kill('SIGTERM');
+          assert.equal(await runner.exited, 0, runner.output.join(''));
+        },
+      );
+
       test('a code-host revision is built by a runner process, pushed to the registry, and reaches DEPLOYED', { timeout: deadline(120_000) }, async (t) => {
         const healthPort = await freePort();
         const runner = startRunner({ healthPort });
         t.after(() => runner.child.kill('SIGKILL'));
+        await started(runner);
         const { id, revisionId } = await newDeployment(`built-${kind}`);
         const revision = await terminal(id, revisionId);
         assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${runner.output.join('')}`);
@@ -313,6 +482,12 @@ describe('build runners', () => {
         const healthBody = (await health.json()) as { status: string; running: string[]; last_contact: string | null };
         assert.deepEqual([healthBody.status, healthBody.running], ['ok', []]);
         assert.ok(healthBody.last_contact, 'the runner has reached the control plane');
+        const metrics = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+        for (const expected of [/^berth_runner_jobs_total\{outcome="succeeded"\} 1$/m, /^berth_runner_jobs_running 0$/m, /^berth_runner_concurrency 1$/m]) {
+          assert.match(metrics, expected);
+        }
+        const lastPoll = Number(/^berth_runner_last_poll_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]);
+        assert.ok(Math.abs(Date.now() / 1000 - lastPoll) < 120, `the last poll was just now (${lastPoll})`);
         const lines = await buildLog(id, revisionId);
         for (const expected of ['A build runner took the build.', 'Fetching', `Pushed ${registry.host}/`]) {
           assert.ok(
@@ -333,6 +508,7 @@ describe('build runners', () => {
             'no other runner runs',
           );
           const doomed = startRunner({ hold: true });
+          await started(doomed);
           const { id, revisionId } = await newDeployment(`takeover-${kind}`);
           await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the first runner builds', 60_000);
           doomed.child.kill('SIGKILL');

@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { containersEnv, run } from '../build/helpers.js';
-import { runBuilderCommand } from '../../src/build/commands.js';
-import { localImageId } from '../../src/build/image-store.js';
+import { runTool } from '../../src/containers/commands.js';
+import { localImageId } from '../../src/image-builds/image-store.js';
 import type { BuildSandboxSettings } from '../../src/config.js';
 import { LangGraphBuildDriver } from '../../src/engine/drivers/langgraph-build.js';
 import { exportBuiltImage } from '../../src/sandbox/images.js';
@@ -48,7 +48,7 @@ describe('a sandboxed build image removed', async () => {
     const store = await sandbox.builderFor(workspaceId);
     const busybox = path.join(sandbox.settings.dir, 'contexts', 'busybox');
     await run('install', ['-m', '0755', '/bin/busybox', busybox]);
-    const from = await runBuilderCommand(store, ['from', 'scratch']);
+    const from = await runTool(store, ['from', 'scratch']);
     assert.equal(from.code, 0, from.stderr);
     const container = from.stdout.trim();
     for (const args of [
@@ -56,7 +56,7 @@ describe('a sandboxed build image removed', async () => {
       ['commit', '--quiet', container, image],
       ['rm', container],
     ]) {
-      const done = await runBuilderCommand(store, args);
+      const done = await runTool(store, args);
       assert.equal(done.code, 0, `buildah ${args[0]}: ${done.stderr}`);
     }
     await exportBuiltImage(sandbox, workspaceId, deploymentId, image, image);

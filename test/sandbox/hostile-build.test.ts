@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { containersEnv, liveProcessesWith, removeContainers, run, ROOT } from '../build/helpers.js';
+import { BUILD_TEST_BASE_IMAGE, TEST_BASE_IMAGE_NODE } from '../support/base-image.js';
 import { TERMINAL_STATUSES } from '../../src/domain/revision-status.js';
 import { buildSandboxUnavailable, type TestBuildDir, tempBuildDir } from '../support/build-sandbox.js';
 import { createRepository, type FixtureRepository, git, type TempDir, tempDir } from '../support/git-repos.js';
@@ -58,7 +59,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
 
   before(
     async () => {
-      const base = await run('bash', [path.join(ROOT, 'scripts/build-base-images.sh')], 15 * 60_000);
+      const base = await run('bash', BUILD_TEST_BASE_IMAGE, 15 * 60_000);
       assert.equal(base.code, 0, `scripts/build-base-images.sh failed:\n${base.stderr}`);
       repos = await tempDir('berth-hostile-repos-');
       data = await tempDir('berth-hostile-data-');
@@ -85,7 +86,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
         BERTH_BOOTSTRAP_API_KEY: KEY,
         BERTH_CONTAINER_RUNTIME: 'podman',
         BERTH_BUILDER: 'buildah',
-        BERTH_BASE_IMAGE_NODE: 'localhost/berth/langgraphjs-api',
+        BERTH_BASE_IMAGE_NODE: TEST_BASE_IMAGE_NODE,
         BERTH_BUILD_MEMORY_MB: String(MEMORY_MB),
         BERTH_BUILD_PIDS: String(PIDS),
         BERTH_ENGINE_CONCURRENCY: '3',
@@ -207,9 +208,9 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
     { timeout: deadline(10 * 60_000) },
     async () => {
       const outcome = await deployWith('mount-symlink', [
-        'FROM localhost/berth/langgraphjs-api:20 AS link',
+        `FROM ${TEST_BASE_IMAGE_NODE}:20 AS link`,
         'RUN ln -s / /rootlink',
-        'FROM localhost/berth/langgraphjs-api:20',
+        `FROM ${TEST_BASE_IMAGE_NODE}:20`,
         `RUN --mount=type=bind,from=link,source=/rootlink,target=/host cat /host${path.join(data.path, 'encryption.key')}`,
         `RUN --mo\\`,
         `unt=type=bind,from=link,source=/rootlink,target=/host,rw sh -c 'echo x > /host/tmp/berth-pwned-mount-${marker}'`,

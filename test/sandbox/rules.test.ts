@@ -3,8 +3,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { checkDockerfileLines } from '../../src/build/dockerfile-policy.js';
-import { GraphConfigError } from '../../src/build/graph-config-error.js';
+import { checkDockerfileLines } from '../../src/langgraph-project/dockerfile-policy.js';
+import { GraphConfigError } from '../../src/langgraph-project/graph-config-error.js';
 import { findBuildUser, subordinateIds } from '../../src/sandbox/build-user.js';
 import { firewallRules, loopbackResolvers } from '../../src/sandbox/firewall.js';
 

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { undeclaredAnswer } from './declared-codes.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -17,7 +18,7 @@ export interface RequestOptions {
   tenant?: string;
 }
 
-/** A small client for tests: JSON in, JSON out, every header explicit. */
+/** A small client for tests: JSON in, JSON out, every header explicit; an error answer whose code its route does not declare throws (declared-codes.ts). */
 export function client(baseUrl: string, defaults: { key?: string; tenant?: string } = {}) {
   return async function request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...options.headers };
@@ -32,7 +33,10 @@ export function client(baseUrl: string, defaults: { key?: string; tenant?: strin
       headers['Content-Type'] = 'application/json';
     }
     const response = await fetch(`${baseUrl}${path}`, { method, headers, body, redirect: 'manual' });
-    const text = await response.text();
+    // An event stream never ends by itself: its headers are the answer (tests read streams with the client).
+    const stream = response.headers.get('content-type')?.startsWith('text/event-stream');
+    if (stream) await response.body?.cancel();
+    const text = stream ? '' : await response.text();
     let parsed: unknown = null;
     if (text) {
       try {
@@ -41,6 +45,8 @@ export function client(baseUrl: string, defaults: { key?: string; tenant?: strin
         parsed = text;
       }
     }
+    const undeclared = await undeclaredAnswer(baseUrl, method, path, response.status, parsed);
+    if (undeclared) throw new Error(`the contract is broken: ${undeclared}`);
     return { status: response.status, body: parsed as T, text, headers: response.headers };
   };
 }

@@ -1,13 +1,16 @@
 // `berth builder` as the tests run it: the real runner (settings, claim loops, protocol,
 // heartbeats, log batches, reports) with a quick build in place of a LangGraph one: a real
-// git fetch of the job's source with the credentials the control plane gave, a commit of a
+// git fetch of the job's source with the credentials the control plane gave (or Berth's safe
+// unpack of the uploaded archive the runner downloaded), a commit of a
 // small base image labelled with the revision, and a real push to Berth's registry with the
 // job's push credential. RUNNER_TEST_BASE names the base image; RUNNER_TEST_HOLD=1 makes
 // every build wait after its first lines until it is stopped (a runner to kill mid-build).
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { runBuilderCommand } from '../../src/build/commands.js';
-import { pushImage } from '../../src/build/push-image.js';
-import type { ResolvedBuilder } from '../../src/build/types.js';
+import { runTool } from '../../src/containers/commands.js';
+import { locateConfig, unpackSourceArchive } from '../../src/sources/source-archive.js';
+import { pushImage } from '../../src/image-builds/push-image.js';
+import type { ResolvedBuilder } from '../../src/image-builds/types.js';
 import { MirrorCache } from '../../src/codehost/index.js';
 import { createLogger } from '../../src/logger.js';
 import type { RunnerJobView } from '../../src/contract/build-runners.js';
@@ -26,18 +29,7 @@ class QuickBuild implements BuildDriver {
   constructor(private readonly job: RunnerJobView) {}
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
-    if (request.source.kind !== 'git') throw new Error('git sources only');
-    await step.log('INFO', `Fetching ${request.source.url} at ${request.source.ref}`);
-    const dest = path.join(config.dataDir, 'checkouts', `${request.revisionId}-${Date.now()}`);
-    const { commitSha } = await mirrors.checkout({
-      url: request.source.url,
-      ref: request.source.ref,
-      auth: request.source.auth,
-      dest,
-      signal: step.signal,
-      log: () => {},
-    });
-    await step.log('INFO', `Checked out ${commitSha}`);
+    const commitSha = await this.#fetch(request, step);
     if (hold) {
       await step.log('INFO', 'Holding the build');
       await new Promise((_, reject) => step.signal.addEventListener('abort', () => reject(step.signal.reason), { once: true }));
@@ -48,19 +40,41 @@ class QuickBuild implements BuildDriver {
       await this.#buildah(['config', '--label', `berth.revision-id=${request.revisionId}`, container]);
       await this.#buildah(['commit', '--quiet', container, image]);
     } finally {
-      await runBuilderCommand(buildah, ['rm', container]);
+      await runTool(buildah, ['rm', container]);
     }
     await step.log('INFO', `Committed ${image}`);
     const push = this.job.push;
     if (!push) return { image, commitSha };
     const pushed = await pushImage(buildah, image, { tlsVerify: push.tls_verify, credentials: { username: push.username, password: push.password } }, () => {});
     await step.log('INFO', `Pushed ${image}`);
-    await runBuilderCommand(buildah, ['rmi', image]);
+    await runTool(buildah, ['rmi', image]);
     return { image, commitSha, digest: pushed.digest ?? null, env: { FROM_LANGGRAPH_JSON: 'yes' } };
   }
 
+  async #fetch(request: BuildRequest, step: StepContext): Promise<string | null> {
+    const dest = path.join(config.dataDir, 'checkouts', `${request.revisionId}-${Date.now()}`);
+    if (request.source.kind === 'archive') {
+      await mkdir(path.dirname(dest), { recursive: true });
+      const unpacked = await unpackSourceArchive(request.source.path, dest, { signal: step.signal });
+      const located = await locateConfig(dest, request.graphConfigPath);
+      await step.log('INFO', `Unpacked ${unpacked.files} files; found ${located.configPath}`);
+      return null;
+    }
+    await step.log('INFO', `Fetching ${request.source.url} at ${request.source.ref}`);
+    const { commitSha } = await mirrors.checkout({
+      url: request.source.url,
+      ref: request.source.ref,
+      auth: request.source.auth,
+      dest,
+      signal: step.signal,
+      log: () => {},
+    });
+    await step.log('INFO', `Checked out ${commitSha}`);
+    return commitSha;
+  }
+
   async #buildah(args: string[]): Promise<string> {
-    const result = await runBuilderCommand(buildah, args);
+    const result = await runTool(buildah, args);
     if (result.code !== 0) throw new Error(`buildah ${args[0]} failed: ${result.stderr}`);
     return result.stdout;
   }

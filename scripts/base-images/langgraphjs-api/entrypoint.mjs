@@ -3,7 +3,8 @@
 // name -> "path:export" the LangGraph CLI writes into the Dockerfile), relative to the
 // working directory, on $PORT. Unlike `langgraphjs dev` it neither watches files nor
 // spawns helper processes. Started as `node --import /api/typescript-loader.mjs
-// /api/entrypoint.mjs`, so graphs written in TypeScript load (see typescript-loader.mjs).
+// /api/entrypoint.mjs`, so graphs written in TypeScript load (see typescript-loader.mjs), or
+// from the bundles compiled at image build when every graph has one (see prebuilt.mjs).
 //
 // Read from the environment (as the LangGraph CLI writes them):
 //   LANGSERVE_GRAPHS (required), PORT (8000), HOST (0.0.0.0), N_JOBS_PER_WORKER (10),
@@ -12,6 +13,7 @@ import { constants as fsConstants } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import process from 'node:process';
+import { prebuilt } from './prebuilt.mjs';
 
 /** Settings the Python server reads but the JavaScript one has no option for. */
 const UNSUPPORTED = ['LANGGRAPH_STORE', 'LANGGRAPH_CHECKPOINTER', 'LANGGRAPH_WEBHOOKS', 'LANGGRAPH_ENCRYPTION'];
@@ -49,6 +51,27 @@ function integerFromEnv(name, fallback, min, max) {
   return value;
 }
 
+/**
+ * The server reads a graph's input and output schemas from the TypeScript types of the file
+ * it loaded the graph from, which for a bundle must be the source it was compiled from. The
+ * server records that file in GRAPH_SPEC (internal to the pinned server version; the image's
+ * smoke test checks it is there) as it registers the graph, before it listens: the record is
+ * corrected as it is written, so no request can see the bundle's path.
+ */
+async function readSchemasFromSources(sources) {
+  const { GRAPH_SPEC } = await import(new URL('./graph/load.mjs', import.meta.resolve('@langchain/langgraph-api/server')).href);
+  for (const [id, sourceFile] of Object.entries(sources)) {
+    let spec;
+    Object.defineProperty(GRAPH_SPEC, id, {
+      enumerable: true,
+      get: () => spec,
+      set: (value) => {
+        spec = { ...value, sourceFile };
+      },
+    });
+  }
+}
+
 const graphs = jsonFromEnv('LANGSERVE_GRAPHS');
 if (graphs === undefined) fail('LANGSERVE_GRAPHS is not set; it names the graphs to serve, e.g. {"agent":"./src/graph.ts:graph"}');
 if (typeof graphs !== 'object' || graphs === null || Array.isArray(graphs) || Object.keys(graphs).length === 0) {
@@ -76,6 +99,12 @@ try {
 // The server calls itself through this URL (webhooks, custom routes).
 process.env.LANGGRAPH_API_URL ??= `http://127.0.0.1:${port}`;
 
+if ('why' in prebuilt) say('info', `graphs load through tsx: ${prebuilt.why}`);
+else {
+  say('info', 'graphs load from their bundles compiled at image build');
+  await readSchemasFromSources(prebuilt.sources);
+}
+
 const { startServer } = await import('@langchain/langgraph-api/server');
 let server;
 try {
@@ -84,7 +113,7 @@ try {
     host: process.env.HOST || '0.0.0.0',
     nWorkers,
     cwd,
-    graphs,
+    graphs: prebuilt.graphs ?? graphs,
     auth: jsonFromEnv('LANGGRAPH_AUTH'),
     http: jsonFromEnv('LANGGRAPH_HTTP'),
     ui: jsonFromEnv('LANGGRAPH_UI'),

@@ -3,4 +3,9 @@
 // server: tsx's ESM and CommonJS hooks, registered before the entrypoint runs. Registering
 // them from inside the entrypoint instead is not the same: a .ts file of a project without
 // "type": "module" then loads as CommonJS with no named exports, and its graph is not found.
-import 'tsx';
+//
+// Not needed when every graph was compiled at image build (prebuilt.mjs): tsx's hooks would
+// then only slow down loading the server's own modules.
+import { prebuilt } from './prebuilt.mjs';
+
+if ('why' in prebuilt) await import('tsx');

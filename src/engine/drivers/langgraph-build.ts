@@ -1,6 +1,6 @@
 import { lstat, mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { type BuildImageOptions, prepareScratch } from '../../build/build-image.js';
+import { type BuildImageOptions, prepareScratch } from '../../image-builds/build-image.js';
 import {
   buildImage,
   BuildError,
@@ -9,14 +9,14 @@ import {
   pushImage,
   type RegistryCredentials,
   type ResolvedBuilder,
-} from '../../build/builder.js';
-import { envFilePath } from '../../build/config-env.js';
-import { CLI_BASE_IMAGES, generateDockerfile } from '../../build/dockerfile.js';
-import { removeLocalImage } from '../../build/forget-image.js';
-import { localImageId, registryHasImage } from '../../build/image-store.js';
-import { checkDockerfileLines } from '../../build/dockerfile-policy.js';
-import { checkConfigAgainstCheckout, GraphConfigError, readLangGraphConfigFile } from '../../build/langgraph-config.js';
-import { ArchiveError, locateConfig, unpackSourceArchive } from '../../build/source-archive.js';
+} from '../../image-builds/builder.js';
+import { envFilePath } from '../../langgraph-project/config-env.js';
+import { CLI_BASE_IMAGES, generateDockerfile } from '../../langgraph-project/dockerfile.js';
+import { removeLocalImage } from '../../image-builds/forget-image.js';
+import { localImageId, registryHasImage } from '../../image-builds/image-store.js';
+import { checkDockerfileLines } from '../../langgraph-project/dockerfile-policy.js';
+import { checkConfigAgainstCheckout, GraphConfigError, readLangGraphConfigFile } from '../../langgraph-project/langgraph-config.js';
+import { ArchiveError, locateConfig, unpackSourceArchive } from '../../sources/source-archive.js';
 import { CodehostError, MirrorCache } from '../../codehost/index.js';
 import type { BuildSandboxSettings } from '../../config.js';
 import { builtImageName } from '../../registry/image-names.js';

@@ -3,12 +3,12 @@ import { createReadStream } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { envFilePath, envFromFile, envFromObject, MAX_ENV_FILE_BYTES } from '../../build/config-env.js';
-import { chooseBaseImage, DOCKERFILE_GENERATOR_VERSION, dockerTag } from '../../build/dockerfile.js';
-import { localImageId } from '../../build/image-store.js';
-import { type LangGraphConfig, parseLangGraphConfig } from '../../build/langgraph-config.js';
-import type { ResolvedBuilder } from '../../build/builder.js';
-import { locateConfig, unpackSourceArchive } from '../../build/source-archive.js';
+import { envFilePath, envFromFile, envFromObject, MAX_ENV_FILE_BYTES } from '../../langgraph-project/config-env.js';
+import { chooseBaseImage, DOCKERFILE_GENERATOR_VERSION, dockerTag } from '../../langgraph-project/dockerfile.js';
+import { localImageId } from '../../image-builds/image-store.js';
+import { type LangGraphConfig, parseLangGraphConfig } from '../../langgraph-project/langgraph-config.js';
+import type { ResolvedBuilder } from '../../image-builds/builder.js';
+import { locateConfig, unpackSourceArchive } from '../../sources/source-archive.js';
 import type { MirrorCache } from '../../codehost/index.js';
 import { type BuildRequest, DriverError, type IdentifiedBuild, type StepContext } from './types.js';
 

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
+  ArchiveQuery,
   ClaimBody,
   ClaimResult,
   HeartbeatResult,
@@ -16,17 +17,20 @@ import { errorResponses } from '../../contract/errors.js';
 import { fail } from '../../domain/errors.js';
 import type { Services } from '../../services/index.js';
 import { principalOf, watchKey } from '../auth.js';
+import { publicBaseUrl } from '../public-url.js';
 
 const tags = ['build-runners'];
 const config = { access: 'organization' as const };
 const JOB_ERRORS = ['build_job_not_found', 'build_lease_lost'] as const;
+/** Bytes, not JSON: typed loosely so the reply may be the file's stream (for OpenAPI it is described all the same). */
+const ARCHIVE_ANSWER: object = { description: 'The archive', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } };
 
 /**
  * The build runner protocol (docs/build-runners.md): `berth builder` processes claim build
  * jobs, fetch their source, send log lines and report the image or the failure. Only runner
  * keys reach it (domain/permissions.ts).
  */
-export const buildRunnerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const buildRunnerRoutes: FastifyPluginAsyncTypebox<{ services: Services; publicUrl: string | undefined }> = async (app, { services, publicUrl }) => {
   const { buildRunners } = services;
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
@@ -82,7 +86,8 @@ export const buildRunnerRoutes: FastifyPluginAsyncTypebox<{ services: Services }
       schema: {
         operationId: 'getBuildJobSource',
         summary: 'Where a build job’s source is',
-        description: 'The repository, the ref and the credentials to fetch it with, for the holder of the lease only.',
+        description:
+          'The repository, the ref and the credentials to fetch it with, or a short-lived URL to download the uploaded archive from; for the holder of the lease only.',
         tags,
         params: JobParams,
         querystring: LeaseBody,
@@ -91,7 +96,33 @@ export const buildRunnerRoutes: FastifyPluginAsyncTypebox<{ services: Services }
     },
     async (request, reply) => {
       reply.header('cache-control', 'no-store');
-      return buildRunners.source(principalOf(request), request.params.job_id, request.query.lease_token);
+      return buildRunners.source(principalOf(request), request.params.job_id, request.query.lease_token, publicBaseUrl(request, publicUrl));
+    },
+  );
+
+  app.get(
+    `${RUNNER_PREFIX}/jobs/:job_id/archive`,
+    {
+      config,
+      schema: {
+        operationId: 'getBuildJobArchive',
+        summary: 'Download a build job’s uploaded archive',
+        description:
+          'The `url` of an `archive` source: the project as uploaded (`.tar.gz`), for the runner key holding the claim the URL was signed for, ' +
+          'until the URL expires. Hostile content: unpack it safely.',
+        tags,
+        params: JobParams,
+        querystring: ArchiveQuery,
+        response: {
+          200: ARCHIVE_ANSWER,
+          ...errorResponses(...JOB_ERRORS, 'build_archive_url_invalid', 'upload_url_gone'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { stream, bytes } = await buildRunners.archive(principalOf(request), request.params.job_id, request.query.token);
+      reply.header('cache-control', 'no-store').header('content-length', bytes).type('application/gzip');
+      return reply.send(stream);
     },
   );
 

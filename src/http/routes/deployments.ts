@@ -69,6 +69,8 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         imageVersion: q.image_version,
         deploymentType: q.deployment_type,
         ids: uuidList(q.deployment_ids, 'deployment_ids'),
+        parentId: q.parent_deployment_id?.toLowerCase(),
+        isPreview: q.is_preview,
       };
       return deployments.list(scopeOf(request), filters, { limit: q.limit, offset: q.offset });
     },
@@ -103,7 +105,8 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
           'Null or absent fields are left as they are. Setting any `source_revision_config` field, changing `secrets` or changing ' +
           '`source_config.resource_spec` creates a new revision, which the answer already names as `latest_revision_id`; other ' +
           '`source_config` fields change in place. `name`, `source`, `integration_id`, `repo_url`, `deployment_type`, `listener_id` ' +
-          'and `listener_config` cannot change (400). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.',
+          'and `listener_config` cannot change (400). `previews` (preview deployments, docs/previews.md) changes in place, field by field; ' +
+          'a preview cannot have previews (400 `previews_invalid`). With `If-Match`, 412 (`resource_changed`) when the deployment changed since that `ETag`.',
         tags,
         params: DeploymentParams,
         headers: ConditionalWriteHeaders,
@@ -115,6 +118,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
             'field_immutable',
             'source_config_invalid',
             'secrets_invalid',
+            'previews_invalid',
             'tarball_unknown',
             'image_not_in_workspace',
             'deployment_deleting',

@@ -55,7 +55,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ services: Services; writeT
 };
 
 /** The header wins: a browser's EventSource sends it on reconnect, keeping the original URL. */
-function lastEventId(request: FastifyRequest, fromQuery: string | undefined): number {
+export function lastEventId(request: FastifyRequest, fromQuery: string | undefined): number {
   const header = request.headers['last-event-id'];
   const fromHeader = Array.isArray(header) ? header[0] : header;
   const [value, loc] = fromHeader?.trim() ? [fromHeader.trim(), ['header', 'last-event-id']] : [fromQuery?.trim(), ['query', 'last_event_id']];

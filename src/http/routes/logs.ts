@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Static } from 'typebox';
 import { DeploymentParams, RevisionParams } from '../../contract/deployments.js';
 import { errorResponses } from '../../contract/errors.js';
 import { LogPage, LogQuery, LogQueryBody, Timeline } from '../../contract/logs.js';
@@ -85,15 +86,8 @@ export const logRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
   );
 };
 
-interface LogFilters {
-  order: 'asc' | 'desc';
-  limit: number;
-  offset?: string | null;
-  level?: string | null;
-  query?: string | null;
-  start_time?: string | null;
-  end_time?: string | null;
-}
+/** The filters of either form, as the contract reads them. */
+type LogFilters = Static<typeof LogQuery> | Static<typeof LogQueryBody>;
 
 /** The same filters arrive in the query string (GET) or the body (the POST forms). */
 function logRequest(

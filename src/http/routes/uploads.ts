@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { MAX_UPLOAD_BYTES } from '../../build/uploads.js';
+import { MAX_UPLOAD_BYTES } from '../../sources/uploads.js';
 import { PushToken, UploadQuery, UploadReceipt, UploadUrl } from '../../contract/builds.js';
 import { DeploymentParams } from '../../contract/deployments.js';
 import { errorResponses } from '../../contract/errors.js';

@@ -21,7 +21,9 @@ import { outboundWebhooks } from './019-outbound-webhooks.js';
 import { sessions } from './020-sessions.js';
 import { buildJobs } from './021-build-jobs.js';
 import { githubNotices } from './022-github-notices.js';
-import { auditActorReason } from './026-audit-actor-reason.js';
+import { previews } from './023-previews.js';
+import { runnerLabels } from './024-runner-labels.js';
+import { auditActorReason } from './025-audit-actor-reason.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -47,7 +49,9 @@ const migrations: Record<string, Migration> = {
   '020-sessions': sessions,
   '021-build-jobs': buildJobs,
   '022-github-notices': githubNotices,
-  '026-audit-actor-reason': auditActorReason,
+  '023-previews': previews,
+  '024-runner-labels': runnerLabels,
+  '025-audit-actor-reason': auditActorReason,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -75,7 +75,7 @@ export async function insertBerthAuditRow(db: Executor, where: { deploymentId: s
         eb.val(change.target.name).as('target_name'),
         eb.val('success').as('outcome'),
         eb.val(JSON.stringify([...(change.changedFields ?? [])])).as('changed_fields'),
-        eb.val('[]').as('secret_names'),
+        eb.val(JSON.stringify([...(change.secretNames ?? [])])).as('secret_names'),
       ]);
     })
     .execute();

@@ -42,6 +42,7 @@ export async function insertBuildJob(
       runner_key_id: null,
       attempts: 0,
       result: null,
+      env_encrypted: null,
       error: null,
       created_at: now,
       updated_at: now,
@@ -155,7 +156,7 @@ export async function finishBuildJob(
   db: Executor,
   id: string,
   token: string,
-  outcome: { status: 'succeeded'; result: Record<string, unknown> } | { status: 'failed'; error: string },
+  outcome: { status: 'succeeded'; result: Record<string, unknown>; envEncrypted: string | null } | { status: 'failed'; error: string },
   now: string,
 ): Promise<boolean> {
   const result = await db
@@ -163,6 +164,7 @@ export async function finishBuildJob(
     .set({
       status: outcome.status,
       result: outcome.status === 'succeeded' ? JSON.stringify(outcome.result) : null,
+      env_encrypted: outcome.status === 'succeeded' ? outcome.envEncrypted : null,
       error: outcome.status === 'failed' ? outcome.error : null,
       source_encrypted: null,
       lease_expires_at: null,
@@ -199,13 +201,11 @@ export async function touchBuildRunner(db: Executor, runner: { keyId: string; or
     .execute();
 }
 
-/** Runner keys of the organization seen since `since` (ISO). */
-export async function buildRunnersSeenSince(db: Executor, organizationId: string, since: string): Promise<number> {
-  const row = await db
-    .selectFrom('build_runners')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('organization_id', '=', organizationId)
-    .where('last_seen_at', '>=', since)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+/** Runner keys of the organization seen since `since` (ISO) advertising every one of `labels`. */
+export async function buildRunnersSeenSince(db: Executor, organizationId: string, since: string, labels: readonly string[] = []): Promise<number> {
+  const rows = await db.selectFrom('build_runners').select('labels').where('organization_id', '=', organizationId).where('last_seen_at', '>=', since).execute();
+  return rows.filter((row) => {
+    const advertised = JSON.parse(row.labels) as string[];
+    return labels.every((label) => advertised.includes(label));
+  }).length;
 }

@@ -1,8 +1,8 @@
-import type { SourceSpelling } from '../../domain/deployment-config.js';
 import { type Expression, expressionBuilder, type SqlBool, SqliteAdapter, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
-import type { SourceConfig } from '../../domain/deployment-config.js';
+import { type SourceConfig, type SourceSpelling, withServingUrl } from '../../domain/deployment-config.js';
 import type { DeploymentStatus } from '../../domain/deployment-status.js';
+import { type PreviewOrigin, type PreviewSettings, previewKey } from '../../domain/previews.js';
 import { escapeLike } from '../like.js';
 import type { Db, Executor } from '../database.js';
 import { preparedQuery } from '../prepared.js';
@@ -31,6 +31,12 @@ export interface DeploymentRecord {
   /** Set by a rollback: build on push makes no revision while it is (see `setPin`). */
   pinned_revision_id: string | null;
   pinned_at: string | null;
+  /** A parent's preview settings; null when never set (previews off). */
+  preview_settings: PreviewSettings | null;
+  /** Set on previews only: the deployment it previews, what for, and when it last had a new commit. */
+  parent_deployment_id: string | null;
+  preview_origin: PreviewOrigin | null;
+  preview_active_at: string | null;
   url: string | null;
   created_at: string;
   updated_at: string;
@@ -39,11 +45,25 @@ export interface DeploymentRecord {
 /** What a use case decides about a new deployment; counters and leases are the repository's. */
 export type NewDeployment = Omit<
   DeploymentRecord,
-  'status' | 'remote_reconciled' | 'latest_revision_id' | 'active_revision_id' | 'revision_count' | 'pinned_revision_id' | 'pinned_at' | 'url' | 'updated_at'
->;
+  | 'status'
+  | 'remote_reconciled'
+  | 'latest_revision_id'
+  | 'active_revision_id'
+  | 'revision_count'
+  | 'pinned_revision_id'
+  | 'pinned_at'
+  | 'preview_settings'
+  | 'parent_deployment_id'
+  | 'preview_origin'
+  | 'preview_active_at'
+  | 'url'
+  | 'updated_at'
+> & { preview?: { parentId: string; origin: PreviewOrigin } };
 
 /** Fields a use case may change in place. */
-export type DeploymentChanges = Partial<Pick<DeploymentRecord, 'source_config' | 'display_name' | 'image_version'>> & { updated_at: string };
+export type DeploymentChanges = Partial<Pick<DeploymentRecord, 'source_config' | 'display_name' | 'image_version' | 'preview_settings'>> & {
+  updated_at: string;
+};
 
 /** A deployment with its latest revision, read together because every answer shows both. */
 export interface DeploymentWithLatest {
@@ -61,6 +81,10 @@ export interface DeploymentFilters {
   ids?: string[];
   /** Berth has no tags yet: a non-empty tag filter matches nothing. */
   tagValueIds?: string[];
+  /** Previews of this deployment only. */
+  parentId?: string;
+  /** Previews only (true), or no previews (false). */
+  isPreview?: boolean;
 }
 
 export const DEPLOYMENT_COLUMNS = [
@@ -80,6 +104,10 @@ export const DEPLOYMENT_COLUMNS = [
   'revision_count',
   'pinned_revision_id',
   'pinned_at',
+  'preview_settings',
+  'parent_deployment_id',
+  'preview_origin',
+  'preview_active_at',
   'url',
   'created_at',
   'updated_at',
@@ -106,16 +134,25 @@ export function decodeDeployment(row: DeploymentColumns): DeploymentRecord {
     revision_count: row.revision_count,
     pinned_revision_id: row.pinned_revision_id,
     pinned_at: row.pinned_at,
+    preview_settings: row.preview_settings === null ? null : (JSON.parse(row.preview_settings) as PreviewSettings),
+    parent_deployment_id: row.parent_deployment_id,
+    preview_origin: row.preview_origin === null ? null : (JSON.parse(row.preview_origin) as PreviewOrigin),
+    preview_active_at: row.preview_active_at,
     url: row.url,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
 }
 
-export async function insertDeployment(db: Executor, deployment: NewDeployment): Promise<DeploymentRecord> {
+export async function insertDeployment(db: Executor, { preview, ...deployment }: NewDeployment): Promise<DeploymentRecord> {
   const row: Database['deployments'] = {
     ...deployment,
     source_config: JSON.stringify(deployment.source_config),
+    preview_settings: null,
+    parent_deployment_id: preview?.parentId ?? null,
+    preview_key: preview ? previewKey(preview.origin) : null,
+    preview_origin: preview ? JSON.stringify(preview.origin) : null,
+    preview_active_at: preview ? deployment.created_at : null,
     integration_id: deployment.source_config.integration_id,
     status: 'AWAITING_DATABASE',
     remote_reconciled: 0,
@@ -285,10 +322,14 @@ export async function setPin(db: Executor, id: string, expected: string | null, 
 }
 
 export async function updateDeployment(db: Executor, id: string, changes: DeploymentChanges): Promise<void> {
-  const { source_config, ...plain } = changes;
+  const { source_config, preview_settings, ...plain } = changes;
   await db
     .updateTable('deployments')
-    .set({ ...plain, ...(source_config ? { source_config: JSON.stringify(source_config) } : {}) })
+    .set({
+      ...plain,
+      ...(source_config ? { source_config: JSON.stringify(source_config) } : {}),
+      ...(preview_settings ? { preview_settings: JSON.stringify(preview_settings) } : {}),
+    })
     .where('id', '=', id)
     .execute();
 }
@@ -383,6 +424,9 @@ type ListingValues = {
   ids?: string;
   /** The ids the search index found for `name_contains`, as a JSON list. */
   candidates?: string;
+  parent_deployment_id?: string;
+  /** 1: previews only; 0: no previews. */
+  is_preview?: number;
 };
 
 function listingValues(workspaceId: string, filters: DeploymentFilters, candidates: string[] | undefined): ListingValues {
@@ -396,6 +440,8 @@ function listingValues(workspaceId: string, filters: DeploymentFilters, candidat
     // One parameter for any number of ids: the statement stays one, compiled once.
     ids: filters.ids && filters.ids.length > 0 ? JSON.stringify(filters.ids) : undefined,
     candidates: candidates && JSON.stringify(candidates),
+    parent_deployment_id: filters.parentId,
+    is_preview: filters.isPreview === undefined ? undefined : filters.isPreview ? 1 : 0,
   };
 }
 
@@ -460,6 +506,12 @@ function listingConditions(db: Executor, values: ListingValues, statuses: readon
   if (values.remote_reconciled !== undefined) conditions.push(eb('deployments.remote_reconciled', '=', values.remote_reconciled));
   if (values.image_version !== undefined) conditions.push(eb('deployments.image_version', '=', values.image_version));
   if (values.deployment_type !== undefined) conditions.push(eb('deployments.deployment_type', '=', values.deployment_type));
+  if (values.parent_deployment_id !== undefined) conditions.push(eb('deployments.parent_deployment_id', '=', values.parent_deployment_id));
+  if (values.is_preview !== undefined) {
+    // The value decides which of two conditions, and the statement is compiled per shape:
+    // the constant is compared in SQL so that one statement serves both answers.
+    conditions.push(sql<SqlBool>`(CASE WHEN deployments.parent_deployment_id IS NULL THEN 0 ELSE 1 END) = ${values.is_preview}`);
+  }
   return eb.and(conditions);
 }
 
@@ -603,10 +655,7 @@ export async function moveServingUrl(
     .where('status', '!=', 'AWAITING_DELETE')
     .executeTakeFirst();
   if (!deployment) return false;
-  const record = decodeDeployment(deployment);
-  const sourceConfig = { ...record.source_config };
-  // custom_url is the user's to set (a proxy in front); Berth only keeps up the one it filled.
-  if (!sourceConfig.custom_url || sourceConfig.custom_url === change.previousUrl) sourceConfig.custom_url = change.url;
+  const sourceConfig = withServingUrl(decodeDeployment(deployment).source_config, change.previousUrl, change.url);
   const revision = await db
     .updateTable('revisions')
     .set({ url: change.url, updated_at: change.now })

@@ -74,3 +74,35 @@ export async function eventsAfter(db: Executor, deploymentId: string, afterId: n
 export async function revisionTimeline(db: Executor, revisionId: string): Promise<EventRow[]> {
   return db.selectFrom('deployment_events').selectAll().where('revision_id', '=', revisionId).where('kind', '=', 'status').orderBy('id', 'asc').execute();
 }
+
+export interface WorkspaceEventQuery {
+  workspaceId: string;
+  deploymentId?: string;
+  kind?: EventRow['kind'];
+  order: 'asc' | 'desc';
+  /** Exclusive: events after it (`asc`) or before it (`desc`). */
+  cursor?: number;
+  limit: number;
+}
+
+/** Events of every deployment of a workspace, in id order: the workspace's event page and stream. */
+export async function workspaceEvents(db: Executor, q: WorkspaceEventQuery): Promise<EventRow[]> {
+  let query = db
+    .selectFrom('deployment_events as e')
+    .innerJoin('deployments as d', 'd.id', 'e.deployment_id')
+    .selectAll('e')
+    .where('d.workspace_id', '=', q.workspaceId);
+  if (q.deploymentId) query = query.where('e.deployment_id', '=', q.deploymentId);
+  if (q.kind) query = query.where('e.kind', '=', q.kind);
+  if (q.cursor !== undefined) query = query.where('e.id', q.order === 'asc' ? '>' : '<', q.cursor);
+  return query.orderBy('e.id', q.order).limit(q.limit).execute();
+}
+
+/** The newest event's id of all (0 when none): where a stream that asks for no history starts. */
+export async function latestEventId(db: Executor): Promise<number> {
+  const row = await db
+    .selectFrom('deployment_events')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirst();
+  return Number(row?.id ?? 0);
+}

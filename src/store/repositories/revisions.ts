@@ -86,7 +86,7 @@ export function decodeRevision(row: RevisionColumns, spec: string | null): Revis
     image_ref: row.image_ref,
     runtime_handle: row.runtime_handle,
     url: row.url,
-    build: row.build_inputs === null ? null : (JSON.parse(row.build_inputs) as RevisionBuild),
+    build: decodeBuild(row.build_inputs),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -423,14 +423,18 @@ export async function builtWithKey(db: Executor, workspaceId: string, key: strin
   return rows.map((row) => ({ ...row, image_ref: row.image_ref as string }));
 }
 
+function decodeBuild(column: string | null): RevisionBuild | null {
+  return column === null ? null : (JSON.parse(column) as RevisionBuild);
+}
+
 /** What a revision that runs an image built before takes over from the newest revision of the deployment with that image. */
 export async function buildOfImage(
   db: Executor,
   deploymentId: string,
   imageRef: string,
   exceptId: string,
-): Promise<{ id: string; build_inputs: string | null; build_key: string | null; config_env_encrypted: string | null } | undefined> {
-  return db
+): Promise<{ id: string; build: RevisionBuild | null; build_key: string | null; config_env_encrypted: string | null } | undefined> {
+  const row = await db
     .selectFrom('revisions')
     .select(['id', 'build_inputs', 'build_key', 'config_env_encrypted'])
     .where('deployment_id', '=', deploymentId)
@@ -439,13 +443,21 @@ export async function buildOfImage(
     .orderBy('seq', 'desc')
     .limit(1)
     .executeTakeFirst();
+  if (!row) return undefined;
+  const { build_inputs, ...rest } = row;
+  return { ...rest, build: decodeBuild(build_inputs) };
 }
 
 /** Writes a new revision's build inputs and langgraph.json env (before the engine sees it: no status changes). */
 export async function setRevisionBuild(
   db: Executor,
   revisionId: string,
-  values: { build_inputs: string | null; build_key: string | null; config_env_encrypted: string | null },
+  values: { build: RevisionBuild | null; build_key: string | null; config_env_encrypted: string | null },
 ): Promise<void> {
-  await db.updateTable('revisions').set(values).where('id', '=', revisionId).execute();
+  const { build, ...rest } = values;
+  await db
+    .updateTable('revisions')
+    .set({ ...rest, build_inputs: build === null ? null : JSON.stringify(build) })
+    .where('id', '=', revisionId)
+    .execute();
 }

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AgentConfigError, loadAgentConfig } from '../../../src/listener/agent/config.js';
-import { backoffDelay } from '../../../src/listener/agent/agent.js';
+import { AgentConfigError, loadAgentConfig } from '../../../src/agent/config.js';
+import { backoffDelay } from '../../../src/agent/agent.js';
 
 const KEY = 'lk_secret-value-never-shown';
 

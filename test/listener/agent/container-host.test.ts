@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { LocalContainerRuntime } from '../../../src/engine/drivers/local-container/index.js';
+import { LocalContainerRuntime } from '../../../src/containers/runtime/index.js';
 import { holdMachineTurnForSuite } from '../../support/machine-lock.js';
 import { eventually } from '../../support/runtimes.js';
 import { ProtocolStandIn } from './protocol-stand-in.js';

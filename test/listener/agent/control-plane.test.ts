@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { LocalContainerRuntime } from '../../../src/engine/drivers/local-container/index.js';
+import { LocalContainerRuntime } from '../../../src/containers/runtime/index.js';
 import { client } from '../../support/http.js';
 import { holdMachineTurnForSuite } from '../../support/machine-lock.js';
 import { type BerthProcess, freePort, spawnBerth, stopBerth } from '../../support/process.js';

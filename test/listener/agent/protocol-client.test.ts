@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { ProtocolClient, ProtocolError } from '../../../src/listener/agent/protocol.js';
+import { ProtocolClient, ProtocolError } from '../../../src/agent/protocol.js';
 import { ProtocolStandIn } from './protocol-stand-in.js';
 
 describe('the protocol client against the stand-in', () => {

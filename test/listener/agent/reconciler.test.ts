@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import type { DesiredDeploymentView } from '../../../src/contract/listener-protocol.js';
-import { type ObservedContainer, reconcile } from '../../../src/listener/agent/reconciler.js';
+import { type ObservedContainer, reconcile } from '../../../src/agent/reconciler.js';
 
 function deployment(status: DesiredDeploymentView['revision_status'], overrides: Partial<DesiredDeploymentView> = {}): DesiredDeploymentView {
   return {

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { lockDataDir, readState, writeState } from '../../../src/listener/agent/state-file.js';
+import { lockDataDir, readState, writeState } from '../../../src/agent/state-file.js';
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'berth-agent-state-'));

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, type TestContext, test } from 'node:test';
 import { type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
-import { KubernetesApplier } from '../../../src/listener/kubernetes/applier.js';
-import { KubernetesRequestError } from '../../../src/listener/kubernetes/kube-errors.js';
-import { type DesiredDeployment, renderDeployment } from '../../../src/listener/kubernetes/manifests.js';
-import { kubernetesNames, LABEL } from '../../../src/listener/kubernetes/names.js';
-import { ManifestError } from '../../../src/listener/kubernetes/syntax.js';
+import { KubernetesApplier } from '../../../src/agent/kubernetes/applier.js';
+import { KubernetesRequestError } from '../../../src/agent/kubernetes/kube-errors.js';
+import { type DesiredDeployment, renderDeployment } from '../../../src/agent/kubernetes/manifests.js';
+import { kubernetesNames, LABEL } from '../../../src/agent/kubernetes/names.js';
+import { ManifestError } from '../../../src/agent/kubernetes/syntax.js';
 import { type KubeObject, KubeStandIn } from '../../support/kube-stand-in.js';
 import { DEPLOYMENT_ID, desired, NAMESPACE, REVISION_ID } from './fixtures.js';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { KubernetesObject, V1Container, V1Deployment, V1PodSpec, V1Secret, V1StatefulSet, V2HorizontalPodAutoscaler } from '@kubernetes/client-node';
 import type { ResourceSpec } from '../../../src/domain/deployment-config.js';
-import { type DesiredDeployment, renderDeployment, withOwner } from '../../../src/listener/kubernetes/manifests.js';
-import { LABEL } from '../../../src/listener/kubernetes/names.js';
+import { type DesiredDeployment, renderDeployment, withOwner } from '../../../src/agent/kubernetes/manifests.js';
+import { LABEL } from '../../../src/agent/kubernetes/names.js';
 import { validateAgainstSchema } from '../../support/kube-schemas.js';
 
 export const DEPLOYMENT_ID = '3f2b1c4d-1111-4111-8111-111111111111';

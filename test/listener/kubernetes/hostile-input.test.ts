@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import type { ResourceSpec } from '../../../src/domain/deployment-config.js';
-import type { DesiredDeployment } from '../../../src/listener/kubernetes/manifests.js';
-import { renderDeployment } from '../../../src/listener/kubernetes/manifests.js';
-import { kubernetesNames } from '../../../src/listener/kubernetes/names.js';
-import { ManifestError } from '../../../src/listener/kubernetes/syntax.js';
+import type { DesiredDeployment } from '../../../src/agent/kubernetes/manifests.js';
+import { renderDeployment } from '../../../src/agent/kubernetes/manifests.js';
+import { kubernetesNames } from '../../../src/agent/kubernetes/names.js';
+import { ManifestError } from '../../../src/agent/kubernetes/syntax.js';
 import { DEPLOYMENT_ID, desired, renderSpec, renderValid } from './fixtures.js';
 
 /** Refused with a ManifestError naming the field, never rendered into something Kubernetes would refuse. */

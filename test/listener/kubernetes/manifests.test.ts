@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject, V1Service } from '@kubernetes/client-node';
 import type { ResourceSpec } from '../../../src/domain/deployment-config.js';
-import { DEFAULT_POSTGRES_IMAGE } from '../../../src/listener/kubernetes/backing-services.js';
-import { DEFAULT_QUEUE_WORKER_COMMAND } from '../../../src/listener/kubernetes/server-workloads.js';
-import { LABEL } from '../../../src/listener/kubernetes/names.js';
+import { DEFAULT_POSTGRES_IMAGE } from '../../../src/agent/kubernetes/backing-services.js';
+import { DEFAULT_QUEUE_WORKER_COMMAND } from '../../../src/agent/kubernetes/server-workloads.js';
+import { LABEL } from '../../../src/agent/kubernetes/names.js';
 import {
   autoscaler,
   component,

@@ -1,6 +1,6 @@
-import { pushImage } from '../../../src/build/push-image.js';
-import { runBuilderCommand } from '../../../src/build/commands.js';
-import type { ResolvedBuilder } from '../../../src/build/types.js';
+import { pushImage } from '../../../src/image-builds/push-image.js';
+import { runTool } from '../../../src/containers/commands.js';
+import type { ResolvedBuilder } from '../../../src/image-builds/types.js';
 import type { BuildDriver, BuildRequest, BuiltImage, StepContext } from '../../../src/engine/drivers/types.js';
 import { builtImageName } from '../../../src/registry/image-names.js';
 import type { Registry } from '../../../src/registry/setup.js';
@@ -34,12 +34,12 @@ export class CommittingBuildDriver implements BuildDriver {
       const pushed = await pushImage(this.buildah, image, { tlsVerify: false, credentials: { username: 'oauth2accesstoken', password } }, () => {});
       return { image, commitSha: null, id, digest: pushed.digest ?? null };
     } finally {
-      await runBuilderCommand(this.buildah, ['rm', container]);
+      await runTool(this.buildah, ['rm', container]);
     }
   }
 
   async #buildah(args: string[]): Promise<string> {
-    const result = await runBuilderCommand(this.buildah, args);
+    const result = await runTool(this.buildah, args);
     if (result.code !== 0) throw new Error(`buildah ${args[0]} failed: ${result.stderr}`);
     return result.stdout;
   }
