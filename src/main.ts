@@ -6,6 +6,9 @@ import { AgentConfigError, loadAgentConfig } from './agent/config.js';
 import { ListenerAgent } from './agent/agent.js';
 import { loadRunnerConfig, RunnerConfigError, type RunnerFlags } from './runner/config.js';
 import { BuildRunner } from './runner/runner.js';
+import { executorDriverFor } from './runner/kubernetes/choose.js';
+import { KubernetesBuildConfigError } from './runner/kubernetes/config.js';
+import { buildInPod } from './runner/kubernetes/in-pod.js';
 import { computeFor } from './agent/computes.js';
 import { createLogger } from './logger.js';
 import { registerOperationsCommands } from './operations/commands.js';
@@ -105,17 +108,20 @@ program
   .option('--labels <labels>', "comma-separated labels to advertise (else BERTH_RUNNER_LABELS; default: the key's)")
   .option('--concurrency <n>', 'builds at once (else BERTH_RUNNER_CONCURRENCY, default 1)')
   .option('--health-port <port>', 'serve GET /healthz and GET /metrics (Prometheus) on this port (else BERTH_RUNNER_HEALTH_PORT; default off)')
-  .action(async (flags: RunnerFlags) => {
+  .option('--executor <kind>', 'local: build on this machine; kubernetes: each build a Job (else BERTH_BUILDER_EXECUTOR, default local)')
+  .action(async (flags: RunnerFlags & { executor?: string }) => {
     let config;
+    let driverFor;
     try {
       config = loadRunnerConfig(process.env, flags);
+      driverFor = executorDriverFor(process.env, flags.executor);
     } catch (error) {
-      if (!(error instanceof RunnerConfigError)) throw error;
+      if (!(error instanceof RunnerConfigError) && !(error instanceof KubernetesBuildConfigError)) throw error;
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
     }
     const logger = createLogger(config.logLevel, 'auto');
-    const runner = new BuildRunner(config, logger);
+    const runner = new BuildRunner(config, logger, driverFor);
     const ran = runner.run();
     stopOnSignals(logger, async () => {
       runner.stop();
@@ -123,6 +129,17 @@ program
     });
     await ran;
     logger.info('berth builder stopped');
+  });
+
+program
+  .command('builder-pod', { hidden: true })
+  .description("What a build Job's pod runs (berth builder --executor kubernetes): builds the job in its Secret's file.")
+  .requiredOption('--job <file>', "the job, from the Job's Secret")
+  .requiredOption('--work-dir <dir>', 'sources and the image store')
+  .action(async (flags: { job: string; workDir: string }) => {
+    const stop = new AbortController();
+    process.once('SIGTERM', () => stop.abort());
+    process.exitCode = await buildInPod(flags.job, flags.workDir, process.stdout, stop.signal);
   });
 
 registerDockerfileCommand(program);

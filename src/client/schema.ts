@@ -2179,6 +2179,9 @@ export interface components {
       /** @description The name to build and push the image as. */
       image: string;
       push: components['schemas']['RunnerPush'] | null;
+      /** @description The deployment's `build_timeout_seconds`; null or absent: the runner's own default. */
+      build_timeout_seconds?: number | null;
+      resources?: components['schemas']['RunnerResources'] | null;
     };
     /** RunnerJobSource */
     RunnerJobSource: components['schemas']['RunnerGitSource'] | components['schemas']['RunnerArchiveSource'];
@@ -2225,6 +2228,18 @@ export interface components {
       username: string;
       /** @description A push credential for `repository` alone, valid a few minutes; never log it. */
       password: string;
+    };
+    /**
+     * RunnerResources
+     * @description The deployment's resource_spec, for a runner that sizes each build (a Kubernetes Job); null: the runner's default.
+     */
+    RunnerResources: {
+      /** @description Cores requested (resource_spec.cpu). */
+      cpu: number | null;
+      /** @description Memory requested (resource_spec.memory_mb). */
+      memory_mb: number | null;
+      cpu_limit: number | null;
+      memory_limit_mb: number | null;
     };
     /** RunnerResult */
     RunnerResult: {

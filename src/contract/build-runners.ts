@@ -37,6 +37,19 @@ export const RunnerPush = Type.Object(
   { title: 'RunnerPush' },
 );
 
+export const RunnerResources = Type.Object(
+  {
+    cpu: Nullable(Type.Number({ exclusiveMinimum: 0, description: 'Cores requested (resource_spec.cpu).' })),
+    memory_mb: Nullable(Type.Integer({ minimum: 1, description: 'Memory requested (resource_spec.memory_mb).' })),
+    cpu_limit: Nullable(Type.Number({ exclusiveMinimum: 0 })),
+    memory_limit_mb: Nullable(Type.Integer({ minimum: 1 })),
+  },
+  {
+    title: 'RunnerResources',
+    description: "The deployment's resource_spec, for a runner that sizes each build (a Kubernetes Job); null: the runner's default.",
+  },
+);
+
 export const RunnerJob = Type.Object(
   {
     id: Uuid(),
@@ -52,6 +65,10 @@ export const RunnerJob = Type.Object(
     build_command: Nullable(Type.String()),
     image: Type.String({ description: 'The name to build and push the image as.' }),
     push: Nullable(RunnerPush),
+    build_timeout_seconds: Type.Optional(
+      Nullable(Type.Integer({ minimum: 1, description: "The deployment's `build_timeout_seconds`; null or absent: the runner's own default." })),
+    ),
+    resources: Type.Optional(Nullable(RunnerResources)),
   },
   { title: 'RunnerJob' },
 );

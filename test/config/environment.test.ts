@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { AGENT_ENVIRONMENT } from '../../src/agent/config.js';
 import { RUNNER_VARIABLES } from '../../src/runner/config.js';
+import { KUBERNETES_BUILD_VARIABLES } from '../../src/runner/kubernetes/config.js';
 import { ENVIRONMENT } from '../../src/environment.js';
 import { configurationTable } from '../../scripts/config-table.js';
 
@@ -22,7 +23,7 @@ async function namedIn(paths: string[], exclude: string[] = []): Promise<string[
 test('every variable the server reads is in the schema: the sources name no BERTH_ variable it lacks', async () => {
   // The listener agent and the CLI are other programs with settings of their own (below).
   const named = await namedIn(['src'], ['cli', 'agent', 'runner']);
-  const runnerVariables: readonly string[] = RUNNER_VARIABLES;
+  const runnerVariables: readonly string[] = [...RUNNER_VARIABLES, ...KUBERNETES_BUILD_VARIABLES];
   // Paths and constants that merely start with the prefix.
   // And the CLI's key variable, which the start-up banner (src/startup-guide.ts) tells a person to set.
   const notVariables = new Set(['BERTH_CONTAINERS_CONF', 'BERTH_REGISTRIES_CONF', 'BERTH_API_KEY']);
@@ -46,7 +47,7 @@ test("the listener agent's variables are all in its own schema, and none of them
 });
 
 test("the build runner's variables are all in its own list, and none of them is the server's", async () => {
-  const runnerVariables: readonly string[] = RUNNER_VARIABLES;
+  const runnerVariables: readonly string[] = [...RUNNER_VARIABLES, ...KUBERNETES_BUILD_VARIABLES];
   assert.deepEqual(
     (await namedIn(['src/runner'])).filter((name) => !runnerVariables.includes(name)),
     [],

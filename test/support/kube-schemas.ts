@@ -1,6 +1,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+import { Job } from 'kubernetes-models/batch/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
@@ -25,6 +26,7 @@ const MODELS: Record<string, ModelClass> = {
   'apps/v1/Deployment': Deployment as ModelClass,
   'apps/v1/StatefulSet': StatefulSet as ModelClass,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler as ModelClass,
+  'batch/v1/Job': Job as ModelClass,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget as ModelClass,
   'rbac.authorization.k8s.io/v1/Role': Role as ModelClass,
   'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding as ModelClass,

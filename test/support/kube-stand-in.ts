@@ -21,7 +21,11 @@ import { fieldAt, matches, parseSelector, SelectorError } from './kube-selectors
  * - garbage collection runs when a test calls collectGarbage() (in a cluster it runs soon
  *   after a delete, in the background): it deletes every object whose owners are all
  *   gone (or never existed), until none is left;
- * - pods are owned directly by their Deployment or StatefulSet (no ReplicaSets);
+ * - pods are owned directly by their Deployment or StatefulSet (no ReplicaSets), or by
+ *   their Job (labelled job-name, as the Job controller does);
+ * - a pod's log (GET pods/{name}/log, with follow, timestamps and sinceTime at second
+ *   precision) holds what a test wrote with writeLog(); a follow stays open until endLog()
+ *   or dropLogStreams() (a connection the network lost);
  * - the immutable parts of Deployments (selector) and StatefulSets (all but replicas,
  *   template, update strategy, claim retention, minReadySeconds, ordinals) are refused
  *   with 422 as a cluster refuses them.
@@ -64,7 +68,14 @@ const KINDS: KindInfo[] = [
   { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', generation: true },
   { apiVersion: 'apps/v1', kind: 'StatefulSet', plural: 'statefulsets', generation: true },
   { apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler', plural: 'horizontalpodautoscalers', generation: true },
+  { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs', generation: true },
 ];
+
+interface PodLog {
+  lines: { time: string; text: string }[];
+  ended: boolean;
+  followers: Set<http.ServerResponse>;
+}
 
 const STATEFULSET_MUTABLE = ['replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds'];
 
@@ -93,6 +104,7 @@ export class KubeStandIn {
   private readonly managers = new Map<string, string>();
   private readonly namespaces: Set<string>;
   private readonly forbidden = new Set<string>();
+  private readonly logs = new Map<string, PodLog>();
   private readonly token = randomBytes(16).toString('hex');
   private revision = 1;
   private clusterIps = 10;
@@ -223,7 +235,7 @@ export class KubeStandIn {
    * by it, with the given status (and labels over the template's, for a pod of an older revision).
    */
   addPod(
-    kind: 'Deployment' | 'StatefulSet',
+    kind: 'Deployment' | 'StatefulSet' | 'Job',
     namespace: string,
     workload: string,
     status: Record<string, unknown>,
@@ -237,13 +249,79 @@ export class KubeStandIn {
       kind: 'Pod',
       metadata: {
         ...this.newMetadata(name, namespace),
-        labels: { ...template.metadata?.labels, ...labels },
+        labels: { ...template.metadata?.labels, ...(kind === 'Job' ? { 'job-name': workload, 'batch.kubernetes.io/job-name': workload } : {}), ...labels },
         ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: workload, uid: owner.metadata.uid }],
       },
       spec: structuredClone(template.spec ?? {}),
       status: structuredClone(status),
     });
     return name;
+  }
+
+  /** Plays the kubelet: appends lines to a pod's log (each stamped now), and sends them to whoever follows it. */
+  writeLog(namespace: string, pod: string, lines: string[]): void {
+    const log = this.podLog(namespace, pod);
+    for (const text of lines) {
+      const line = { time: nanoTime(), text };
+      log.lines.push(line);
+      for (const follower of log.followers) follower.write(`${line.time} ${text}\n`);
+    }
+  }
+
+  /** The pod's container exited: its log is complete, and every follow of it ends. */
+  endLog(namespace: string, pod: string): void {
+    const log = this.podLog(namespace, pod);
+    log.ended = true;
+    for (const follower of log.followers) follower.end();
+    log.followers.clear();
+  }
+
+  /** Plays a dropped connection: every follow of the pod's log ends although the container still runs. */
+  dropLogStreams(namespace: string, pod: string): void {
+    const log = this.podLog(namespace, pod);
+    for (const follower of log.followers) follower.end();
+    log.followers.clear();
+  }
+
+  /** How many clients follow the pod's log now. */
+  logFollowers(namespace: string, pod: string): number {
+    return this.podLog(namespace, pod).followers.size;
+  }
+
+  private podLog(namespace: string, pod: string): PodLog {
+    const logKey = `${namespace}/${pod}`;
+    let log = this.logs.get(logKey);
+    if (!log) {
+      log = { lines: [], ended: false, followers: new Set() };
+      this.logs.set(logKey, log);
+    }
+    return log;
+  }
+
+  /** Answers GET pods/{name}/log; a follow keeps the response open (it is not a [code, body] answer). */
+  private serveLog(namespace: string, pod: string, query: URLSearchParams, response: http.ServerResponse): void {
+    const object = this.store.get(key('v1', 'Pod', namespace, pod));
+    if (!object) throw notFound(kindInfo('Pod') as KindInfo, pod);
+    const phase = (object.status as { phase?: string } | undefined)?.phase;
+    if (phase === 'Pending')
+      throw new ApiError(400, 'BadRequest', `container "${query.get('container')}" in pod "${pod}" is waiting to start: ContainerCreating`);
+    const log = this.podLog(namespace, pod);
+    const stamps = query.get('timestamps') === 'true';
+    const since = query.get('sinceTime');
+    response.writeHead(200, { 'Content-Type': 'text/plain' });
+    // As the kubelet: the answer starts at once, before any line.
+    response.flushHeaders();
+    for (const line of log.lines) {
+      // sinceTime has a precision of seconds, as the kubelet reads it.
+      if (since && line.time.slice(0, 19) < since.slice(0, 19)) continue;
+      response.write(stamps ? `${line.time} ${line.text}\n` : `${line.text}\n`);
+    }
+    if (log.ended || query.get('follow') !== 'true') {
+      response.end();
+      return;
+    }
+    log.followers.add(response);
+    response.on('close', () => log.followers.delete(response));
   }
 
   /** Plays any other controller (a StatefulSet's claims, an object someone created by hand): stores the object as given, with a uid. */
@@ -284,6 +362,12 @@ export class KubeStandIn {
     try {
       if (request.headers.authorization !== `Bearer ${this.token}`) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
       const body = await readBody(request);
+      const podLog = url.pathname.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/log$/);
+      if (podLog && request.method === 'GET') {
+        if (this.forbidden.has('get pods/log')) throw new ApiError(403, 'Forbidden', `pods "${podLog[2]}" is forbidden: cannot get resource "pods/log"`);
+        this.serveLog(decodeURIComponent(podLog[1] as string), decodeURIComponent(podLog[2] as string), url.searchParams, response);
+        return;
+      }
       const [code, answer] = this.route(request.method ?? 'GET', url, request.headers['content-type'], body);
       send(response, code, answer);
     } catch (error) {
@@ -495,6 +579,15 @@ function kindInfo(kind: string): KindInfo {
   const info = KINDS.find((k) => k.kind === kind);
   if (!info) throw new Error(`stand-in: unknown kind ${kind}`);
   return info;
+}
+
+/** An RFC 3339 time with nanoseconds, as the kubelet stamps log lines; strictly increasing within the process. */
+let lastNano = 0n;
+function nanoTime(): string {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  lastNano = now > lastNano ? now : lastNano + 1n;
+  const seconds = new Date(Number(lastNano / 1_000_000_000n) * 1000).toISOString().slice(0, 19);
+  return `${seconds}.${String(lastNano % 1_000_000_000n).padStart(9, '0')}Z`;
 }
 
 function key(apiVersion: string, kind: string, namespace: string, name: string): string {

@@ -1,0 +1,71 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
+import { LangGraphBuildDriver } from '../../engine/drivers/langgraph-build.js';
+import { type BuildRequest, DriverError } from '../../engine/drivers/types.js';
+import type { PodJob } from './manifests.js';
+import { logLine, resultLine } from './pod-lines.js';
+
+/**
+ * `berth builder-pod`, what a build Job's pod runs: reads the job from its Secret's file,
+ * builds with Berth's own LangGraph builder (buildah, the pod's settings choose chroot
+ * isolation and the vfs store) and pushes with the job's credential, writing its log
+ * lines and then its result on standard output for the runner to read (pod-lines.ts).
+ * Returns the exit code.
+ */
+export async function buildInPod(jobFile: string, workDir: string, out: Writable, signal: AbortSignal): Promise<number> {
+  const job = JSON.parse(await readFile(jobFile, 'utf8')) as PodJob;
+  const push = job.push;
+  const driver = new LangGraphBuildDriver({
+    dataDir: workDir,
+    builder: 'buildah',
+    baseImages: {},
+    allowLocal: true,
+    knownHostsFile: path.join(workDir, 'git', 'known_hosts'),
+    ...(push
+      ? {
+          registry: {
+            host: push.registry,
+            pathPrefix: push.path_prefix,
+            tlsVerify: push.tls_verify,
+            pushCredentials: async (repository: string) => (repository === push.repository ? { username: push.username, password: push.password } : undefined),
+          },
+        }
+      : {}),
+  });
+  const credentials = job.source.credentials;
+  const request: BuildRequest = {
+    workspaceId: job.workspace_id,
+    deploymentId: job.deployment_id,
+    deploymentName: job.deployment_name,
+    revisionId: job.revision_id,
+    source: {
+      kind: 'git',
+      url: job.source.url,
+      ref: job.source.ref,
+      ...(credentials
+        ? {
+            auth:
+              credentials.kind === 'basic'
+                ? { kind: 'basic' as const, username: credentials.username, password: credentials.password }
+                : {
+                    kind: 'ssh-key' as const,
+                    privateKey: credentials.private_key,
+                    ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}),
+                  },
+          }
+        : {}),
+    },
+    graphConfigPath: job.graph_config_path,
+    installCommand: job.install_command,
+    buildCommand: job.build_command,
+  };
+  try {
+    const built = await driver.build(request, { signal, log: async (level, message) => void out.write(logLine(level, message)) });
+    out.write(resultLine(built));
+    return 0;
+  } catch (error) {
+    out.write(logLine('ERROR', error instanceof DriverError ? error.message : 'the build pod failed unexpectedly.'));
+    return 1;
+  }
+}
