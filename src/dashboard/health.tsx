@@ -35,7 +35,7 @@ export function healthOf(deployment: Deployment, revisions: Revision[], statuses
     const summary = `Serving revision ${name(servingId)}${deployed ? ` since ${formatTime(deployed.data.at)}` : ''}.`;
     if (!latestId || latestId === servingId || !latestStatus) return { serving: true, summary, latest: null };
     const latest = isTerminal(latestStatus)
-      ? `Revision ${name(latestId)} did not replace it: ${latestStatus}${latestMessage ? `: ${latestMessage}` : ''}.`
+      ? `Revision ${name(latestId)} did not replace it: it ended in ${latestStatus}${latestMessage ? '; its timeline says why' : ''}.`
       : `Revision ${name(latestId)} is on its way: ${latestStatus}${latestSince}.`;
     return { serving: true, summary, latest };
   }
@@ -45,7 +45,8 @@ export function healthOf(deployment: Deployment, revisions: Revision[], statuses
     return { serving: false, summary: `Not serving yet: revision ${name(latestId)} is ${latestStatus}${latestSince}.`, latest: null };
   return {
     serving: false,
-    summary: `Not serving: revision ${name(latestId)} ended in ${latestStatus}${latestMessage ? `: ${latestMessage}` : '.'}`,
+    // The reason itself is told once, by the revision's timeline beside this panel.
+    summary: `Not serving: revision ${name(latestId)} ended in ${latestStatus}${latestMessage ? '; its timeline says why.' : '.'}`,
     latest: null,
   };
 }

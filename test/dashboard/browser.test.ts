@@ -95,7 +95,7 @@ describe('the dashboard in a browser', { skip: browserAbsent ?? undefined }, () 
       await page.locator('.failure').getByText('/ok', { exact: false }).first().waitFor();
       await page
         .getByTestId('health')
-        .filter({ hasText: /^Not serving: revision #1 \([0-9a-f]{8}\) ended in DEPLOY_FAILED: .+/ })
+        .filter({ hasText: /^Not serving: revision #1 \([0-9a-f]{8}\) ended in DEPLOY_FAILED; its timeline says why\.$/ })
         .waitFor();
 
       // Its logs: every line of the revision, then filtered by level and by a search, all on the page.
