@@ -2700,6 +2700,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   createDeployment: {
@@ -2806,6 +2815,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description `codehost_timeout` */
       504: {
         headers: {
@@ -2892,6 +2910,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   deleteDeployment: {
@@ -2962,6 +2989,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -3070,6 +3106,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   mergeDeploymentSecrets: {
@@ -3171,6 +3216,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   unpinDeployment: {
@@ -3231,6 +3285,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -3306,6 +3369,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -3412,6 +3484,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   getRevision: {
@@ -3486,6 +3567,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -3589,6 +3679,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   interruptRevision: {
@@ -3685,6 +3784,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listRevisionLogs: {
@@ -3770,6 +3878,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   queryBuildLogs: {
@@ -3835,6 +3952,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -3914,6 +4040,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   queryDeploymentLogs: {
@@ -3978,6 +4113,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4053,6 +4197,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   streamDeploymentEvents: {
@@ -4107,6 +4260,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4190,6 +4352,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   streamWorkspaceEvents: {
@@ -4253,6 +4424,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listListeners: {
@@ -4307,6 +4487,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4393,6 +4582,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   getListener: {
@@ -4464,6 +4662,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4551,6 +4758,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4661,6 +4877,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   getListenerDesiredState: {
@@ -4733,6 +4958,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4818,6 +5052,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   sendListenerHeartbeat: {
@@ -4896,6 +5139,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   claimBuildJob: {
@@ -4949,6 +5201,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5036,6 +5297,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   getBuildJobSource: {
@@ -5107,6 +5377,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5201,6 +5480,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   sendBuildJobLogs: {
@@ -5274,6 +5562,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5370,6 +5667,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   getWorkspaceRunnerLabels: {
@@ -5431,6 +5737,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5510,6 +5825,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   getListenerRunnerLabels: {
@@ -5571,6 +5895,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5650,6 +5983,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listOAuthProviders: {
@@ -5699,6 +6041,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5768,6 +6119,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5853,6 +6213,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   deleteOAuthProvider: {
@@ -5926,6 +6295,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -6018,6 +6396,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listWorkspaces: {
@@ -6067,6 +6454,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -6153,6 +6549,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listApiKeys: {
@@ -6202,6 +6607,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -6297,6 +6711,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   revokeApiKey: {
@@ -6364,6 +6787,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -6442,6 +6874,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   createSession: {
@@ -6496,6 +6937,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -6568,6 +7018,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   deleteCurrentSession: {
@@ -6631,6 +7090,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listWebhookSubscriptions: {
@@ -6685,6 +7153,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -6771,6 +7248,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   getWebhookSubscription: {
@@ -6831,6 +7317,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -6903,6 +7398,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listWebhookDeliveries: {
@@ -6968,6 +7472,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -7055,6 +7568,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -7150,6 +7672,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listIntegrations: {
@@ -7199,6 +7730,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -7277,6 +7817,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -7371,6 +7920,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listIntegrationRepositories: {
@@ -7441,6 +7999,15 @@ export interface operations {
       };
       /** @description `codehost_failed` */
       502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -7552,6 +8119,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   createPushToken: {
@@ -7621,6 +8197,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };

@@ -33,10 +33,14 @@ declare module 'fastify' {
 
 const resolvesWorkspace = (access: Access) => access === 'workspace' || access === 'workspace-admin';
 
-/** What authentication answers, by the access a route needs and its permission: documented on every route. */
+/**
+ * What authentication answers, by the access a route needs and its permission: documented on
+ * every route. With them `secrets_unreadable` (503): every authenticated route reads records
+ * that hold encrypted values, and a server started with another encryption key cannot open them.
+ */
 function authErrors(access: Access, permission: Permission): ErrorCode[] {
   const workspace: ErrorCode[] = resolvesWorkspace(access) ? ['workspace_required', 'workspace_forbidden'] : [];
-  return ['api_key_missing', 'api_key_invalid', 'session_invalid', 'csrf_token_invalid', ...refusalCodes(permission), ...workspace];
+  return ['api_key_missing', 'api_key_invalid', 'session_invalid', 'csrf_token_invalid', ...refusalCodes(permission), ...workspace, 'secrets_unreadable'];
 }
 
 /** The permission table's entry for a route as registered (either copy, root or prefixed). */
