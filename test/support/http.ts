@@ -45,7 +45,7 @@ export function client(baseUrl: string, defaults: { key?: string; tenant?: strin
         parsed = text;
       }
     }
-    const undeclared = await undeclaredAnswer(baseUrl, method, path, response.status, parsed);
+    const undeclared = await undeclaredAnswer(method, path, response.status, parsed);
     if (undeclared) throw new Error(`the contract is broken: ${undeclared}`);
     return { status: response.status, body: parsed as T, text, headers: response.headers };
   };
