@@ -70,7 +70,7 @@ module.exports = {
       severity: 'error',
       comment: 'Adapters serve the layers above them and never call back up.',
       from: {
-        path: '^src/(security|events|codehost|langgraph-project|image-builds|sources|registry|provisioning|observability|containers|sandbox|locks|outbound)/',
+        path: '^src/(security|events|codehost|kubernetes|langgraph-project|image-builds|sources|registry|provisioning|observability|containers|sandbox|locks|outbound)/',
       },
       to: { path: '^src/(http|services|engine|lifecycle|operations)/|^src/(server|main)\\.ts$' },
     },
@@ -96,7 +96,7 @@ module.exports = {
       comment:
         "agent/ is `berth listener`, the agent of the listener protocol, a process of its own on another machine: it knows Berth only through the wire shapes of contract/ and the domain, and runs containers with the container tools' local runtime (containers/), the one the engine uses; never the store, the use cases, the engine or the server.",
       from: { path: layer('agent') },
-      to: { path: '^src/', pathNot: ['^src/(agent|contract|domain|containers)/'] },
+      to: { path: '^src/', pathNot: ['^src/(agent|contract|domain|containers|kubernetes)/'] },
     },
     {
       name: 'agent-is-its-own-process',
@@ -114,7 +114,7 @@ module.exports = {
       to: {
         path: '^src/',
         pathNot: [
-          '^src/(runner|contract|domain|langgraph-project|image-builds|sources|sandbox|codehost|containers)/',
+          '^src/(runner|contract|domain|langgraph-project|image-builds|sources|sandbox|codehost|containers|kubernetes)/',
           '^src/engine/drivers/(types|langgraph-build)\\.ts$',
         ],
       },

@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import {
   type CoreV1Event,
-  createConfiguration,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
   PatchStrategy,
-  ServerConfiguration,
   type V1APIResourceList,
   type V1Deployment,
   type V1Pod,
@@ -14,6 +12,7 @@ import {
   type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { POSTGRES_PASSWORD_KEY } from './backing-services.js';
+import { boundConfiguration } from '../../kubernetes/client.js';
 import { KubernetesRequestError, translateError } from './kube-errors.js';
 import { type DesiredDeployment, provisionsDatabase, renderDeployment, withOwner } from './manifests.js';
 import { type Component, kubernetesNames, LABEL, managedSelector } from './names.js';
@@ -262,19 +261,7 @@ export class KubernetesApplier {
     if (!cluster)
       throw new KubernetesRequestError('The kubeconfig names no current cluster: set a current context, or run in a pod with a service account.', null);
     const bound = signal ? AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]) : AbortSignal.timeout(this.timeoutMs);
-    const configuration = createConfiguration({
-      baseServer: new ServerConfiguration(cluster.server, {}),
-      authMethods: { default: this.kubeConfig },
-      promiseMiddleware: [
-        {
-          pre: async (context) => {
-            context.setSignal(bound);
-            return context;
-          },
-          post: async (response) => response,
-        },
-      ],
-    });
+    const configuration = boundConfiguration(this.kubeConfig, cluster, bound);
     return new SharedDiscoveryObjectApi(configuration, this.discovery);
   }
 

@@ -1,4 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
+import { statusMessage } from '../../kubernetes/client.js';
 
 /**
  * A Kubernetes request that failed, with a message that says what to do. It never carries
@@ -75,18 +76,4 @@ export function translateError(error: unknown, verb: Verb, target: Target, serve
     );
   }
   return new KubernetesRequestError(`Could not ${verb} ${what}: ${cause?.message ?? String(error)}`, null);
-}
-
-/** The `message` of a Kubernetes Status body, whatever form the client handed it over in. */
-function statusMessage(body: unknown): string {
-  let parsed = body;
-  if (typeof body === 'string') {
-    try {
-      parsed = JSON.parse(body);
-    } catch {
-      return body.slice(0, 500);
-    }
-  }
-  const message = (parsed as { message?: unknown } | null)?.message;
-  return typeof message === 'string' ? message : 'no details';
 }

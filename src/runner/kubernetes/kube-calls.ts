@@ -1,13 +1,6 @@
-import {
-  ApiException,
-  createConfiguration,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  PatchStrategy,
-  ServerConfiguration,
-} from '@kubernetes/client-node';
+import { ApiException, type KubeConfig, type KubernetesObject, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
 import { DriverError } from '../../engine/drivers/types.js';
+import { boundConfiguration, statusMessage } from '../../kubernetes/client.js';
 
 export const FIELD_MANAGER = 'berth-builder';
 
@@ -69,21 +62,7 @@ export class KubeCalls {
     const cluster = this.kubeConfig.getCurrentCluster();
     if (!cluster) throw new DriverError('The kubeconfig names no current cluster: run the runner in a pod with its service account, or set a current context.');
     const bound = AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]);
-    return new KubernetesObjectApi(
-      createConfiguration({
-        baseServer: new ServerConfiguration(cluster.server, {}),
-        authMethods: { default: this.kubeConfig },
-        promiseMiddleware: [
-          {
-            pre: async (context) => {
-              context.setSignal(bound);
-              return context;
-            },
-            post: async (response) => response,
-          },
-        ],
-      }),
-    );
+    return new KubernetesObjectApi(boundConfiguration(this.kubeConfig, cluster, bound));
   }
 
   /** Never carries a request body (the Secret's content), only the status message the API server gave. */
@@ -105,17 +84,4 @@ export class KubeCalls {
     const cause = error as Error | undefined;
     return new DriverError(`Could not ${verb} ${what} on the Kubernetes API: ${cause?.message ?? String(error)}`);
   }
-}
-
-function statusMessage(body: unknown): string {
-  let parsed = body;
-  if (typeof body === 'string') {
-    try {
-      parsed = JSON.parse(body);
-    } catch {
-      return body.slice(0, 500);
-    }
-  }
-  const message = (parsed as { message?: unknown } | null)?.message;
-  return typeof message === 'string' ? message : 'no details';
 }
