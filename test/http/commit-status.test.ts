@@ -88,12 +88,12 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       await dir?.remove();
     });
 
-    const deploy = async (integration: string, url: string, name = `cs-${randomUUID().slice(0, 8)}`) => {
+    const deploy = async (integration: string, url: string, name = `cs-${randomUUID().slice(0, 8)}`, installCommand?: string) => {
       const res = await api('POST', '/v2/deployments', {
         body: {
           name,
           source: 'github',
-          source_config: { integration_id: integration, repo_url: url, build_on_push: true },
+          source_config: { integration_id: integration, repo_url: url, build_on_push: true, ...(installCommand ? { install_command: installCommand } : {}) },
           source_revision_config: { repo_ref: 'main' },
           secrets: [],
         },
@@ -140,7 +140,9 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
 
     test('a pushed commit gets pending then success, a failed build failure with its message, each with a GitHub deployment', async () => {
       const good = await deploy(integrationId, repoUrl);
-      const bad = await deploy(integrationId, repoUrl);
+      // Its own build inputs: with the good one's, it would reuse the image the good one built
+      // of the pushed commit whenever that build finished first, and never build (or fail).
+      const bad = await deploy(integrationId, repoUrl, undefined, 'npm ci --ignore-scripts');
       builder.failing.add(bad.id);
       await settled(good.id, 'DEPLOYED');
       await settled(bad.id, 'BUILD_FAILED');
