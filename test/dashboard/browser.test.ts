@@ -33,7 +33,7 @@ describe('the dashboard in a browser', { skip: browserAbsent ?? undefined }, () 
   const signedIn = (key: string, at = '/') => harness.signedIn(key, at);
 
   test(
-    'sign in, an empty workspace, a deployment reaching DEPLOYED live, a failed one with its reason, sign out',
+    'sign in, an empty workspace, a deployment and a new revision reaching DEPLOYED, a failed one with its reason, sign out',
     { timeout: deadline(2 * 60_000) },
     async () => {
       const page = await signedIn(server.adminKey);
@@ -45,7 +45,7 @@ describe('the dashboard in a browser', { skip: browserAbsent ?? undefined }, () 
       const stored = await page.evaluate(() => JSON.stringify({ cookie: document.cookie, local: { ...localStorage }, session: { ...sessionStorage } }));
       assert.ok(!stored.includes(server.adminKey) && !stored.includes('berth_session'), stored);
 
-      // The deployment page is open before the revision is deployed: its timeline updates live.
+      // On the in-process runtime, for speed: podman.test.ts watches a revision go live in a real container.
       const api = client(server.url, { key: server.adminKey });
       const created = await api('POST', '/v2/deployments', { body: imageDeployment('browser-agent', 'localhost/berth-test-agent:v1') });
       assert.equal(created.status, 201, created.text);
