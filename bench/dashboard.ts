@@ -6,8 +6,9 @@
  *   clock (a MutationObserver installed before any of the page's scripts), over several loads;
  * - status: a revision status committed through lifecycle/ (as the engine commits it) until the
  *   open deployment page's timeline shows it, both ends on the wall clock of this one machine;
- * - assets: the scripts and styles the first load fetched, as served (Berth sends them
- *   uncompressed) and compressed with gzip and brotli at their highest levels.
+ * - assets: the scripts and styles the first load fetched, uncompressed and compressed with
+ *   gzip and brotli at their highest levels (Berth sends the build's brotli or gzip file to a
+ *   browser that accepts it).
  *
  * The server runs in this process, engine off, so that nothing but this script moves the
  * revisions and the status is committed on the server's own bus.

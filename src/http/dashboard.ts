@@ -45,7 +45,7 @@ const CONTENT_SECURITY_POLICY = [
 
 /**
  * Serves the dashboard at `/` (docs/architecture.md, "The dashboard"): its hashed assets
- * under `/assets/` (cached for good), and its HTML for every page. When the dashboard was
+ * under `/assets/` (cached for good, brotli or gzip when the browser takes them), and its HTML for every page. When the dashboard was
  * not built, its pages answer 404 saying how to build it; the API is unaffected either way.
  */
 export async function installDashboard(app: FastifyInstance, directory = DASHBOARD_DIR): Promise<void> {
@@ -58,6 +58,8 @@ export async function installDashboard(app: FastifyInstance, directory = DASHBOA
       maxAge: '365d',
       index: false,
       schemaHide: true,
+      // The build wrote each asset's .br and .gz (src/dashboard/vite.config.ts): sent by Accept-Encoding.
+      preCompressed: true,
     });
   }
   const page = (_request: unknown, reply: FastifyReply) => {

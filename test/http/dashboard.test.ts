@@ -3,14 +3,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from '../support/server.js';
+
+const SCRIPT = `console.log(${JSON.stringify('dashboard '.repeat(200))})`;
 
 /** A stand-in for vite's output: what matters here is how Berth serves it, not what it holds. */
 function fakeBuild(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-dashboard-files-'));
   fs.mkdirSync(path.join(dir, 'assets'));
   fs.writeFileSync(path.join(dir, 'index.html'), '<!doctype html><title>Berth</title><script type="module" src="/assets/index-abc123.js"></script>');
-  fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.js'), 'console.log("dashboard")');
+  fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.js'), SCRIPT);
+  // What the build's precompression writes beside each asset (src/dashboard/vite.config.ts).
+  fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.js.br'), brotliCompressSync(SCRIPT));
+  fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.js.gz'), gzipSync(SCRIPT));
   return dir;
 }
 
@@ -65,8 +71,24 @@ describe('serving the dashboard', () => {
     const asset = await fetch(`${server.url}/assets/index-abc123.js`);
     assert.equal(asset.status, 200);
     assert.match(asset.headers.get('cache-control') ?? '', /immutable/);
+    assert.equal(await asset.text(), SCRIPT);
     assert.equal((await fetch(`${server.url}/assets/absent.js`)).status, 404);
     assert.equal((await fetch(`${server.url}/assets/..%2findex.html`)).status, 404);
+  });
+
+  test('assets go compressed to a browser that takes brotli or gzip, as they are to one that takes neither', async () => {
+    for (const [accepted, sent] of [
+      ['br, gzip', 'br'],
+      ['gzip', 'gzip'],
+      ['identity', null],
+    ] as const) {
+      // fetch decodes what it is sent, so the text read is the script whichever encoding came.
+      const res = await fetch(`${server.url}/assets/index-abc123.js`, { headers: { 'accept-encoding': accepted } });
+      assert.equal(res.status, 200, accepted);
+      assert.equal(res.headers.get('content-encoding'), sent, accepted);
+      assert.match(res.headers.get('vary') ?? '', /accept-encoding/i, accepted);
+      assert.equal(await res.text(), SCRIPT, accepted);
+    }
   });
 
   test('the API, its reference and unknown API paths answer as before', async () => {
