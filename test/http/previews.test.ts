@@ -91,7 +91,10 @@ describeEachDatabase('preview deployments', (kind) => {
     integrationId: string,
     pr: { action: string; number: number; sha: string; ref: string; labels?: string[]; fork?: boolean },
     options: { secret?: string; deliveryId?: string; on?: TestServer } = {},
-  ): Promise<{ status: number; body: { outcome: string; previews?: { parent_deployment_id: string; action: string; deployment_id: string | null; reason: string | null }[] } }> {
+  ): Promise<{
+    status: number;
+    body: { outcome: string; previews?: { parent_deployment_id: string; action: string; deployment_id: string | null; reason: string | null }[] };
+  }> {
     const body = JSON.stringify({
       action: pr.action,
       number: pr.number,

@@ -56,7 +56,19 @@ describeEachDatabase('migration 026 on notices queued by an earlier version', (k
     // A refusal has neither revision nor status (the NOT NULLs of migration 022 refused it).
     await db
       .insertInto('github_notices')
-      .values({ id: 'refusal', kind: 'preview_refused', deployment_id: 'dep', commit_sha: 'a'.repeat(40), position: 0, message: 'No preview.', created_at: at, state: 'pending', steps_done: 0, attempts: 0, next_attempt_at: at })
+      .values({
+        id: 'refusal',
+        kind: 'preview_refused',
+        deployment_id: 'dep',
+        commit_sha: 'a'.repeat(40),
+        position: 0,
+        message: 'No preview.',
+        created_at: at,
+        state: 'pending',
+        steps_done: 0,
+        attempts: 0,
+        next_attempt_at: at,
+      })
       .execute();
     const due = await dueGitHubNotices(db, new Date(Date.parse(at) + 1000).toISOString(), 10);
     assert.deepEqual(due.map((row) => [row.id, row.kind]).sort(), [

@@ -29,4 +29,3 @@ export async function databaseAt(kind: DatabaseKind, last: string): Promise<{ db
     },
   };
 }
-
