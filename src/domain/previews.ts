@@ -88,7 +88,8 @@ export interface PullRequestEvent {
 
 export type PullRequestDecision =
   | { kind: 'upsert' }
-  | { kind: 'remove' }
+  /** `why` is the audit row's reason and the `preview.deleted` event's. */
+  | { kind: 'remove'; why: string }
   | { kind: 'ignore'; why: string }
   /** A preview the settings would allow, refused; `why` goes to the commit status. */
   | { kind: 'refuse'; why: string };
@@ -98,13 +99,25 @@ const UPSERT_ACTIONS = new Set(['opened', 'synchronize', 'reopened', 'labeled'])
 /**
  * What a pull request event asks of a parent's previews. `exists` says whether a live
  * preview of this pull request is there; `live` counts the parent's live previews.
+ *
+ * With trigger `label`, the label is the switch: the preview goes when its pull request no
+ * longer carries it (`unlabeled`), as when the pull request closes, and even with previews
+ * turned off since (they make no new ones, but a preview nobody wants still goes). Another
+ * label removed, or any label with trigger `all`, changes nothing.
  */
 export function decidePullRequest(
   settings: PreviewSettings | null,
   event: PullRequestEvent,
   context: { exists: boolean; live: number; operatorAllowsForks: boolean },
 ): PullRequestDecision {
-  if (event.action === 'closed') return context.exists ? { kind: 'remove' } : { kind: 'ignore', why: 'no preview to remove' };
+  const noPreview: PullRequestDecision = { kind: 'ignore', why: 'no preview to remove' };
+  if (event.action === 'closed') return context.exists ? { kind: 'remove', why: `pull request #${event.number} was closed` } : noPreview;
+  if (event.action === 'unlabeled') {
+    if (settings?.trigger !== 'label' || settings.label === null || event.labels.includes(settings.label)) {
+      return { kind: 'ignore', why: 'the pull request still qualifies for a preview' };
+    }
+    return context.exists ? { kind: 'remove', why: `label '${settings.label}' was removed from pull request #${event.number}` } : noPreview;
+  }
   if (!settings?.enabled) return { kind: 'ignore', why: 'previews are off' };
   if (!UPSERT_ACTIONS.has(event.action)) return { kind: 'ignore', why: `action '${event.action}' changes no preview` };
   if (settings.trigger === 'label' && !(settings.label !== null && event.labels.includes(settings.label))) {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { CodehostError, gitHubAppOf, type GitHubAppProvider, type RepositoryName } from '../codehost/index.js';
-import { commitNotice, gitHubRepository, statusContext } from '../domain/commit-status.js';
+import { commitNotice, describe, gitHubRepository, statusContext } from '../domain/commit-status.js';
 import { FIRST_RETRY_DELAY_MS, RETRY_WINDOW_MS, retryDelayMs } from '../domain/webhooks.js';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
@@ -46,13 +46,13 @@ export const DEFAULT_NOTIFIER_SETTINGS: NotifierSettings = {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const DEPLOYMENT_STATUS_DONE = 1;
-const COMMIT_STATUS_DONE = 2;
 
 /**
  * Tells GitHub how revisions of deployments on `github` integrations fare (docs/webhooks.md,
- * "Commit statuses and GitHub deployments"): works off `github_notices` with the webhook
- * deliverer's loop and backoff. A failing GitHub never touches the revision: its notice is
- * retried, and logged without credentials.
+ * "Commit statuses and GitHub deployments") and why a pull request got no preview
+ * (docs/previews.md): works off `github_notices` with the webhook deliverer's loop and
+ * backoff. A failing GitHub never touches the revision: its notice is retried, and logged
+ * without credentials.
  */
 export function startGitHubNotifier(deps: NotifierDeps, overrides: Partial<NotifierSettings> = {}): { stop(): Promise<void> } {
   const settings = { ...DEFAULT_NOTIFIER_SETTINGS, ...overrides };
@@ -87,52 +87,33 @@ async function notifyPass(deps: NotifierDeps, settings: NotifierSettings, apps: 
   }
 }
 
+/**
+ * What sending one notice takes: its GitHub calls, as steps whose success is remembered in
+ * `steps_done` so that a retry repeats none; `what` names it in the logs.
+ */
+interface Plan {
+  what: string;
+  run: (stepsDone: number, done: (steps: number) => Promise<void>) => Promise<void>;
+}
+
 /** Sends one notice: true when it is done with (sent or dropped), false when it waits for a retry. */
 async function send(deps: NotifierDeps, settings: NotifierSettings, apps: Apps, notice: notices.NoticeRow): Promise<boolean> {
   const { db, logger } = deps;
   const startedAt = settings.now();
   if (!(await leaseOutboxRow(db, 'github_notices', notice.id, iso(startedAt), iso(startedAt + settings.leaseMs)))) return false;
-  const target = await targetOf(deps, apps, notice);
-  if (typeof target === 'string') {
-    logger.debug({ notice: notice.id, revision: notice.revision_id, why: target }, 'a GitHub notice was dropped');
+  const plan = notice.kind === 'preview_refused' ? await refusalPlan(deps, apps, notice) : await revisionPlan(deps, settings, apps, notice);
+  const about = { notice: notice.id, revision: notice.revision_id, deployment: notice.deployment_id, status: notice.status };
+  if (typeof plan === 'string') {
+    logger.debug({ ...about, why: plan }, 'a GitHub notice was dropped');
     await notices.deleteGitHubNotice(db, notice.id);
     return true;
   }
-  const { app, repository, sha, deployment, revision } = target;
-  const told = commitNotice(notice.status, notice.message);
-  if (!told) {
-    await notices.deleteGitHubNotice(db, notice.id);
-    return true;
-  }
-  const dashboardUrl = deps.publicUrl ? `${deps.publicUrl.replace(/\/+$/, '')}/deployments/${deployment.id}/revisions/${revision.id}` : undefined;
-  // A preview's status is what a reviewer clicks to try the pull request: once it serves, it links there.
-  const previewUrl = deployment.isPreview && notice.status === 'DEPLOYED' ? (revision.url ?? deployment.url) : null;
-  const targetUrl = previewUrl ?? dashboardUrl;
   let steps = notice.steps_done;
   try {
-    if (!(steps & DEPLOYMENT_STATUS_DONE)) {
-      let githubId = await notices.findGitHubDeployment(db, revision.id);
-      if (githubId === undefined) {
-        githubId = String(await app.createDeployment(repository, sha, deployment.name, `Berth revision ${revision.seq} of ${deployment.name}`));
-        await notices.saveGitHubDeployment(db, revision.id, githubId, iso(settings.now()));
-      }
-      await app.createDeploymentStatus(repository, Number(githubId), {
-        state: told.deploymentState,
-        description: told.description,
-        ...(targetUrl ? { logUrl: targetUrl } : {}),
-        ...(notice.status === 'DEPLOYED' && (revision.url ?? deployment.url) ? { environmentUrl: (revision.url ?? deployment.url) as string } : {}),
-      });
-      steps |= DEPLOYMENT_STATUS_DONE;
+    await plan.run(steps, async (done) => {
+      steps = done;
       await notices.updateGitHubNotice(db, notice.id, { steps_done: steps });
-    }
-    if (!(steps & COMMIT_STATUS_DONE)) {
-      await app.createCommitStatus(repository, sha, {
-        state: told.state,
-        context: statusContext(deployment.name),
-        description: told.description,
-        ...(targetUrl ? { targetUrl } : {}),
-      });
-    }
+    });
     await notices.deleteGitHubNotice(db, notice.id);
     return true;
   } catch (error) {
@@ -141,17 +122,11 @@ async function send(deps: NotifierDeps, settings: NotifierSettings, apps: Apps, 
     const retryAt = finishedAt + retryDelayMs(attempts, settings.firstRetryDelayMs, settings.random);
     const message = safeMessage(error);
     if (retryAt - Date.parse(notice.created_at) > settings.retryWindowMs) {
-      logger.warn(
-        { notice: notice.id, revision: notice.revision_id, status: notice.status, attempts, error: message },
-        'gave up telling GitHub about a revision',
-      );
+      logger.warn({ ...about, attempts, error: message }, `gave up telling GitHub ${plan.what}`);
       await notices.deleteGitHubNotice(db, notice.id);
       return true;
     }
-    logger.warn(
-      { notice: notice.id, revision: notice.revision_id, status: notice.status, attempts, error: message },
-      'telling GitHub about a revision failed; it is retried',
-    );
+    logger.warn({ ...about, attempts, error: message }, `telling GitHub ${plan.what} failed; it is retried`);
     await notices.updateGitHubNotice(db, notice.id, {
       steps_done: steps,
       attempts,
@@ -163,6 +138,61 @@ async function send(deps: NotifierDeps, settings: NotifierSettings, apps: Apps, 
   }
 }
 
+/** A revision's status change: its GitHub deployment's status, then its commit status. */
+async function revisionPlan(deps: NotifierDeps, settings: NotifierSettings, apps: Apps, notice: notices.NoticeRow): Promise<Plan | string> {
+  const { db } = deps;
+  const target = await targetOf(deps, apps, notice);
+  if (typeof target === 'string') return target;
+  const { app, repository, sha, deployment, revision } = target;
+  const told = notice.status ? commitNotice(notice.status, notice.message) : undefined;
+  if (!told) return 'the status is not told';
+  const dashboardUrl = deps.publicUrl ? `${deps.publicUrl.replace(/\/+$/, '')}/deployments/${deployment.id}/revisions/${revision.id}` : undefined;
+  // A preview's status is what a reviewer clicks to try the pull request: once it serves, it links there.
+  const previewUrl = deployment.isPreview && notice.status === 'DEPLOYED' ? (revision.url ?? deployment.url) : null;
+  const targetUrl = previewUrl ?? dashboardUrl;
+  return {
+    what: 'about a revision',
+    async run(stepsDone, done) {
+      if (!(stepsDone & DEPLOYMENT_STATUS_DONE)) {
+        let githubId = await notices.findGitHubDeployment(db, revision.id);
+        if (githubId === undefined) {
+          githubId = String(await app.createDeployment(repository, sha, deployment.name, `Berth revision ${revision.seq} of ${deployment.name}`));
+          await notices.saveGitHubDeployment(db, revision.id, githubId, iso(settings.now()));
+        }
+        await app.createDeploymentStatus(repository, Number(githubId), {
+          state: told.deploymentState,
+          description: told.description,
+          ...(targetUrl ? { logUrl: targetUrl } : {}),
+          ...(notice.status === 'DEPLOYED' && (revision.url ?? deployment.url) ? { environmentUrl: (revision.url ?? deployment.url) as string } : {}),
+        });
+        await done(stepsDone | DEPLOYMENT_STATUS_DONE);
+      }
+      await app.createCommitStatus(repository, sha, {
+        state: told.state,
+        context: statusContext(deployment.name),
+        description: told.description,
+        ...(targetUrl ? { targetUrl } : {}),
+      });
+    },
+  };
+}
+
+/** A pull request refused a preview: one `failure` status on its head commit, in the parent's preview context. */
+async function refusalPlan(deps: NotifierDeps, apps: Apps, notice: notices.NoticeRow): Promise<Plan | string> {
+  const parent = await findDeploymentById(deps.db, notice.deployment_id);
+  if (!parent) return 'the deployment is gone';
+  if (!notice.commit_sha || !notice.message) return 'the refusal names no commit';
+  const found = await repositoryOf(deps, apps, parent.source_config);
+  if (typeof found === 'string') return found;
+  const { app, repository } = found;
+  const sha = notice.commit_sha;
+  const description = describe(notice.message);
+  return {
+    what: 'why a preview was refused',
+    run: () => app.createCommitStatus(repository, sha, { state: 'failure', context: `${statusContext(parent.name)}/preview`, description }),
+  };
+}
+
 interface Target {
   app: GitHubAppProvider;
   repository: RepositoryName;
@@ -171,16 +201,32 @@ interface Target {
   revision: { id: string; seq: number; url: string | null };
 }
 
-/** Where a notice goes, or why it goes nowhere. */
+/** Where a revision's notice goes, or why it goes nowhere. */
 async function targetOf(deps: NotifierDeps, apps: Apps, notice: notices.NoticeRow): Promise<Target | string> {
-  const revision = await findRevisionById(deps.db, notice.revision_id);
+  const revision = notice.revision_id ? await findRevisionById(deps.db, notice.revision_id) : undefined;
   if (!revision) return 'the revision is gone';
   const deployment = await findDeploymentById(deps.db, notice.deployment_id);
   if (!deployment) return 'the deployment is gone';
   // A revision that does not name its commit learns it from its build; before that (or when its build never ran) there is nothing to mark.
   const sha = revision.source_revision_config.repo_commit_sha ?? revision.build?.commit_sha ?? null;
   if (!sha) return 'the revision has no commit yet';
-  const { integration_id: integrationId, repo_url: repoUrl } = deployment.source_config;
+  const found = await repositoryOf(deps, apps, deployment.source_config);
+  if (typeof found === 'string') return found;
+  return {
+    ...found,
+    sha,
+    deployment: { id: deployment.id, name: deployment.name, url: deployment.url, isPreview: deployment.parent_deployment_id !== null },
+    revision: { id: revision.id, seq: revision.seq, url: revision.url },
+  };
+}
+
+/** A deployment's GitHub repository and the App of its integration (kept while the integration is unchanged), or why there is none. */
+async function repositoryOf(
+  deps: NotifierDeps,
+  apps: Apps,
+  sourceConfig: { integration_id?: string | null; repo_url?: string | null },
+): Promise<{ app: GitHubAppProvider; repository: RepositoryName } | string> {
+  const { integration_id: integrationId, repo_url: repoUrl } = sourceConfig;
   const repository = repoUrl ? gitHubRepository(repoUrl) : undefined;
   if (!integrationId || !repository) return 'the deployment names no GitHub repository';
   const integration = await findIntegrationById(deps.db, integrationId);
@@ -192,13 +238,7 @@ async function targetOf(deps: NotifierDeps, apps: Apps, notice: notices.NoticeRo
     cached = { updatedAt: integration.updated_at, app };
     apps.set(integration.id, cached);
   }
-  return {
-    app: cached.app,
-    repository: { owner: repository.owner, repo: repository.name },
-    sha,
-    deployment: { id: deployment.id, name: deployment.name, url: deployment.url, isPreview: deployment.parent_deployment_id !== null },
-    revision: { id: revision.id, seq: revision.seq, url: revision.url },
-  };
+  return { app: cached.app, repository: { owner: repository.owner, repo: repository.name } };
 }
 
 /** Only a CodehostError's message is known to hold no credentials; anything else is named, not quoted. */

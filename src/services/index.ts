@@ -79,7 +79,6 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     records: deploymentDeps.records,
     revisionsKept: options.revisionsKept,
     allowForks: options.previewsAllowForks,
-    logger: options.logger,
   });
   return {
     tenancy: createTenancyService(deps.db),

@@ -1,11 +1,9 @@
 import { insertBerthAuditRow } from '../store/repositories/audit.js';
 import { randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
 import type { Static } from 'typebox';
-import { gitHubAppOf, type GitHubPullRequest, pushMatchesRepository } from '../codehost/index.js';
+import { type GitHubPullRequest, pushMatchesRepository } from '../codehost/index.js';
 import type { PushOutcome } from '../contract/builds.js';
 import { alreadyHeadingTo, LIVE_REVISION_STATUSES, pushedCommit } from '../domain/build-on-push.js';
-import { describe, gitHubRepository, statusContext } from '../domain/commit-status.js';
 import { pushIgnoredMessage } from '../domain/pins.js';
 import {
   branchMatches,
@@ -19,10 +17,9 @@ import {
 } from '../domain/previews.js';
 import { announce, announceListener, announceWebhooks, recordLog, recordPushIgnored } from '../events/recorder.js';
 import { moveDeployment } from '../lifecycle/deployments.js';
-import { decryptCredentials } from '../security/integration-credentials.js';
 import { type Executor, nowIso } from '../store/database.js';
 import * as deployments from '../store/repositories/deployments.js';
-import { findIntegrationById } from '../store/repositories/integrations.js';
+import { insertPreviewRefusalNotice } from '../store/repositories/github-notices.js';
 import * as previews from '../store/repositories/previews.js';
 import * as revisions from '../store/repositories/revisions.js';
 import type { DeploymentRecords } from './deployment-records.js';
@@ -37,7 +34,6 @@ export interface PreviewOptions {
   revisionsKept: number;
   /** BERTH_PREVIEWS_ALLOW_FORKS: pull requests from forks may get previews where a deployment allows them too. */
   allowForks: boolean;
-  logger: Logger;
 }
 
 /** What one transaction did, to announce after commit. */
@@ -46,9 +42,8 @@ interface Done {
   wake?: string;
   announced?: string;
   listenerId?: string | null;
+  /** A webhook event or a GitHub notice was queued: the senders are woken after commit. */
   outboxed?: boolean;
-  /** A refusal to tell GitHub about with a commit status. */
-  refusal?: string;
 }
 
 /**
@@ -59,8 +54,8 @@ interface Done {
  * change is decided under the parent's row lock (so concurrent deliveries make one
  * preview), recorded in the audit log with Berth as the actor and put in the outbox.
  */
-export function createPreviewService({ db, bus, encryptor }: ServiceDeps, options: PreviewOptions) {
-  const { records, revisionsKept, allowForks, logger } = options;
+export function createPreviewService({ db, bus }: ServiceDeps, options: PreviewOptions) {
+  const { records, revisionsKept, allowForks } = options;
 
   function afterCommit(done: Done): PreviewOutcome {
     if (done.wake) bus.publish({ topic: 'work', deploymentId: done.wake });
@@ -189,22 +184,15 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
   const liveCount = async (trx: Executor, parentId: string) =>
     (await previews.previewsOf(trx, parentId)).filter((preview) => preview.status !== 'AWAITING_DELETE').length;
 
-  /** Tells GitHub why a pull request got no preview, on its head commit; a failure is logged, the delivery stands. */
-  async function postRefusal(parent: deployments.DeploymentRecord, sha: string, why: string): Promise<void> {
-    try {
-      const integrationId = parent.source_config.integration_id;
-      const repository = parent.source_config.repo_url ? gitHubRepository(parent.source_config.repo_url) : undefined;
-      const integration = integrationId ? await findIntegrationById(db, integrationId) : undefined;
-      if (!integration || !repository || !pushedCommit(sha)) return;
-      const app = gitHubAppOf({ ...integration, credentials: decryptCredentials(encryptor, integration.id, integration.credentials_encrypted) });
-      await app?.createCommitStatus({ owner: repository.owner, repo: repository.name }, sha, {
-        state: 'failure',
-        context: `${statusContext(parent.name)}/preview`,
-        description: describe(why),
-      });
-    } catch (error) {
-      logger.warn({ deployment: parent.id, error: error instanceof Error ? error.name : String(error) }, 'could not tell GitHub why a preview was refused');
-    }
+  /**
+   * A pull request refused a preview: GitHub is told why on its head commit through the
+   * retried outbox (github_notices), queued in the transaction of the decision.
+   */
+  async function refuse(trx: Executor, parent: deployments.DeploymentRecord, sha: string, why: string): Promise<Done> {
+    const outcome: PreviewOutcome = { parent_deployment_id: parent.id, action: 'refused', deployment_id: null, reason: why };
+    if (!pushedCommit(sha)) return { outcome };
+    const queued = await insertPreviewRefusalNotice(trx, { id: randomUUID(), parentDeploymentId: parent.id, commitSha: sha, reason: why }, nowIso());
+    return { outcome, outboxed: queued };
   }
 
   return {
@@ -229,17 +217,16 @@ export function createPreviewService({ db, bus, encryptor }: ServiceDeps, option
           );
           switch (decision.kind) {
             case 'remove':
-              return remove(trx, found as deployments.DeploymentRecord, `pull request #${pr.number} was closed`);
+              return remove(trx, found as deployments.DeploymentRecord, decision.why);
             case 'upsert':
               return found ? update(trx, locked, found, origin) : create(trx, locked, settings, origin);
             case 'refuse':
-              return { outcome: { parent_deployment_id: locked.id, action: 'refused', deployment_id: null, reason: decision.why }, refusal: decision.why };
+              return refuse(trx, locked, origin.head_sha, decision.why);
             case 'ignore':
               return { outcome: { parent_deployment_id: locked.id, action: 'ignored', deployment_id: found?.id ?? null, reason: decision.why } };
           }
         });
         outcomes.push(afterCommit(done));
-        if (done.refusal) await postRefusal(parent, origin.head_sha, done.refusal);
       }
       return outcomes;
     },

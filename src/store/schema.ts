@@ -264,14 +264,21 @@ export interface Database {
     created_at: string;
     updated_at: string;
   };
-  /** Commit statuses and GitHub deployments to send (migration 022, docs/webhooks.md). */
+  /** Commit statuses and GitHub deployments to send (migrations 022 and 026, docs/webhooks.md). */
   github_notices: {
     id: string;
-    revision_id: string;
+    /** `revision`: a revision's status change; `preview_refused`: a pull request refused a preview (docs/previews.md). */
+    kind: Generated<'revision' | 'preview_refused'>;
+    /** Set for `revision` notices only. */
+    revision_id: string | null;
+    /** The revision's deployment, or the parent that refused a preview. */
     deployment_id: string;
+    /** The commit a `preview_refused` notice is posted on (a revision's is read from the revision). */
+    commit_sha: string | null;
     /** Order among the notices of one status change (a move through several statuses). */
     position: number;
-    status: RevisionStatus;
+    /** Set for `revision` notices only; a refusal's reason is its `message`. */
+    status: RevisionStatus | null;
     message: string | null;
     created_at: string;
     state: 'pending' | 'sent' | 'dropped' | 'failed';

@@ -24,7 +24,7 @@ test('pull request events: make, update, remove, or say why not', () => {
     'an update is never over the maximum',
   );
   assert.equal(decidePullRequest(ON, PR, { ...context, live: 2 }).kind, 'refuse');
-  assert.deepEqual(decidePullRequest(ON, { ...PR, action: 'closed' }, { ...context, exists: true }), { kind: 'remove' });
+  assert.deepEqual(decidePullRequest(ON, { ...PR, action: 'closed' }, { ...context, exists: true }), { kind: 'remove', why: 'pull request #7 was closed' });
   assert.equal(
     decidePullRequest({ ...ON, enabled: false }, { ...PR, action: 'closed' }, { ...context, exists: true }).kind,
     'remove',
@@ -38,6 +38,23 @@ test('label trigger and forks', () => {
   const labelled = { ...ON, trigger: 'label' as const, label: 'preview' };
   assert.equal(decidePullRequest(labelled, PR, context).kind, 'ignore');
   assert.equal(decidePullRequest(labelled, { ...PR, action: 'labeled', labels: ['preview'] }, context).kind, 'upsert');
+  const unlabeled = { ...PR, action: 'unlabeled' };
+  assert.deepEqual(decidePullRequest(labelled, unlabeled, { ...context, exists: true }), {
+    kind: 'remove',
+    why: "label 'preview' was removed from pull request #7",
+  });
+  assert.equal(decidePullRequest(labelled, unlabeled, context).kind, 'ignore', 'no preview, nothing to remove');
+  assert.equal(
+    decidePullRequest(labelled, { ...unlabeled, labels: ['preview'] }, { ...context, exists: true }).kind,
+    'ignore',
+    'another label removed: the preview stays',
+  );
+  assert.equal(decidePullRequest(ON, unlabeled, { ...context, exists: true }).kind, 'ignore', 'trigger all: labels change nothing');
+  assert.equal(
+    decidePullRequest({ ...labelled, enabled: false }, unlabeled, { ...context, exists: true }).kind,
+    'remove',
+    'turned off, a preview whose label went still goes',
+  );
   const fork = { ...PR, fork: true };
   assert.equal(decidePullRequest({ ...ON, allow_forks: true }, fork, context).kind, 'refuse', 'the operator must allow forks too');
   assert.equal(decidePullRequest(ON, fork, { ...context, operatorAllowsForks: true }).kind, 'refuse', 'and the deployment');

@@ -90,8 +90,11 @@ describeEachDatabase('preview deployments', (kind) => {
   async function pullRequest(
     integrationId: string,
     pr: { action: string; number: number; sha: string; ref: string; labels?: string[]; fork?: boolean },
-    options: { secret?: string; deliveryId?: string } = {},
-  ): Promise<{ status: number; body: { outcome: string; previews?: { action: string; deployment_id: string | null; reason: string | null }[] } }> {
+    options: { secret?: string; deliveryId?: string; on?: TestServer } = {},
+  ): Promise<{
+    status: number;
+    body: { outcome: string; previews?: { parent_deployment_id: string; action: string; deployment_id: string | null; reason: string | null }[] };
+  }> {
     const body = JSON.stringify({
       action: pr.action,
       number: pr.number,
@@ -103,7 +106,7 @@ describeEachDatabase('preview deployments', (kind) => {
       repository: { id: REPO_ID, full_name: 'acme/agent', clone_url: `${github.url}/acme/agent.git`, html_url: `${github.url}/acme/agent` },
       installation: { id: 42 },
     });
-    const res = await fetch(`${server.url}/v1/integrations/codehost/${integrationId}/webhook`, {
+    const res = await fetch(`${(options.on ?? server).url}/v1/integrations/codehost/${integrationId}/webhook`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -217,14 +220,23 @@ describeEachDatabase('preview deployments', (kind) => {
     assert.equal(label.body.previews?.[0]?.action, 'created');
     assert.equal((await previewsOf(parent.id)).length, 2);
 
-    // The maximum (2): refused, and GitHub is told why on the head commit.
+    // The maximum (2): refused, and GitHub is told why on the head commit, through the
+    // retried outbox: its first answer is a 500, and the status still arrives, once.
     const fourth = await repo.commit('feature-3', { 'agent.txt': 'four' });
+    github.failNext(new RegExp(`/statuses/${fourth}$`), 1);
     const over = await pullRequest(integration.id, { action: 'labeled', number: 3, sha: fourth, ref: 'feature-3', labels: ['preview'] });
     assert.equal(over.body.previews?.[0]?.action, 'refused');
     assert.equal((await previewsOf(parent.id)).length, 2);
-    const refusal = github.statuses.find((s) => s.sha === fourth && s.context === `berth/${parent.name}/preview`);
-    assert.equal(refusal?.state, 'failure');
-    assert.match(refusal?.description ?? '', /maximum/);
+    const refusals = () => github.statuses.filter((s) => s.sha === fourth && s.context === `berth/${parent.name}/preview`);
+    await eventually(async () => refusals().length > 0, 'the refusal status despite the 500');
+    const pendingRefusals = () =>
+      server.berth.db.selectFrom('github_notices').select('id').where('kind', '=', 'preview_refused').where('commit_sha', '=', fourth).execute();
+    await eventually(async () => (await pendingRefusals()).length === 0, 'the refusal notice done with');
+    assert.equal(refusals().length, 1, 'the refusal arrived exactly once');
+    assert.equal(refusals()[0]?.state, 'failure');
+    assert.match(refusals()[0]?.description ?? '', /maximum/);
+    assert.equal(github.calls.filter((call) => call === `POST /repos/acme/agent/statuses/${fourth}`).length, 2, 'a 500, then the retry');
+    assert.match(server.logs.join(''), /telling GitHub why a preview was refused failed; it is retried/);
 
     // A fork: no preview while the operator does not allow them.
     const fork = await pullRequest(integration.id, { action: 'opened', number: 4, sha: fourth, ref: 'main', labels: ['preview'], fork: true });
@@ -308,6 +320,145 @@ describeEachDatabase('preview deployments', (kind) => {
     assert.equal((await api('DELETE', `/v2/deployments/${parentId}`)).status, 204);
     assert.equal(await server.berth.services.previews.removeIdle(), 1);
     await eventually(async () => (await api('GET', `/v2/deployments/${preview.id}`)).status === 404, 'the orphaned preview to be deleted');
+  });
+
+  /** A workspace of its own with an admin key: the hostile member of another workspace. */
+  async function hostileWorkspace(on: TestServer, as: Client): Promise<Client> {
+    const workspace = await as('POST', '/v1/workspaces', { body: { name: `hostile-${randomUUID().slice(0, 8)}` } });
+    assert.equal(workspace.status, 201, workspace.text);
+    const key = await as('POST', '/v1/api-keys', { body: { name: 'hostile', workspace_id: workspace.body.id, role: 'admin' } });
+    assert.equal(key.status, 201, key.text);
+    return client(on.url, { key: key.body.key });
+  }
+
+  test('a label removed: the preview goes, as when its pull request closes; another label, or another workspace, changes nothing', async () => {
+    const integration = await githubIntegration(`label-${kind}`, api);
+    const created = await api('POST', '/v2/deployments', {
+      body: {
+        name: `label-${kind}`,
+        source: 'github',
+        source_config: { integration_id: integration.id, repo_url: integration.repoUrl },
+        source_revision_config: { repo_ref: 'main' },
+        secrets: [],
+      },
+    });
+    assert.equal(created.status, 201, created.text);
+    const parentId = created.body.id as string;
+    const patched = await api('PATCH', `/v2/deployments/${parentId}`, { body: { previews: { enabled: true, trigger: 'label', label: 'preview' } } });
+    assert.equal(patched.status, 200, patched.text);
+    const sha = await repo.commit('labelled', { 'agent.txt': 'labelled' });
+    const pr = { number: 20, sha, ref: 'labelled' };
+    const made = await pullRequest(integration.id, { ...pr, action: 'labeled', labels: ['preview', 'ui'] });
+    assert.equal(made.body.previews?.[0]?.action, 'created');
+    const previewId = made.body.previews?.[0]?.deployment_id;
+    assert.ok(previewId);
+
+    // Another label removed: the preview stays.
+    const other = await pullRequest(integration.id, { ...pr, action: 'unlabeled', labels: ['preview'] });
+    assert.equal(other.body.previews?.[0]?.action, 'ignored');
+    // The hostile workspace's own integration of the same repository: reaches no preview of this one.
+    const hostile = await hostileWorkspace(server, api);
+    const theirs = await githubIntegration(`hostile-label-${kind}`, hostile, 'their-secret');
+    const foreign = await pullRequest(theirs.id, { ...pr, action: 'unlabeled', labels: [] }, { secret: 'their-secret' });
+    assert.equal(foreign.status, 200);
+    assert.deepEqual(foreign.body.previews, []);
+    assert.deepEqual(
+      (await previewsOf(parentId)).map((d) => d.id),
+      [previewId],
+    );
+
+    // The label removed: the preview goes, with an audit row naming Berth and why.
+    const removed = await pullRequest(integration.id, { ...pr, action: 'unlabeled', labels: ['ui'] });
+    assert.equal(removed.body.previews?.[0]?.action, 'removed');
+    assert.equal(removed.body.previews?.[0]?.deployment_id, previewId);
+    await eventually(async () => (await api('GET', `/v2/deployments/${previewId}`)).status === 404, 'the unlabelled pull request’s preview to be deleted');
+    const audit = (await api('GET', '/v1/audit-log?limit=100')).body.resources as {
+      action: string;
+      actor: { type: string; reason?: string };
+      target: { id: string };
+    }[];
+    const deleted = audit.filter((row) => row.action === 'preview.delete' && row.target.id === previewId);
+    assert.equal(deleted.length, 1);
+    assert.equal(deleted[0]?.actor.type, 'berth');
+    assert.equal(deleted[0]?.actor.reason, "label 'preview' was removed from pull request #20");
+
+    // Labelled again: a new preview.
+    const again = await pullRequest(integration.id, { ...pr, action: 'labeled', labels: ['preview'] });
+    assert.equal(again.body.previews?.[0]?.action, 'created');
+    assert.notEqual(again.body.previews?.[0]?.deployment_id, previewId);
+    assert.equal((await previewsOf(parentId)).length, 1);
+  });
+
+  test('forks allowed by the operator and the deployment: the preview gets no secret; a hostile fork reaches no other workspace', async () => {
+    const forks = await startTestServer(kind, { env: { BERTH_PREVIEWS_ALLOW_FORKS: 'on' } });
+    try {
+      const admin = client(forks.url, { key: forks.adminKey });
+      const integration = await githubIntegration(`forks-${kind}`, admin);
+      const deployment = (as: Client, name: string, repoUrl: string, integrationId: string) =>
+        as('POST', '/v2/deployments', {
+          body: {
+            name,
+            source: 'github',
+            source_config: { integration_id: integrationId, repo_url: repoUrl },
+            source_revision_config: { repo_ref: 'main' },
+            secrets: [{ name: 'OPENAI_API_KEY', value: `sk-${name}` }],
+          },
+        });
+      const previewsOn = { previews: { enabled: true, allow_forks: true, secret_names: ['OPENAI_API_KEY'] } };
+      const created = await deployment(admin, `forks-${kind}`, integration.repoUrl, integration.id);
+      assert.equal(created.status, 201, created.text);
+      const parentId = created.body.id as string;
+      assert.equal((await admin('PATCH', `/v2/deployments/${parentId}`, { body: previewsOn })).status, 200);
+
+      // Another workspace with a deployment of the same repository, previews and forks on too.
+      const hostile = await hostileWorkspace(forks, admin);
+      const theirIntegration = await githubIntegration(`hostile-forks-${kind}`, hostile, 'their-secret');
+      const theirs = await deployment(hostile, `hostile-forks-${kind}`, theirIntegration.repoUrl, theirIntegration.id);
+      assert.equal(theirs.status, 201, theirs.text);
+      assert.equal((await hostile('PATCH', `/v2/deployments/${theirs.body.id}`, { body: previewsOn })).status, 200);
+
+      // A fork's pull request on this workspace's integration: a preview of this deployment only, with no secret.
+      const sha = await repo.commit('from-a-fork', { 'agent.txt': 'fork' });
+      const opened = await pullRequest(integration.id, { action: 'opened', number: 30, sha, ref: 'from-a-fork', fork: true }, { on: forks });
+      assert.equal(opened.status, 200);
+      assert.deepEqual(
+        opened.body.previews?.map((outcome) => [outcome.action, outcome.deployment_id !== null]),
+        [['created', true]],
+      );
+      const previewId = opened.body.previews?.[0]?.deployment_id as string;
+      const preview = (await admin('GET', `/v2/deployments/${previewId}`)).body as PreviewBody;
+      assert.equal(preview.parent_deployment_id, parentId);
+      assert.equal(preview.preview?.fork, true);
+      assert.deepEqual(preview.secrets, [], 'a fork gets no secret, whatever secret_names says');
+      const res = await admin('GET', `/v2/deployments/${previewId}/revisions/${preview.latest_revision_id}?wait_for_terminal=60`);
+      assert.equal(res.body.status, 'DEPLOYED', res.text);
+      const audit = (await admin('GET', '/v1/audit-log?limit=100')).body.resources as { action: string; target: { id: string } }[];
+      const row = audit.find((entry) => entry.action === 'preview.create' && entry.target.id === previewId);
+      assert.ok(row);
+      assert.ok(!JSON.stringify(row).includes('OPENAI_API_KEY'), 'the audit row names no secret given');
+      assert.equal((await previewsOf(theirs.body.id as string, hostile)).length, 0, 'the other workspace’s deployment got no preview');
+      assert.equal((await hostile('GET', `/v2/deployments/${previewId}`)).status, 404);
+
+      // The hostile workspace's fork pull request, on its own integration: its own deployment only.
+      const theirSha = await repo.commit('hostile-fork', { 'agent.txt': 'hostile' });
+      const hostileFork = { action: 'opened', number: 31, sha: theirSha, ref: 'hostile-fork', fork: true };
+      const theirOpened = await pullRequest(theirIntegration.id, hostileFork, { on: forks, secret: 'their-secret' });
+      assert.deepEqual(
+        theirOpened.body.previews?.map((outcome) => outcome.parent_deployment_id),
+        [theirs.body.id],
+      );
+      // Signed with its own secret on this workspace's integration: refused, nothing made.
+      const forged = await pullRequest(integration.id, { ...hostileFork, number: 32 }, { on: forks, secret: 'their-secret' });
+      assert.equal(forged.status, 401);
+      assert.deepEqual(
+        (await previewsOf(parentId, admin)).map((d) => d.id),
+        [previewId],
+      );
+      const theirPreview = (await hostile('GET', `/v2/deployments/${theirOpened.body.previews?.[0]?.deployment_id}`)).body as PreviewBody;
+      assert.deepEqual(theirPreview.secrets, [], 'their fork gets no secret either');
+    } finally {
+      await forks.close();
+    }
   });
 
   test('a git integration: branches matching the pattern get previews through the poller, follow new commits and go with the branch', async () => {

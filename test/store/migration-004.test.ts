@@ -1,38 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Migrator } from 'kysely';
-import { type Db, isUniqueViolation, migrateToLatest, openDatabase } from '../../src/store/database.js';
+import { type Db, isUniqueViolation, migrateToLatest } from '../../src/store/database.js';
 import { insertWorkspace } from '../../src/store/repositories/tenancy.js';
-import { migrationProvider } from '../../src/store/migrations/index.js';
-import { createPostgresDatabase, type DatabaseKind } from '../support/server.js';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { describeEachDatabase } from '../support/database.js';
-
-/** A database migrated up to (and including) `last`, as an earlier version of Berth left it. */
-async function databaseAt(kind: DatabaseKind, last: string): Promise<{ db: Db; close: () => Promise<void> }> {
-  let db: Db;
-  let drop: () => Promise<void>;
-  if (kind === 'postgres') {
-    const postgres = await createPostgresDatabase();
-    db = openDatabase({ kind: 'postgres', url: postgres.url });
-    drop = postgres.drop;
-  } else {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-migration-'));
-    db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') });
-    drop = async () => fs.rmSync(dir, { recursive: true, force: true });
-  }
-  const { error } = await new Migrator({ db, provider: migrationProvider }).migrateTo(last);
-  if (error) throw error;
-  return {
-    db,
-    close: async () => {
-      await db.destroy();
-      await drop();
-    },
-  };
-}
+import { databaseAt } from '../support/migrations.js';
 
 describeEachDatabase('migration 004 on data of earlier versions', (kind) => {
   let db: Db;

@@ -1,8 +1,9 @@
+import type { Selectable } from 'kysely';
 import type { RevisionStatus } from '../../domain/revision-status.js';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
 
-export type NoticeRow = Database['github_notices'];
+export type NoticeRow = Selectable<Database['github_notices']>;
 
 /**
  * Queues the notices of one status change, in its transaction, for a deployment on a
@@ -46,16 +47,59 @@ export async function insertGitHubNotices(
 }
 
 /**
- * Notices due now, at most one per revision and only a revision's oldest: GitHub shows a
- * commit's latest status, so a revision's notices are sent in the order they happened.
+ * Queues a pull request's refusal of a preview (docs/previews.md), in the transaction that
+ * decided it, for a parent on a `github` integration only. `reason` is Berth's own text. True
+ * when queued.
+ */
+export async function insertPreviewRefusalNotice(
+  db: Executor,
+  refusal: { id: string; parentDeploymentId: string; commitSha: string; reason: string },
+  at: string,
+): Promise<boolean> {
+  const result = await db
+    .insertInto('github_notices')
+    .columns(['id', 'kind', 'deployment_id', 'commit_sha', 'position', 'message', 'created_at', 'state', 'steps_done', 'attempts', 'next_attempt_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('deployments')
+        .innerJoin('codehost_integrations', 'codehost_integrations.id', 'deployments.integration_id')
+        .select([
+          eb.val(refusal.id).as('id'),
+          eb.val('preview_refused').as('kind'),
+          'deployments.id',
+          eb.val(refusal.commitSha).as('commit_sha'),
+          eb.val(0).as('position'),
+          eb.val(refusal.reason).as('message'),
+          eb.val(at).as('created_at'),
+          eb.val('pending').as('state'),
+          eb.val(0).as('steps_done'),
+          eb.val(0).as('attempts'),
+          eb.val(at).as('next_attempt_at'),
+        ])
+        .where('deployments.id', '=', refusal.parentDeploymentId)
+        .where('codehost_integrations.provider', '=', 'github'),
+    )
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+}
+
+/** What orders notices: a revision's are sent one after another; a refusal's order is its parent's and commit's. */
+function noticeSequence(row: Pick<NoticeRow, 'revision_id' | 'deployment_id' | 'commit_sha'>): string {
+  return row.revision_id ?? `refused:${row.deployment_id}:${row.commit_sha ?? ''}`;
+}
+
+/**
+ * Notices due now, at most one per sequence (noticeSequence) and only its oldest: GitHub
+ * shows a commit's latest status, so a revision's notices are sent in the order they happened.
  */
 export async function dueGitHubNotices(db: Executor, now: string, limit: number): Promise<NoticeRow[]> {
   const rows = await db.selectFrom('github_notices').selectAll().where('state', '=', 'pending').orderBy('created_at').orderBy('position').limit(500).execute();
   const seen = new Set<string>();
   const due: NoticeRow[] = [];
   for (const row of rows) {
-    if (seen.has(row.revision_id)) continue;
-    seen.add(row.revision_id);
+    const sequence = noticeSequence(row);
+    if (seen.has(sequence)) continue;
+    seen.add(sequence);
     const free = row.leased_until === null || row.leased_until < now;
     if (free && row.next_attempt_at !== null && row.next_attempt_at <= now) due.push(row);
     if (due.length === limit) break;
