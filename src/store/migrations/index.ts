@@ -24,6 +24,7 @@ import { githubNotices } from './022-github-notices.js';
 import { previews } from './023-previews.js';
 import { runnerLabels } from './024-runner-labels.js';
 import { auditActorReason } from './025-audit-actor-reason.js';
+import { eventIdFence } from './027-event-id-fence.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '023-previews': previews,
   '024-runner-labels': runnerLabels,
   '025-audit-actor-reason': auditActorReason,
+  '027-event-id-fence': eventIdFence,
 };
 
 export const migrationProvider: MigrationProvider = {
