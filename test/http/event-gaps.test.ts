@@ -148,6 +148,13 @@ describeEachDatabase(
         );
         const desc = await api('GET', `/v2/events?deployment_id=${deploymentId}&limit=1`);
         assert.equal(desc.body.resources[0]?.id, t0.id, 'newest first, the newest is below the id still being written');
+        const logs = await api('GET', `/v2/deployments/${deploymentId}/revisions/${made.body.latest_revision_id}/logs?type=build&order=asc`);
+        assert.equal(logs.status, 200, logs.text);
+        assert.deepEqual(
+          logs.body.logs.map((l: { message: string }) => l.message),
+          [`${token} start`, `${token} t0`],
+          'a page of log lines stops there too',
+        );
         // Without Last-Event-ID a stream goes on from the newest event a page could show.
         const fromNow = await open(`/v2/events/stream?deployment_id=${deploymentId}`);
 

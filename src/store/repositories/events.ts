@@ -39,7 +39,9 @@ export interface LogQuery {
   endTime?: string;
 }
 
+/** Only settled ids, as the event pages (`workspaceEvents`): `next_offset` never passes a line still being written. */
 export async function listLogs(db: Executor, q: LogQuery): Promise<EventRow[]> {
+  const settled = await settledEventId(db);
   let query = db
     .selectFrom('deployment_events')
     .selectAll()
@@ -48,6 +50,7 @@ export async function listLogs(db: Executor, q: LogQuery): Promise<EventRow[]> {
     .where('log_type', '=', q.logType);
   if (q.revisionId) query = query.where('revision_id', '=', q.revisionId);
   if (q.afterId !== undefined) query = query.where('id', q.order === 'asc' ? '>' : '<', q.afterId);
+  if (settled !== null) query = query.where('id', '<=', settled);
   if (q.levels && q.levels.length > 0) query = query.where('level', 'in', q.levels);
   if (q.query) {
     const pattern = `%${escapeLike(q.query.toLowerCase())}%`;
