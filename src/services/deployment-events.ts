@@ -12,6 +12,11 @@ import type { ServiceDeps } from './index.js';
 const PAGE_SIZE = 500;
 /** Bus messages are best effort (a PostgreSQL listener may reconnect), so waiters also look on their own. */
 const RECHECK_MS = 2000;
+/**
+ * Events waiting behind a lower id still being written (PostgreSQL) are looked at again this
+ * soon: that writer's announcement may name another deployment, and writes take milliseconds.
+ */
+export const HELD_RECHECK_MS = 25;
 
 /** Following a deployment as it changes: its event stream, and waiting for a revision to finish. */
 export function createDeploymentEventService({ db, bus }: ServiceDeps) {
@@ -70,7 +75,7 @@ export function createDeploymentEventService({ db, bus }: ServiceDeps) {
       let cursor = afterId;
       try {
         while (!stop.aborted) {
-          const rows = await events.eventsAfter(db, deploymentId, cursor, PAGE_SIZE);
+          const { rows, held } = await events.eventsAfter(db, deploymentId, cursor, PAGE_SIZE);
           for (const row of rows) {
             if (stop.aborted) return;
             await onEvent(streamEvent(row));
@@ -78,8 +83,8 @@ export function createDeploymentEventService({ db, bus }: ServiceDeps) {
           }
           if (rows.length === PAGE_SIZE) continue;
           // Nothing new: a deleted deployment (its events cascade away) ends the stream.
-          if (rows.length === 0 && !(await deployments.findDeployment(db, scope.workspaceId, deploymentId))) return;
-          await watcher.next(RECHECK_MS);
+          if (rows.length === 0 && !held && !(await deployments.findDeployment(db, scope.workspaceId, deploymentId))) return;
+          await watcher.next(held ? HELD_RECHECK_MS : RECHECK_MS);
         }
       } finally {
         watcher.close();

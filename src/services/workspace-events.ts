@@ -5,7 +5,7 @@ import { watchBus } from '../events/watch.js';
 import * as deployments from '../store/repositories/deployments.js';
 import * as events from '../store/repositories/events.js';
 import type { EventRow } from '../store/repositories/events.js';
-import { streamEvent } from './deployment-events.js';
+import { HELD_RECHECK_MS, streamEvent } from './deployment-events.js';
 import type { ServiceDeps } from './index.js';
 
 const PAGE_SIZE = 500;
@@ -49,7 +49,7 @@ export function createWorkspaceEventService({ db, bus }: ServiceDeps) {
       await checkFilters(scope, filters);
       const cursor = query.cursor === undefined ? undefined : Number(query.cursor);
       // One more than asked tells whether another page follows.
-      const rows = await read(scope, filters, { order: query.order, limit: query.limit + 1, ...(cursor === undefined ? {} : { cursor }) });
+      const { rows } = await read(scope, filters, { order: query.order, limit: query.limit + 1, ...(cursor === undefined ? {} : { cursor }) });
       const page = rows.slice(0, query.limit);
       return { resources: page.map(workspaceEvent), next_cursor: rows.length > query.limit ? String(page.at(-1)!.id) : null };
     },
@@ -80,13 +80,13 @@ export function createWorkspaceEventService({ db, bus }: ServiceDeps) {
       let cursor = afterId;
       try {
         while (!stop.aborted) {
-          const rows = await read(scope, filters, { order: 'asc', cursor, limit: PAGE_SIZE });
+          const { rows, held } = await read(scope, filters, { order: 'asc', cursor, limit: PAGE_SIZE });
           for (const row of rows) {
             if (stop.aborted) return;
             await onEvent(workspaceEvent(row));
             cursor = Number(row.id);
           }
-          if (rows.length < PAGE_SIZE) await watcher.next(RECHECK_MS);
+          if (rows.length < PAGE_SIZE) await watcher.next(held ? HELD_RECHECK_MS : RECHECK_MS);
         }
       } finally {
         watcher.close();

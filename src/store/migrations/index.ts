@@ -25,6 +25,7 @@ import { previews } from './023-previews.js';
 import { runnerLabels } from './024-runner-labels.js';
 import { auditActorReason } from './025-audit-actor-reason.js';
 import { githubNoticeRefusals } from './026-github-notice-refusals.js';
+import { eventIdFence } from './027-event-id-fence.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '024-runner-labels': runnerLabels,
   '025-audit-actor-reason': auditActorReason,
   '026-github-notice-refusals': githubNoticeRefusals,
+  '027-event-id-fence': eventIdFence,
 };
 
 export const migrationProvider: MigrationProvider = {
