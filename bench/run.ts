@@ -394,7 +394,7 @@ async function measure(url: string, pid: number, scenario: Scenario, headers: Re
   log(
     `  ${scenario.name.padEnd(11)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms` +
       (p
-        ? `  loop p99 ${num(p.loopP99)} max ${num(p.loopMax)} ms, gc ${num(p.gcCount, 0)} (${num(p.gcMajor, 0)} major) ${num(p.gcTotalMs)} ms max ${num(p.gcMaxMs)} ms`
+        ? `  loop p99 ${num(p.loopP99)} max ${num(p.loopMax)} ms${p.stalls ? ` stalls ≥50 ms ${p.stalls['50']}` : ''}, gc ${num(p.gcCount, 0)} (${num(p.gcMajor, 0)} major) ${num(p.gcTotalMs)} ms max ${num(p.gcMaxMs)} ms`
         : '') +
       `  (load gen ${result.loadCpu.toFixed(2)} cores, server ${result.serverCpu.toFixed(2)}, ` +
       `${result.databaseCpu >= 0.01 ? `postgres ${result.databaseCpu.toFixed(2)}, ` : ''}other ${result.otherCpu.toFixed(2)} cores${bad ? `, ${bad} failed` : ''})`,
@@ -958,7 +958,7 @@ for (const [name, limit] of TAIL_TARGETS) {
       const p = r.pauses;
       return {
         met: r.p99 < limit,
-        measured: `p99 ${ms(r.p99)} ms (p50 ${ms(r.p50)} ms); event loop p99 ${num(p?.loopP99)} ms, max ${num(p?.loopMax)} ms; longest GC pause ${num(p?.gcMaxMs)} ms`,
+        measured: `p99 ${ms(r.p99)} ms (p50 ${ms(r.p50)} ms); event loop p99 ${num(p?.loopP99)} ms, max ${num(p?.loopMax)} ms, stalls ≥25/50/100 ms ${stallCells(p)}; longest GC pause ${num(p?.gcMaxMs)} ms`,
       };
     },
   });
@@ -987,9 +987,14 @@ const ms = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(1))
 function pauseCells(r: LoadResult): string {
   const p = r.pauses ?? {};
   return (
-    `${num(p.loopP50)} / ${num(p.loopP99)} / ${num(p.loopMax)} | ${num(p.gcCount, 0)} (${num(p.gcMajor, 0)}) | ` +
+    `${num(p.loopP50)} / ${num(p.loopP99)} / ${num(p.loopMax)}${p.loopSource === 'prom-client' ? ' (prom-client)' : ''} | ${stallCells(p)} | ${num(p.gcCount, 0)} (${num(p.gcMajor, 0)}) | ` +
     `${num(p.gcTotalMs)} / ${num(p.gcMaxMs)} | ${num(p.oldSpaceMb, 0)} | ${num(r.hwmMb, 0)} |`
   );
+}
+
+/** Stalls of the loop over 25, 50 and 100 ms in the window; an older server counts none. */
+function stallCells(p: PauseFigures | undefined): string {
+  return p?.stalls ? ['25', '50', '100'].map((ms) => num(p.stalls?.[ms], 0)).join(' / ') : '–';
 }
 
 /** A figure an older server may not report. */
@@ -1030,7 +1035,7 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
     if (ceilingRows.length > 0) {
       lines.push(
         `| scenario | Berth req/s | p50 ms | p99 ms | ceiling req/s | ceiling p50 | ceiling p99 | ratio | load gen CPU | server CPU |${run.kind === 'postgres' ? ' postgres CPU |' : ''} other CPU | failed | ` +
-          'loop p50 / p99 / max ms | GC pauses (major) | GC total / longest ms | old space MB | peak RSS MB |',
+          'loop p50 / p99 / max ms | stalls ≥25 / 50 / 100 ms | GC pauses (major) | GC total / longest ms | old space MB | peak RSS MB |',
       );
       lines.push(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${run.kind === 'postgres' ? '---:|' : ''}---:|---:|---:|---:|---:|---:|---:|`);
       for (const name of ceilingRows) {

@@ -1,7 +1,9 @@
 /**
  * What the server's own /metrics says about one measured window: the event loop's delay
- * (prom-client's gauges cover the time since the previous scrape, so a scrape just before
- * the window starts it) and the garbage-collection pauses within it (berth_gc_pause_seconds,
+ * (Berth's berth_event_loop_* figures, src/observability/stalls.ts, cover the time since the
+ * previous scrape, so a scrape just before the window starts it; a server without them is read
+ * through prom-client's nodejs_eventloop_lag_*, which miss a stall next to a scrape) and the
+ * stalls counted within it and the garbage-collection pauses within it (berth_gc_pause_seconds,
  * a cumulative histogram: the window is the difference of two scrapes). A server that
  * predates a figure leaves it undefined, so older trees can be measured for comparison.
  */
@@ -11,6 +13,10 @@ export interface PauseFigures {
   loopP50?: number;
   loopP99?: number;
   loopMax?: number;
+  /** Which figures the loop's come from: Berth's monitor, or prom-client's on an older server. */
+  loopSource?: 'berth' | 'prom-client';
+  /** Stalls of the loop within the window by threshold in ms (berth_event_loop_stalls_total), e.g. { 25: 3, 50: 1, 100: 0 }. */
+  stalls?: Record<string, number>;
   /** Collections within the window: how many, their total and longest pause (ms), how many were mark-compacts. */
   gcCount?: number;
   gcTotalMs?: number;
@@ -60,10 +66,23 @@ export async function pauseWindow(url: string): Promise<{ end(): Promise<PauseFi
         return a === undefined ? undefined : a - (b ?? 0);
       };
       const gcTotal = diff('berth_gc_pause_seconds_sum');
+      const berth = after.has('berth_event_loop_delay_max_seconds');
+      const loop = berth
+        ? {
+            loopP50: seconds(after.get('berth_event_loop_delay_seconds{quantile="0.5"}')),
+            loopP99: seconds(after.get('berth_event_loop_delay_seconds{quantile="0.99"}')),
+            loopMax: seconds(after.get('berth_event_loop_delay_max_seconds')),
+            loopSource: 'berth' as const,
+            stalls: Object.fromEntries([25, 50, 100].map((ms) => [String(ms), diff(`berth_event_loop_stalls_total{over="${ms}ms"}`) ?? 0])),
+          }
+        : {
+            loopP50: seconds(after.get('nodejs_eventloop_lag_p50_seconds')),
+            loopP99: seconds(after.get('nodejs_eventloop_lag_p99_seconds')),
+            loopMax: seconds(after.get('nodejs_eventloop_lag_max_seconds')),
+            loopSource: 'prom-client' as const,
+          };
       return {
-        loopP50: seconds(after.get('nodejs_eventloop_lag_p50_seconds')),
-        loopP99: seconds(after.get('nodejs_eventloop_lag_p99_seconds')),
-        loopMax: seconds(after.get('nodejs_eventloop_lag_max_seconds')),
+        ...loop,
         gcCount: diff('berth_gc_pause_seconds_count'),
         gcTotalMs: seconds(gcTotal),
         gcMaxMs: seconds(after.get('berth_gc_pause_max_seconds')),

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { observeGcPauses } from './pauses.js';
+import { observeEventLoopStalls } from './stalls.js';
 
 /**
  * Metrics of this process as a whole: Node's own (CPU, memory, event loop lag, GC) and the
@@ -11,10 +12,7 @@ export const processRegistry = new Registry();
 
 let collectingDefaults = false;
 
-/**
- * A stall shows as one sample as long as the stall whatever the resolution; a finer one
- * wakes an idle server more often (100 times a second here, a fraction of a percent of a core).
- */
+/** prom-client's own delay histogram: coarse, since berth_event_loop_* (stalls.ts) are the figures to read. */
 const EVENT_LOOP_RESOLUTION_MS = 10;
 
 /**
@@ -24,9 +22,10 @@ const EVENT_LOOP_RESOLUTION_MS = 10;
 export function processMetrics(): Registry {
   if (!collectingDefaults) {
     collectingDefaults = true;
-    // The event loop's delay is sampled every EVENT_LOOP_RESOLUTION_MS (monitorEventLoopDelay);
-    // nodejs_eventloop_lag_p50/p90/p99/max_seconds cover the time since the previous scrape.
+    // prom-client's nodejs_eventloop_lag_* stay for dashboards that read them, but they miss a
+    // stall next to a scrape (stalls.ts): berth_event_loop_* are the figures to read.
     collectDefaultMetrics({ register: processRegistry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
+    observeEventLoopStalls(processRegistry);
     observeGcPauses(processRegistry);
   }
   return processRegistry;

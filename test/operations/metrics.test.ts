@@ -125,6 +125,26 @@ describe('GET /metrics on the server', () => {
     assert.ok(value(collected, 'berth_gc_pause_max_seconds') !== undefined);
   });
 
+  test('a synchronous stall of the event loop shows at its length in the delay maximum and the stall counter', async () => {
+    const stallsOver = (samples: Sample[]) => value(samples, 'berth_event_loop_stalls_total', { over: '50ms' }) ?? 0;
+    const before = stallsOver(await scrape(server.url));
+    // The server runs in this process: hold its event loop the way a synchronous step on a request would,
+    // then scrape at once (the scrape's request waits behind the stall, where prom-client's max loses it).
+    const stallMs = 100;
+    const started = performance.now();
+    while (performance.now() - started < stallMs) {
+      // busy: nothing else runs on the loop meanwhile
+    }
+    const after = await scrape(server.url);
+    const maxSeconds = value(after, 'berth_event_loop_delay_max_seconds') ?? 0;
+    assert.ok(maxSeconds >= stallMs / 1000, `berth_event_loop_delay_max_seconds ${maxSeconds} after a ${stallMs} ms stall`);
+    assert.ok(stallsOver(after) >= before + 1, `berth_event_loop_stalls_total{over="50ms"} ${before} → ${stallsOver(after)}`);
+    for (const quantile of ['0.5', '0.9', '0.99']) {
+      const seconds = value(after, 'berth_event_loop_delay_seconds', { quantile });
+      assert.ok(seconds !== undefined && Number.isFinite(seconds) && seconds >= 0, `quantile ${quantile}: ${seconds}`);
+    }
+  });
+
   test('reports listener ages once a reader is given, each listener apart only to scrapes with the token', async () => {
     assert.equal(value(await scrape(server.url), 'berth_listener_last_seen_max_age_seconds'), undefined);
     const lastSeenAt = new Date(Date.now() - 90_000);
