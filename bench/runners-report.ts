@@ -13,6 +13,11 @@ export interface RunnersRound {
     /** The part of it before the engine moved the revision to BUILDING (its timeline), the rest being the job's queueing and the claim's wake-up. */
     toBuildingP50: number;
     toBuildingP99: number;
+    /** The slowest pick-ups, each with the time the server's and the runners' main threads spent waiting for a CPU from the PATCH to the claim seen. */
+    slowest: { ms: number; runQueueMs: number }[];
+    /** The server's event-loop delay (max) and longest GC pause over the paced builds, from its /metrics. */
+    loopMaxMs?: number;
+    gcMaxMs?: number;
   };
   burst: { builds: number; seconds: number; buildsPerMinute: number; serverCpuMsPerBuild: number; statuses: Record<string, number> };
   runnerErrors: number;
@@ -28,6 +33,7 @@ export interface RunnersResult {
 }
 
 const ms = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(1));
+const opt = (value: number | undefined) => (value === undefined ? '–' : ms(value));
 
 export function runnersReport(r: RunnersResult, root: string): string[] {
   const target = (met: boolean, text: string) => `- **${met ? 'met' : 'not met'}**: ${text}`;
@@ -47,12 +53,14 @@ export function runnersReport(r: RunnersResult, root: string): string[] {
       'had the revision building before the answer left, so pick-up is the job’s queueing and the waiting claim’s wake-up.' +
       (r.load ? ` Load average (1 min) ${r.load.before.toFixed(1)} before and ${r.load.after.toFixed(1)} after, on a machine shared with other work.` : ''),
     '',
-    '| runner processes | pick-up p50 ms | p99 ms | max ms | p99 from the PATCH sent | of which to BUILDING p50 / p99 | builds in the burst | builds/min | server CPU per build | runner errors |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| runner processes | pick-up p50 ms | p99 ms | max ms | p99 from the PATCH sent | of which to BUILDING p50 / p99 | slowest 3 (waiting for a CPU) | loop max / longest GC ms | builds in the burst | builds/min | server CPU per build | runner errors |',
+    '|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|',
     ...r.rounds.map(
       (round) =>
         `| ${round.processes} | ${ms(round.pickup.p50)} | ${ms(round.pickup.p99)} | ${ms(round.pickup.max)} | ${ms(round.pickup.fromSentP99)} | ` +
         `${ms(round.pickup.toBuildingP50)} / ${ms(round.pickup.toBuildingP99)} | ` +
+        `${round.pickup.slowest.map((p) => `${ms(p.ms)} (${ms(p.runQueueMs)})`).join(', ')} | ` +
+        `${opt(round.pickup.loopMaxMs)} / ${opt(round.pickup.gcMaxMs)} | ` +
         `${round.burst.builds} | ${round.burst.buildsPerMinute.toFixed(0)} | ${round.burst.serverCpuMsPerBuild.toFixed(1)} ms | ${round.runnerErrors} |`,
     ),
     '',

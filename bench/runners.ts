@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { RunnerClient } from '../src/runner/client.js';
 import type { RunnersResult, RunnersRound } from './runners-report.js';
+import { pauseWindow } from './server-metrics.js';
 import { percentile } from './stats.js';
 
 const { values } = parseArgs({
@@ -58,6 +59,20 @@ function cpuSeconds(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+/**
+ * Milliseconds the main threads of `pids` have spent runnable but waiting for a CPU
+ * (/proc/<pid>/schedstat, second field): on a shared machine, the part of a delay that is
+ * other work's, not Berth's.
+ */
+function runQueueMs(pids: number[]): number {
+  return pids.reduce((sum, pid) => {
+    try {
+      return sum + Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+    } catch {
+      return sum;
+    }
+  }, 0);
 }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const clock = () => performance.timeOrigin + performance.now();
@@ -225,6 +240,10 @@ class Runners {
     }
   }
 
+  get pids(): number[] {
+    return this.#children.map((child) => child.pid as number);
+  }
+
   async started(): Promise<void> {
     await this.until(() => this.#ready === this.#children.length, 'the runner processes started', 60_000);
   }
@@ -272,9 +291,15 @@ async function round(processes: number, keys: string[], pool_: Deployment[]): Pr
     const pickups: number[] = [];
     const fromSent: number[] = [];
     const toBuilding: number[] = [];
+    const waited: number[] = [];
+    const pauses = await pauseWindow(BASE);
     for (let i = 0; i < PACED; i++) {
       const deployment = pool_.shift() as Deployment;
+      const watched = [SERVER_PID, ...runners.pids];
+      const queued0 = runQueueMs(watched);
       const { revision, sent, answered } = await queue(deployment);
+      await runners.until(() => runners.claimed.has(revision), `paced build ${i} claimed`);
+      waited.push(runQueueMs(watched) - queued0);
       await runners.until(() => runners.done.has(revision), `paced build ${i}`);
       pickups.push((runners.claimed.get(revision) as number) - answered);
       fromSent.push((runners.claimed.get(revision) as number) - sent);
@@ -283,6 +308,11 @@ async function round(processes: number, keys: string[], pool_: Deployment[]): Pr
       // The runner is back in its claim before the next one is queued.
       await sleep(300);
     }
+    const paced = await pauses.end();
+    const slowest = pickups
+      .map((ms, i) => ({ ms, runQueueMs: waited[i] as number }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 3);
     const burst = pool_.splice(0, BUILDS);
     const cpu0 = cpuSeconds(SERVER_PID);
     const t0 = clock();
@@ -307,6 +337,9 @@ async function round(processes: number, keys: string[], pool_: Deployment[]): Pr
         fromSentP99: percentile(fromSent, 99),
         toBuildingP50: percentile(toBuilding, 50),
         toBuildingP99: percentile(toBuilding, 99),
+        slowest,
+        loopMaxMs: paced.loopMax,
+        gcMaxMs: paced.gcMaxMs,
       },
       burst: { builds: queued.length, seconds, buildsPerMinute: (queued.length / seconds) * 60, serverCpuMsPerBuild: (cpu / queued.length) * 1000, statuses },
       runnerErrors: runners.errors.length,
