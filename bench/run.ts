@@ -20,6 +20,7 @@ import { IN_PROGRESS_STATUSES } from '../src/domain/revision-status.js';
 import { openDatabase } from '../src/store/database.js';
 import type { BuildResult } from './build.js';
 import type { DashboardResult } from './dashboard.js';
+import { runnersReport, type RunnersResult } from './runners-report.js';
 import type { Flow, FlowsResult } from './flows.js';
 import { causeOf } from './causes.js';
 import { TEAMS } from './seed.js';
@@ -42,10 +43,11 @@ const usage = `npm run bench -- [flags]
   --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
                          implied when DATABASE_URL is a postgres URL (its server is used the same way)
   --only-postgres        skip the embedded default
-  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,fairness,listeners,build,flows,dashboard
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,fairness,listeners,runners,build,flows,dashboard
   --dashboard-loads N    loads of the deployments list in the dashboard scenario (default 10)
   --pushes N             warm pushes measured in the flows scenario (default 5)
   --agents N             simulated listener agents in the listeners scenario (default 1000)
+  --runner-builds N      builds in each burst of the runners scenario, per count of runner processes (default 60; 20 with --quick)
   --api-only             the same as --engine off
   --cpu-prof             write a CPU profile of each Berth server to bench/profiles/ and summarise it
   --label TEXT           a line saying what this run measures (e.g. which change), written with the results
@@ -63,6 +65,7 @@ const { values: flags } = parseArgs({
     'node-flags': { type: 'string' },
     'engine-revisions': { type: 'string', default: '1000' },
     agents: { type: 'string', default: '1000' },
+    'runner-builds': { type: 'string' },
     pushes: { type: 'string', default: '5' },
     'dashboard-loads': { type: 'string', default: '10' },
     postgres: { type: 'boolean', default: false },
@@ -98,9 +101,10 @@ const ENGINE_MODES = (flags['api-only'] ? 'off' : flags.engine)
 if (ENGINE_MODES.length === 0 || SIZES.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`bad --engine or --deployments\n${usage}`);
 const ENGINE_REVISIONS = Number(flags['engine-revisions']);
 const AGENTS = Number(flags.agents);
-const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 'create', 'patch', 'engine', 'fairness', 'listeners'] as const;
+const RUNNER_BUILDS = Number(flags['runner-builds'] ?? (QUICK ? '20' : '60'));
+const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 'create', 'patch', 'engine', 'fairness', 'listeners', 'runners'] as const;
 /** Scenarios with a script of their own rather than autocannon against the seeded server. */
-const SCRIPTED: readonly string[] = ['engine', 'fairness', 'listeners'];
+const SCRIPTED: readonly string[] = ['engine', 'fairness', 'listeners', 'runners'];
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 /** Not per database: builds and deploys the sample agent with podman (bench/build.ts). */
 const BUILD_SCENARIO = 'build';
@@ -558,6 +562,7 @@ interface DatabaseRun {
   engine?: EngineResult;
   fairness?: FairnessResult;
   listeners?: ListenersResult;
+  runners?: RunnersResult;
   profile?: string;
 }
 
@@ -644,6 +649,7 @@ async function runDatabase(
   if (postgres) await postgres.drop();
 
   if (scripted && SELECTED.has('listeners')) run.listeners = await runListeners(kind, env);
+  if (scripted && SELECTED.has('runners')) run.runners = await runRunners(kind, env);
 
   if (scripted && SELECTED.has('engine')) {
     log(`${kind}: engine, ${ENGINE_REVISIONS} revisions`);
@@ -813,6 +819,73 @@ async function runListeners(kind: 'sqlite' | 'postgres', baseEnv: NodeJS.Process
       `bare node:http at the same request rate ${(result.idleFloor * 100).toFixed(1)} %; ` +
       `PATCH → agent p50 ${patches.p50.toFixed(1)} ms p99 ${patches.p99.toFixed(1)} ms max ${patches.max.toFixed(1)} ms; ${result.totals.errors} failed calls${result.totals.errors > 0 ? ` (last: ${result.totals.lastError})` : ''}`,
   );
+  return result;
+}
+
+/**
+ * The runners scenario (bench/runners.ts) against a server of its own on an empty database,
+ * with BERTH_BUILDER=runners and the default rate limit.
+ */
+async function runRunners(kind: 'sqlite' | 'postgres', baseEnv: NodeJS.ProcessEnv): Promise<RunnersResult> {
+  log(`${kind}: runners, bench runner processes building ${RUNNER_BUILDS} revisions at a time`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `berth-bench-runners-${kind}-`));
+  cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const postgres = kind === 'postgres' ? await createBenchDatabase(POSTGRES_ADMIN_URL as string) : undefined;
+  const { BERTH_RATE_LIMIT_PER_MINUTE: _unlimited, ...env } = baseEnv;
+  const serverEnv = {
+    ...env,
+    BERTH_DATA_DIR: dataDir,
+    BERTH_BUILDER: 'runners',
+    // Runners push there; nothing listens, since no bench runner pushes, but each claim signs a push credential.
+    BERTH_REGISTRY: `127.0.0.1:${await freePort()}`,
+    BERTH_REGISTRY_TLS_VERIFY: 'off',
+    // A build held by a runner holds an engine slot for as long: the defaults (4, 3 per workspace) would keep a fourth runner idle.
+    BERTH_ENGINE_CONCURRENCY: '8',
+    BERTH_ENGINE_WORKSPACE_SLOTS: '8',
+    ...(postgres ? { DATABASE_URL: postgres.url } : {}),
+  };
+  const profileName = flags['cpu-prof'] ? `berth-runners-${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
+  const berth = await startBerthProcess(serverEnv, profileName);
+  const loadBefore = os.loadavg();
+  await waitForQuiet([berth.pid]);
+  let result: RunnersResult;
+  try {
+    const paced = QUICK ? '20' : '50';
+    result = await runJson<RunnersResult>(
+      [
+        'bench/runners.ts',
+        '--url',
+        berth.url,
+        '--pid',
+        String(berth.pid),
+        '--key',
+        env.BERTH_BOOTSTRAP_API_KEY as string,
+        '--builds',
+        String(RUNNER_BUILDS),
+        '--paced',
+        paced,
+      ],
+      env,
+    );
+  } finally {
+    await berth.stop();
+    await postgres?.drop();
+  }
+  result.load = { before: loadBefore[0] as number, after: os.loadavg()[0] as number };
+  if (profileName) {
+    result.profile = mainThreadProfile(path.join(PROFILES, profileName));
+    const { summarise } = await import('./profile-summary.js');
+    const summary = summarise(JSON.parse(fs.readFileSync(result.profile, 'utf8')), 25);
+    fs.writeFileSync(`${result.profile}.txt`, `${summary}\n`);
+    log(`${kind}: runners CPU profile ${path.relative(ROOT, result.profile)}\n${summary}`);
+  }
+  for (const r of result.rounds) {
+    log(
+      `${kind}: ${r.processes} runner(s): pick-up p50 ${r.pickup.p50.toFixed(1)} ms p99 ${r.pickup.p99.toFixed(1)} ms; ` +
+        `${r.burst.buildsPerMinute.toFixed(0)} builds/min; ${r.burst.serverCpuMsPerBuild.toFixed(1)} ms server CPU per build`,
+    );
+  }
+  log(`${kind}: ${result.idle.runners} idle runners polling: server ${(result.idle.serverCpu * 100).toFixed(1)} % of a core`);
   return result;
 }
 
@@ -1086,6 +1159,7 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
     lines.push(...facts.map((f) => `- ${f}`), '');
     if (run.fairness) lines.push(...fairnessReport(run.fairness));
     if (run.listeners) lines.push(...listenersReport(run.listeners));
+    if (run.runners) lines.push(...runnersReport(run.runners, ROOT));
     for (const issue of [4, 14, 24] as const) {
       const outcomes = TARGETS.filter((target) => target.issue === issue).map((target) => ({ target, outcome: target.check(run, ceilings) }));
       // A run of the listeners scenario alone measures none of them: no section then.
