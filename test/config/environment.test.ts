@@ -69,7 +69,10 @@ test("the variables the build runner shares with the server are the server's, wi
   assert.equal(loadRunnerConfig({ ...base, BERTH_BUILD_SANDBOX: 'OFF' }).sandbox, undefined);
   assert.throws(
     () => loadRunnerConfig({ ...base, BERTH_BUILD_SANDBOX: 'maybe', BERTH_BUILD_MEMORY_MB: '64', BERTH_BUILD_DENY_NETWORKS: '10.0.0.0' }),
-    (error: Error) => ['BERTH_BUILD_SANDBOX', 'BERTH_BUILD_MEMORY_MB must be an integer of at least 128', 'BERTH_BUILD_DENY_NETWORKS'].every((part) => error.message.includes(part)),
+    (error: Error) =>
+      ['BERTH_BUILD_SANDBOX', 'BERTH_BUILD_MEMORY_MB must be an integer of at least 128', 'BERTH_BUILD_DENY_NETWORKS'].every((part) =>
+        error.message.includes(part),
+      ),
   );
 });
 

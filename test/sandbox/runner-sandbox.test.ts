@@ -175,31 +175,35 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
     return { status: revision.body.status, message: revision.body.status_message ?? '', log };
   }
 
-  test('a hostile install command reads nothing of the runner while a benign build of the same project is pushed', { timeout: deadline(20 * 60_000) }, async () => {
-    // Each attempt prints what it got; a refusal prints nothing of the runner's.
-    const attack = [
-      `cat ${keyFile} /proc/*/root${keyFile} 2>&1 | head -c 2000`,
-      `cat ${dataDir}/secret /proc/*/root${dataDir}/secret /proc/*/cwd/secret 2>&1 | head -c 2000`,
-      `ls -la ${dataDir} 2>&1 | head -5`,
-      `cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E 'RUNNER|MARKER' | head -c 2000`,
-      `env | grep -E 'RUNNER|MARKER'`,
-      'echo attack-ran',
-      'npm ci',
-    ].join('; ');
-    const [benign, hostile] = await Promise.all([deployWith('benign', null), deployWith('hostile', attack)]);
+  test(
+    'a hostile install command reads nothing of the runner while a benign build of the same project is pushed',
+    { timeout: deadline(20 * 60_000) },
+    async () => {
+      // Each attempt prints what it got; a refusal prints nothing of the runner's.
+      const attack = [
+        `cat ${keyFile} /proc/*/root${keyFile} 2>&1 | head -c 2000`,
+        `cat ${dataDir}/secret /proc/*/root${dataDir}/secret /proc/*/cwd/secret 2>&1 | head -c 2000`,
+        `ls -la ${dataDir} 2>&1 | head -5`,
+        `cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E 'RUNNER|MARKER' | head -c 2000`,
+        `env | grep -E 'RUNNER|MARKER'`,
+        'echo attack-ran',
+        'npm ci',
+      ].join('; ');
+      const [benign, hostile] = await Promise.all([deployWith('benign', null), deployWith('hostile', attack)]);
 
-    assert.equal(benign.status, 'DEPLOYED', `${benign.message}\n${benign.log}\n${output.join('')}`);
-    assert.match(benign.log, /with buildah as the build user/);
-    assert.match(benign.log, new RegExp(`^Pushing ${registry.host.replaceAll('.', '\\.')}/`, 'm'));
+      assert.equal(benign.status, 'DEPLOYED', `${benign.message}\n${benign.log}\n${output.join('')}`);
+      assert.match(benign.log, /with buildah as the build user/);
+      assert.match(benign.log, new RegExp(`^Pushing ${registry.host.replaceAll('.', '\\.')}/`, 'm'));
 
-    assert.equal(hostile.status, 'DEPLOYED', `${hostile.message}\n${hostile.log}`);
-    assert.match(hostile.log, /with buildah as the build user/);
-    assert.match(hostile.log, /^attack-ran$/m, `the attack ran:\n${hostile.log}`);
-    assert.ok(!hostile.log.includes(runnerKey), "the runner's key never reaches the build");
-    assert.ok(!hostile.log.includes(marker), "the runner's data directory and environment never reach the build");
-    assert.doesNotMatch(hostile.log, /^\S*BERTH_RUNNER_KEY=/m, "the runner's environment is not the build's");
-    assert.doesNotMatch(hostile.log, /"auths"/, 'no push credential reaches the build');
-    assert.equal((await stat(dataDir)).mode & 0o777, 0o700, "the runner's data directory is its own");
-    assert.ok(!output.join('').includes(runnerKey), "the runner's key is in none of its log lines");
-  });
+      assert.equal(hostile.status, 'DEPLOYED', `${hostile.message}\n${hostile.log}`);
+      assert.match(hostile.log, /with buildah as the build user/);
+      assert.match(hostile.log, /^attack-ran$/m, `the attack ran:\n${hostile.log}`);
+      assert.ok(!hostile.log.includes(runnerKey), "the runner's key never reaches the build");
+      assert.ok(!hostile.log.includes(marker), "the runner's data directory and environment never reach the build");
+      assert.doesNotMatch(hostile.log, /^\S*BERTH_RUNNER_KEY=/m, "the runner's environment is not the build's");
+      assert.doesNotMatch(hostile.log, /"auths"/, 'no push credential reaches the build');
+      assert.equal((await stat(dataDir)).mode & 0o777, 0o700, "the runner's data directory is its own");
+      assert.ok(!output.join('').includes(runnerKey), "the runner's key is in none of its log lines");
+    },
+  );
 });
