@@ -10,6 +10,7 @@ import type { Registry } from '../../src/registry/setup.js';
 import { BUILD_TEST_BASE_IMAGE, TEST_BASE_IMAGE_NODE } from '../support/base-image.js';
 import { buildSandboxUnavailable, type TestBuildDir, tempBuildDir } from '../support/build-sandbox.js';
 import { deadline } from '../support/deadline.js';
+import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
 import { createRepository, type FixtureRepository, git, type TempDir, tempDir } from '../support/git-repos.js';
 import { client, type Client } from '../support/http.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
@@ -41,6 +42,7 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
   let api: Client;
   let repos: TempDir;
   let repo: FixtureRepository;
+  let gitServer: GitHttpServer;
   let builds: TestBuildDir;
   let dataDir: string;
   let keyDir: string;
@@ -52,6 +54,7 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
   let repoUrl = '';
   let runnerKey = '';
   const marker = `runner-secret-${randomBytes(12).toString('hex')}`;
+  const gitPassword = `git-${randomBytes(12).toString('hex')}`;
   const deployments: string[] = [];
 
   before(
@@ -82,13 +85,15 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
       api = client(server.url, { key: server.adminKey });
 
       repos = await tempDir('berth-runner-sandbox-repos-');
-      repo = await createRepository(repos.path, { defaultBranch: 'main' });
+      repo = await createRepository(repos.path, { owner: 'acme', name: 'agent', defaultBranch: 'main' });
       await cp(FIXTURE, repo.work, { recursive: true });
       await git(repo.work, ['add', '.']);
       await git(repo.work, ['commit', '--quiet', '-m', 'the echo agent']);
       await git(repo.work, ['push', '--quiet', 'origin', 'main']);
+      // Behind a password, as a company's git server: the runner fetches with the credential its job gives.
+      gitServer = await startGitHttpServer({ root: repos.path, auth: { username: 'git', password: gitPassword } });
       const integration = await api('POST', '/v1/integrations/codehost', {
-        body: { provider: 'git', name: 'local git', git: { repositories: [repo.bare] } },
+        body: { provider: 'git', name: 'company git', git: { repositories: [`${gitServer.url}/acme/agent.git`], username: 'git', password: gitPassword } },
       });
       assert.equal(integration.status, 201, integration.text);
       integrationId = integration.body.id;
@@ -135,15 +140,17 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
 
   after(async () => {
     if (runner && runner.exitCode === null) runner.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, deadline(60_000), 'timeout'))]);
-    if (code === 'timeout') runner?.kill('SIGKILL');
+    // A runner that does not stop within a minute is killed.
+    const kill = setTimeout(() => runner?.kill('SIGKILL'), deadline(60_000));
     await exited;
+    clearTimeout(kill);
     for (const id of deployments) {
       const images = (await run('podman', ['images', '--filter', `label=berth.deployment-id=${id}`, '--format', '{{.ID}}'])).stdout.split('\n').filter(Boolean);
       if (images.length > 0) await run('podman', ['rmi', '-f', ...images]);
     }
     await server?.close();
     await registry?.stop();
+    await gitServer?.close();
     await repos?.remove();
     await builds?.remove();
     if (keyDir) await rm(keyDir, { recursive: true, force: true });
@@ -151,13 +158,13 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
   });
 
   /** Deploys the echo agent with this install command (null: the project's own) and waits for the revision's end. */
-  async function deployWith(name: string, installCommand: string | null): Promise<Outcome> {
+  async function deployWith(name: string, installCommand: string | null, ref = 'main'): Promise<Outcome> {
     const created = await api('POST', '/v2/deployments', {
       body: {
         name: `runner-sandbox-${name}`,
-        source: 'github',
+        source: 'codehost',
         source_config: { integration_id: integrationId, repo_url: repoUrl, build_on_push: false, install_command: installCommand },
-        source_revision_config: { repo_ref: 'main', langgraph_config_path: 'langgraph.json' },
+        source_revision_config: { repo_ref: ref, langgraph_config_path: 'langgraph.json' },
         secrets: [],
       },
     });
@@ -179,29 +186,32 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
     'a hostile install command reads nothing of the runner while a benign build of the same project is pushed',
     { timeout: deadline(20 * 60_000) },
     async () => {
-      // Each attempt prints what it got; a refusal prints nothing of the runner's.
+      // Each attempt prints what it got; a refusal prints nothing of the runner's. The install
+      // command may hold no shell syntax but `&&`: it prints the build's environment, and the
+      // project's own Dockerfile lines (langgraph.json) do the rest, as a hostile project would.
       const attack = [
-        `cat ${keyFile} /proc/*/root${keyFile} 2>&1 | head -c 2000`,
-        `cat ${dataDir}/secret /proc/*/root${dataDir}/secret /proc/*/cwd/secret 2>&1 | head -c 2000`,
-        `ls -la ${dataDir} 2>&1 | head -5`,
-        `cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E 'RUNNER|MARKER' | head -c 2000`,
-        `env | grep -E 'RUNNER|MARKER'`,
-        'echo attack-ran',
-        'npm ci',
-      ].join('; ');
-      const [benign, hostile] = await Promise.all([deployWith('benign', null), deployWith('hostile', attack)]);
+        `RUN cat ${keyFile} /proc/*/root${keyFile} 2>&1 | head -c 2000; echo key-read-attempted`,
+        `RUN cat ${dataDir}/secret /proc/*/root${dataDir}/secret /proc/*/cwd/secret 2>&1 | head -c 2000; ls -la ${dataDir} 2>&1 | head -5; echo data-read-attempted`,
+        `RUN cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E 'RUNNER|MARKER|auths' | head -c 2000; find / -xdev -name auth.json 2>/dev/null | head; echo environment-read-attempted`,
+      ];
+      const config = { node_version: '20', graphs: { echo: './src/graph.ts:graph' }, dockerfile_lines: attack };
+      await repo.commit('hostile', { 'langgraph.json': `${JSON.stringify(config, null, 2)}\n` }, 'a hostile project');
+      const [benign, hostile] = await Promise.all([deployWith('benign', null), deployWith('hostile', 'env && npm ci', 'hostile')]);
 
-      assert.equal(benign.status, 'DEPLOYED', `${benign.message}\n${benign.log}\n${output.join('')}`);
+      assert.equal(benign.status, 'DEPLOYED', `${benign.message}\n${benign.log}\n${output.join('')}\n${server.logs.slice(-30).join('')}`);
       assert.match(benign.log, /with buildah as the build user/);
       assert.match(benign.log, new RegExp(`^Pushing ${registry.host.replaceAll('.', '\\.')}/`, 'm'));
 
       assert.equal(hostile.status, 'DEPLOYED', `${hostile.message}\n${hostile.log}`);
       assert.match(hostile.log, /with buildah as the build user/);
-      assert.match(hostile.log, /^attack-ran$/m, `the attack ran:\n${hostile.log}`);
+      for (const attempt of ['key-read-attempted', 'data-read-attempted', 'environment-read-attempted'])
+        assert.match(hostile.log, new RegExp(`^${attempt}$`, 'm'), `the attack ran:\n${hostile.log}`);
+      assert.match(hostile.log, /^PATH=/m, "the install command printed the build's environment");
       assert.ok(!hostile.log.includes(runnerKey), "the runner's key never reaches the build");
+      assert.ok(!hostile.log.includes(gitPassword), "the source's credential never reaches the build");
       assert.ok(!hostile.log.includes(marker), "the runner's data directory and environment never reach the build");
       assert.doesNotMatch(hostile.log, /^\S*BERTH_RUNNER_KEY=/m, "the runner's environment is not the build's");
-      assert.doesNotMatch(hostile.log, /"auths"/, 'no push credential reaches the build');
+      assert.doesNotMatch(hostile.log, /"auths"|\/auth\.json$/m, 'no push credential reaches the build');
       assert.equal((await stat(dataDir)).mode & 0o777, 0o700, "the runner's data directory is its own");
       assert.ok(!output.join('').includes(runnerKey), "the runner's key is in none of its log lines");
     },
