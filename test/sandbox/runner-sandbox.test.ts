@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -32,8 +34,9 @@ interface Outcome {
  * Issue 25: `berth builder` builds in the build sandbox, as the control plane does. A real
  * control plane handing its builds to runners, a real `berth builder` (src/main.ts, as root,
  * the sandbox on by default) and a registry trusting Berth's tokens. A project whose install
- * command tries to read the runner's key file, its data directory and its environment
- * gets none of them, while the same project builds and is pushed.
+ * command and Dockerfile lines try to read the runner's key file, its data directory and its
+ * environment, and to reach what the runner's machine serves itself, gets none of them, and
+ * its root is nobody on the machine, while the same project builds and is pushed.
  */
 describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
   holdMachineTurnForSuite({ before, after });
@@ -55,6 +58,11 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
   let runnerKey = '';
   const marker = `runner-secret-${randomBytes(12).toString('hex')}`;
   const gitPassword = `git-${randomBytes(12).toString('hex')}`;
+  // What a runner's machine serves itself only (its cloud's instance credentials, say), on every address of the host.
+  const machineSecret = `machine-secret-${randomBytes(12).toString('hex')}`;
+  const machineConnections: string[] = [];
+  let machineService: http.Server | undefined;
+  let machinePort = 0;
   const deployments: string[] = [];
 
   before(
@@ -111,6 +119,12 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
       dataDir = await mkdtemp(path.join(os.tmpdir(), 'berth-runner-data-'));
       await writeFile(path.join(dataDir, 'secret'), `${marker}\n`, { mode: 0o644 });
       builds = await tempBuildDir();
+      machineService = http.createServer((request, response) => {
+        machineConnections.push(String(request.socket.remoteAddress));
+        response.end(machineSecret);
+      });
+      await new Promise<void>((resolve) => machineService?.listen(0, '0.0.0.0', resolve));
+      machinePort = (machineService.address() as net.AddressInfo).port;
 
       runner = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'builder'], {
         cwd: ROOT,
@@ -148,6 +162,7 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
       const images = (await run('podman', ['images', '--filter', `label=berth.deployment-id=${id}`, '--format', '{{.ID}}'])).stdout.split('\n').filter(Boolean);
       if (images.length > 0) await run('podman', ['rmi', '-f', ...images]);
     }
+    machineService?.close();
     await server?.close();
     await registry?.stop();
     await gitServer?.close();
@@ -194,6 +209,15 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
         `RUN cat ${dataDir}/secret /proc/*/root${dataDir}/secret /proc/*/cwd/secret 2>&1 | head -c 2000; ls -la ${dataDir} 2>&1 | head -5; echo data-read-attempted`,
         `RUN cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E 'RUNNER|MARKER|auths' | head -c 2000; find / -xdev -name auth.json 2>/dev/null | head; echo environment-read-attempted`,
       ];
+      const hostAddress =
+        Object.values(os.networkInterfaces())
+          .flat()
+          .find((address) => address && address.family === 'IPv4' && !address.internal)?.address ?? '127.0.0.1';
+      const targets = [`127.0.0.1:${machinePort}`, `${hostAddress}:${machinePort}`, `10.0.2.2:${machinePort}`].map((target) => `'${target}'`).join(', ');
+      attack.push(
+        'RUN cat /proc/self/uid_map',
+        `RUN node -e "for (const t of [${targets}]) require('http').get('http://' + t + '/', { timeout: 4000 }, (r) => r.on('data', (d) => console.log('got', t, String(d)))).on('error', (e) => console.log('blocked', t, e.code)).on('timeout', function () { console.log('blocked', t, 'timeout'); this.destroy(); })"; echo network-attempted`,
+      );
       const config = { node_version: '20', graphs: { echo: './src/graph.ts:graph' }, dockerfile_lines: attack };
       await repo.commit('hostile', { 'langgraph.json': `${JSON.stringify(config, null, 2)}\n` }, 'a hostile project');
       const [benign, hostile] = await Promise.all([deployWith('benign', null), deployWith('hostile', 'env && npm ci', 'hostile')]);
@@ -207,6 +231,13 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
       for (const attempt of ['key-read-attempted', 'data-read-attempted', 'environment-read-attempted'])
         assert.match(hostile.log, new RegExp(`^${attempt}$`, 'm'), `the attack ran:\n${hostile.log}`);
       assert.match(hostile.log, /^PATH=/m, "the install command printed the build's environment");
+      assert.match(hostile.log, /^network-attempted$/m);
+      // Root in the step is an unprivileged user of the runner's machine (unconfined, it would be root).
+      const map = /^\s*0\s+(\d+)\s+1\s*$/m.exec(hostile.log);
+      assert.ok(map, `the step's uid map is in the log, root mapped alone:\n${hostile.log}`);
+      assert.notEqual(Number(map[1]), 0, 'root in the build is not root on the runner');
+      assert.ok(!hostile.log.includes(machineSecret), "what the runner's machine serves itself never reaches the build");
+      assert.deepEqual(machineConnections, [], "the runner's machine saw no connection from the build");
       assert.ok(!hostile.log.includes(runnerKey), "the runner's key never reaches the build");
       assert.ok(!hostile.log.includes(gitPassword), "the source's credential never reaches the build");
       assert.ok(!hostile.log.includes(marker), "the runner's data directory and environment never reach the build");
