@@ -6,6 +6,7 @@ import { AgentConfigError, loadAgentConfig } from './agent/config.js';
 import { ListenerAgent } from './agent/agent.js';
 import { loadRunnerConfig, RunnerConfigError, type RunnerFlags } from './runner/config.js';
 import { BuildRunner } from './runner/runner.js';
+import { langGraphDriverFor, prepareRunnerSandbox } from './runner/local-build.js';
 import { executorDriverFor } from './runner/kubernetes/choose.js';
 import { KubernetesBuildConfigError } from './runner/kubernetes/config.js';
 import { buildInPod } from './runner/kubernetes/in-pod.js';
@@ -120,7 +121,19 @@ program
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
     }
+    const local = !driverFor;
+    if (local) {
+      // A build on this machine runs in the build sandbox, which needs root: a host that cannot provide it is refused here.
+      try {
+        driverFor = langGraphDriverFor(config, await prepareRunnerSandbox(config));
+      } catch (error) {
+        if (!(error instanceof RunnerConfigError)) throw error;
+        process.stderr.write(`${error.message}\n`);
+        process.exit(2);
+      }
+    }
     const logger = createLogger(config.logLevel, 'auto');
+    if (local && !config.sandbox) logger.warn('BERTH_BUILD_SANDBOX=off: builds run unconfined, as this process; only for a machine whose only user is you');
     const runner = new BuildRunner(config, logger, driverFor);
     const ran = runner.run();
     stopOnSignals(logger, async () => {

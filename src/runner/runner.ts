@@ -1,36 +1,14 @@
 import http from 'node:http';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { LangGraphBuildDriver } from '../engine/drivers/langgraph-build.js';
+import { mkdir, chmod } from 'node:fs/promises';
 import { RunnerClient } from './client.js';
 import type { RunnerConfig } from './config.js';
 import { type DriverFor, runJob } from './job.js';
+import { langGraphDriverFor } from './local-build.js';
 import { type JobOutcome, RunnerMetrics } from './metrics.js';
 
 const CLAIM_RETRY_MS = 2_000;
-
-/** The driver `berth builder` builds with: Berth's own LangGraph builder, pushing with the job's credential. */
-export function langGraphDriverFor(config: RunnerConfig): DriverFor {
-  return (job) =>
-    new LangGraphBuildDriver({
-      dataDir: config.dataDir,
-      builder: config.builder,
-      baseImages: {},
-      allowLocal: true,
-      knownHostsFile: path.join(config.dataDir, 'git', 'known_hosts'),
-      ...(job.push
-        ? {
-            registry: {
-              host: job.push.registry,
-              pathPrefix: job.push.path_prefix,
-              tlsVerify: job.push.tls_verify,
-              pushCredentials: async (repository: string) =>
-                repository === job.push?.repository ? { username: job.push.username, password: job.push.password } : undefined,
-            },
-          }
-        : {}),
-    });
-}
 
 /**
  * `berth builder`: `concurrency` loops, each long-polling the control plane for a build job
@@ -55,6 +33,9 @@ export class BuildRunner {
   }
 
   async run(): Promise<void> {
+    // Its mirrors, downloaded archives and build directories are the runner's alone: no other user of the host (the build user least) reads them.
+    await mkdir(this.config.dataDir, { recursive: true, mode: 0o700 });
+    await chmod(this.config.dataDir, 0o700);
     if (this.config.healthPort > 0) await this.#serveHealth();
     this.logger.info({ url: this.config.berthUrl, labels: this.config.labels, concurrency: this.config.concurrency }, 'berth builder is running');
     await Promise.all(Array.from({ length: this.config.concurrency }, () => this.#loop()));

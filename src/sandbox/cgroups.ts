@@ -55,7 +55,7 @@ export class BuildCgroup {
       await writeFile(path.join(dir, 'memory.max'), String(limits.memoryBytes));
       await writeFile(path.join(dir, 'memory.swap.max'), '0').catch(() => {});
       await writeFile(path.join(dir, 'pids.max'), String(limits.pids));
-      await writeFile(path.join(dir, 'cpu.max'), `${limits.cpus * CPU_PERIOD_US} ${CPU_PERIOD_US}`);
+      await writeFile(path.join(dir, 'cpu.max'), `${cpuQuota(limits.cpus)} ${CPU_PERIOD_US}`);
       return cgroup;
     }
     const dirs = V1_CONTROLLERS.map((controller) => path.join(layout.root, controller, PARENT, name));
@@ -67,7 +67,7 @@ export class BuildCgroup {
     await writeFile(path.join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes)).catch(() => {});
     await writeFile(path.join(pids, 'pids.max'), String(limits.pids));
     await writeFile(path.join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
-    await writeFile(path.join(cpu, 'cpu.cfs_quota_us'), String(limits.cpus * CPU_PERIOD_US));
+    await writeFile(path.join(cpu, 'cpu.cfs_quota_us'), String(cpuQuota(limits.cpus)));
     return cgroup;
   }
 
@@ -139,4 +139,9 @@ async function exists(file: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** The quota of a CPU count in microseconds per period: whole, and at least the kernel's 1 ms (a job may ask for a fraction of a core). */
+function cpuQuota(cpus: number): number {
+  return Math.max(1000, Math.round(cpus * CPU_PERIOD_US));
 }

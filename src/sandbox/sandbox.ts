@@ -153,9 +153,10 @@ export class BuildSandbox {
     await runTool({ binary: this.tools.rm, env: { PATH: SYSTEM_PATH } }, ['-rf', '--one-file-system', '--', work.path]);
   }
 
-  /** A control group with this build's limits; the build joins it before it starts. */
-  async cgroupFor(buildName: string): Promise<BuildCgroup> {
-    const { memoryMb, cpus, pids } = this.settings;
+  /** A control group with this build's limits (the sandbox's, or tighter ones given); the build joins it before it starts. */
+  async cgroupFor(buildName: string, limits: { memoryMb: number; cpus: number } = this.settings): Promise<BuildCgroup> {
+    const { memoryMb, cpus } = limits;
+    const { pids } = this.settings;
     return BuildCgroup.create(this.cgroups, buildName, { memoryBytes: memoryMb * MB, cpus, pids });
   }
 

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { AGENT_ENVIRONMENT } from '../../src/agent/config.js';
-import { RUNNER_VARIABLES } from '../../src/runner/config.js';
+import { loadRunnerConfig, RUNNER_SHARED_DEFAULTS, RUNNER_SHARED_VARIABLES, RUNNER_VARIABLES } from '../../src/runner/config.js';
 import { KUBERNETES_BUILD_VARIABLES } from '../../src/runner/kubernetes/config.js';
 import { ENVIRONMENT } from '../../src/environment.js';
 import { configurationTable } from '../../scripts/config-table.js';
@@ -52,9 +52,27 @@ test("the build runner's variables are all in its own list, and none of them is 
     (await namedIn(['src/runner'])).filter((name) => !runnerVariables.includes(name)),
     [],
   );
+  const shared: readonly string[] = RUNNER_SHARED_VARIABLES;
   assert.deepEqual(
-    runnerVariables.filter((name) => name.startsWith('BERTH_') && name in ENVIRONMENT.properties),
+    runnerVariables.filter((name) => name.startsWith('BERTH_') && name in ENVIRONMENT.properties && !shared.includes(name)),
     [],
+  );
+});
+
+test("the variables the build runner shares with the server are the server's, with its defaults", () => {
+  const properties = ENVIRONMENT.properties as Record<string, { default?: unknown }>;
+  for (const name of RUNNER_SHARED_VARIABLES) assert.ok(name in properties, `${name} is the server's`);
+  for (const [name, value] of Object.entries(RUNNER_SHARED_DEFAULTS)) assert.equal(properties[name]?.default, value, name);
+  const base = { BERTH_URL: 'http://berth.example', BERTH_RUNNER_KEY: 'berth_key' };
+  const server = loadConfig({}).build.sandbox;
+  assert.deepEqual(loadRunnerConfig(base).sandbox, server, 'on by default, with the same settings');
+  assert.equal(loadRunnerConfig({ ...base, BERTH_BUILD_SANDBOX: 'OFF' }).sandbox, undefined);
+  assert.throws(
+    () => loadRunnerConfig({ ...base, BERTH_BUILD_SANDBOX: 'maybe', BERTH_BUILD_MEMORY_MB: '64', BERTH_BUILD_DENY_NETWORKS: '10.0.0.0' }),
+    (error: Error) =>
+      ['BERTH_BUILD_SANDBOX', 'BERTH_BUILD_MEMORY_MB must be an integer of at least 128', 'BERTH_BUILD_DENY_NETWORKS'].every((part) =>
+        error.message.includes(part),
+      ),
   );
 });
 

@@ -49,8 +49,21 @@ export interface LangGraphBuildOptions {
   knownHostsFile: string;
   /** Environment for finding and running the builder. */
   env?: NodeJS.ProcessEnv;
-  /** Where builds are confined (docs/security.md); without it they run as Berth's own user, unconfined. */
-  sandbox?: BuildSandboxSettings;
+  /**
+   * Where builds are confined (docs/security.md): its settings, or a sandbox already set up
+   * (a build runner shares one among its jobs); without it they run as Berth's own user, unconfined.
+   */
+  sandbox?: BuildSandboxSettings | BuildSandbox;
+  /** Tighter memory and CPU bounds for this driver's sandboxed builds than the sandbox's own (a runner's job carries them). */
+  limits?: SandboxLimits;
+}
+
+/** A build's memory and CPU bounds in the sandbox, and what set them (for the message when the build passes them). */
+export interface SandboxLimits {
+  memoryMb: number;
+  cpus: number;
+  /** Such as `BERTH_BUILD_MEMORY_MB`. */
+  memorySource: string;
 }
 
 /** Where one build happens: its directory, and the sandbox's side of it when confined. */
@@ -204,8 +217,9 @@ export class LangGraphBuildDriver implements BuildDriver {
     await prepareScratch(scratch, build.dockerfile, await sandbox.cacheDirFor(request.workspaceId));
     await sandbox.handOver({ path: place.work });
     const builder = await sandbox.builderFor(request.workspaceId);
-    const cgroup = await sandbox.cgroupFor(path.basename(place.work));
-    const { memoryMb, cpus, pids } = sandbox.settings;
+    const { memoryMb, cpus, memorySource } = this.options.limits ?? { ...sandbox.settings, memorySource: 'BERTH_BUILD_MEMORY_MB' };
+    const { pids } = sandbox.settings;
+    const cgroup = await sandbox.cgroupFor(path.basename(place.work), { memoryMb, cpus });
     await step.log('INFO', `Building ${build.tag} with buildah as the build user (${memoryMb} MB, ${cpus} CPU, ${pids} processes at most)`);
     let outOfSpace = false;
     const log = (line: string) => {
@@ -216,7 +230,7 @@ export class LangGraphBuildDriver implements BuildDriver {
       await buildImage(builder, { ...build, log, scratchDir: scratch, isolationArgs: sandbox.buildFlags, cgroupProcs: cgroup.procsFiles });
     } catch (error) {
       if (await cgroup.outOfMemory()) {
-        throw new DriverError(`The build needed more than its ${memoryMb} MB of memory (BERTH_BUILD_MEMORY_MB) and was stopped.`);
+        throw new DriverError(`The build needed more than its ${memoryMb} MB of memory (${memorySource}) and was stopped.`);
       }
       if (await cgroup.hitProcessLimit()) {
         throw new DriverError(`The build tried to run more than ${pids} processes at once (BERTH_BUILD_PIDS) and failed.`);
@@ -247,16 +261,8 @@ export class LangGraphBuildDriver implements BuildDriver {
   async #resolveSandbox(host: ResolvedBuilder): Promise<BuildSandbox | undefined> {
     const settings = this.options.sandbox;
     if (!settings) return undefined;
-    if (this.#sandbox) return this.#sandbox;
-    if (host.kind !== 'buildah') {
-      throw new DriverError(
-        `The build sandbox (BERTH_BUILD_SANDBOX=on) builds with buildah, but the builder found is ${host.kind}: install buildah (scripts/setup-containers.sh), set BERTH_BUILDER=buildah, or turn the sandbox off for a single trusted user.`,
-      );
-    }
-    const prepared = await BuildSandbox.prepare(settings);
-    if (typeof prepared === 'string') throw new DriverError(prepared);
-    this.#sandbox = prepared;
-    return prepared;
+    this.#sandbox ??= settings instanceof BuildSandbox ? settings : await prepareBuildSandbox(host, settings);
+    return this.#sandbox;
   }
 
   /** The base images Berth itself chooses: configured ones, else the CLI's defaults. */
@@ -308,6 +314,18 @@ export class LangGraphBuildDriver implements BuildDriver {
     await step.log('INFO', `Checked out ${commitSha}`);
     return { root, configPath: request.graphConfigPath, commitSha, describe: 'the repository' };
   }
+}
+
+/** Sets the build sandbox up for builds with this builder, or throws a DriverError saying what the host lacks (`builderVariable` chose the builder). */
+export async function prepareBuildSandbox(host: ResolvedBuilder, settings: BuildSandboxSettings, builderVariable = 'BERTH_BUILDER'): Promise<BuildSandbox> {
+  if (host.kind !== 'buildah') {
+    throw new DriverError(
+      `The build sandbox (BERTH_BUILD_SANDBOX=on) builds with buildah, but the builder found is ${host.kind}: install buildah (scripts/setup-containers.sh), set ${builderVariable}=buildah, or turn the sandbox off for a single trusted user.`,
+    );
+  }
+  const prepared = await BuildSandbox.prepare(settings);
+  if (typeof prepared === 'string') throw new DriverError(prepared);
+  return prepared;
 }
 
 /** The configuration file, which must be a file inside the checkout (no `..`, no absolute path, no link out). */
