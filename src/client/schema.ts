@@ -2144,7 +2144,7 @@ export interface components {
       url: string;
       /** @description The branch, tag or commit the revision names. */
       ref: string;
-      credentials: components['schemas']['RunnerGitCredentials'];
+      credentials: components['schemas']['RunnerGitCredentials'] | null;
     };
     /** RunnerHeartbeatResult */
     RunnerHeartbeatResult: {

@@ -6,8 +6,10 @@ import { type Static, type TSchema, Type } from 'typebox';
  */
 export function Nullable<T extends TSchema>(schema: T) {
   const raw = schema as unknown as { type?: string | string[]; enum?: unknown[] };
-  const type = raw.type === undefined ? undefined : [...(Array.isArray(raw.type) ? raw.type : [raw.type]), 'null'];
-  const nullable = { ...schema, ...(type ? { type } : {}), ...(raw.enum ? { enum: [...raw.enum, null] } : {}) };
+  // A schema without a `type` of its own (a union) can only take null as one more choice.
+  if (raw.type === undefined) return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]));
+  const type = [...(Array.isArray(raw.type) ? raw.type : [raw.type]), 'null'];
+  const nullable = { ...schema, type, ...(raw.enum ? { enum: [...raw.enum, null] } : {}) };
   return Type.Unsafe<Static<T> | null>(nullable);
 }
 

@@ -335,6 +335,43 @@ describe('build runners', () => {
         },
       );
 
+      test('a repository that needs no credentials is handed over with credentials null', { timeout: deadline(60_000) }, async () => {
+        const open = await startGitHttpServer({ root: repos.path });
+        try {
+          const integration = await api('POST', '/v1/integrations/codehost', {
+            body: { provider: 'git', name: `open git ${kind}`, git: { repositories: [`${open.url}/acme/agent.git`] } },
+          });
+          assert.equal(integration.status, 201, integration.text);
+          const [listed] = (await api('GET', `/v1/integrations/codehost/${integration.body.id}/repos`)).body as { url: string }[];
+          assert.ok(listed);
+          const created = await api('POST', '/v2/deployments', {
+            body: {
+              name: `open-${kind}`,
+              source: 'codehost',
+              source_config: { integration_id: integration.body.id, repo_url: listed.url },
+              source_revision_config: { repo_ref: 'main' },
+              secrets: [],
+            },
+          });
+          assert.equal(created.status, 201, created.text);
+          const [id, revisionId] = [created.body.id as string, created.body.latest_revision_id as string];
+          await eventually(async () => (await buildLog(id, revisionId)).some((line) => /none is online/.test(line)), 'the job queued');
+          const one = runnerApi(runnerKey);
+          const job = (await one('POST', '/v1/runner/jobs/claim', { body: { wait: 20 } })).body.job;
+          assert.equal(job?.revision_id, revisionId);
+          const source = await one('GET', `/v1/runner/jobs/${job.id}/source?lease_token=${job.lease_token}`);
+          assert.equal(source.status, 200, source.text);
+          assert.deepEqual(source.body, { kind: 'git', url: listed.url, ref: 'main', credentials: null });
+          const failed = await one('POST', `/v1/runner/jobs/${job.id}/result`, {
+            body: { lease_token: job.lease_token, status: 'failed', message: 'not built here' },
+          });
+          assert.deepEqual(failed.body, { outcome: 'applied' });
+          assert.equal((await terminal(id, revisionId)).status, 'BUILD_FAILED');
+        } finally {
+          await open.close();
+        }
+      });
+
       test(
         'placement: a job goes only to a runner advertising every label its workspace and its listener require',
         { timeout: deadline(60_000) },
