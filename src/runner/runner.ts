@@ -6,6 +6,7 @@ import { RunnerClient } from './client.js';
 import type { RunnerConfig } from './config.js';
 import { type DriverFor, runJob } from './job.js';
 import { type JobOutcome, RunnerMetrics } from './metrics.js';
+import { redeliverSpooled } from './redeliver.js';
 
 const CLAIM_RETRY_MS = 2_000;
 
@@ -57,6 +58,8 @@ export class BuildRunner {
   async run(): Promise<void> {
     if (this.config.healthPort > 0) await this.#serveHealth();
     this.logger.info({ url: this.config.berthUrl, labels: this.config.labels, concurrency: this.config.concurrency }, 'berth builder is running');
+    // Before claiming: a claim of its own could take over the very job whose lines wait here.
+    await redeliverSpooled(this.#client, path.join(this.config.dataDir, 'spool'), this.logger, this.#stop.signal);
     await Promise.all(Array.from({ length: this.config.concurrency }, () => this.#loop()));
     await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
   }
@@ -85,7 +88,10 @@ export class BuildRunner {
       this.#metrics.started();
       let outcome: JobOutcome = 'abandoned';
       try {
-        outcome = await runJob(this.#client, job, this.driverFor, this.logger, signal, path.join(this.config.dataDir, 'archives'));
+        outcome = await runJob(this.#client, job, this.driverFor, this.logger, signal, {
+          archives: path.join(this.config.dataDir, 'archives'),
+          spool: path.join(this.config.dataDir, 'spool'),
+        });
       } finally {
         this.#running.delete(job.id);
         this.#metrics.ended(outcome);
