@@ -117,12 +117,16 @@ export async function runJob(
     const { lease_token: _token, ...spooled } = report;
     log.info({ status: report.status }, 'the build ended; reporting it once Berth has its log lines');
     await lines.close(spooled);
-    if (lost.value) return 'stopped';
+    if (lost.value) {
+      log.info('Berth no longer wants this build (it was cancelled, or another runner holds it): its report is dropped');
+      return 'stopped';
+    }
     await untilTaken(() => client.result(job.id, report), stop.signal);
     delivered = true;
     log.info({ status: report.status }, 'build reported');
     return report.status;
   } catch (error) {
+    if (error instanceof LeaseLostError) log.info('Berth no longer wants this build (it was cancelled, or another runner holds it): its report is dropped');
     if (error instanceof LeaseLostError || stop.signal.aborted) return 'stopped';
     log.error({ err: error }, 'the job could not be run');
     return 'abandoned';
