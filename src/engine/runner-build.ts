@@ -191,6 +191,11 @@ function buildResources(
     const mb = positive(value);
     return mb === null ? null : Math.ceil(mb);
   };
-  const resources = { cpu: positive(spec.cpu), memory_mb: memory(spec.memory_mb), cpu_limit: positive(spec.cpu_limit), memory_limit_mb: memory(spec.memory_limit_mb) };
+  const resources = {
+    cpu: positive(spec.cpu),
+    memory_mb: memory(spec.memory_mb),
+    cpu_limit: positive(spec.cpu_limit),
+    memory_limit_mb: memory(spec.memory_limit_mb),
+  };
   return Object.values(resources).every((value) => value === null) ? null : resources;
 }

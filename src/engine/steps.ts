@@ -87,7 +87,9 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
   const sourceConfig = deployment.source_config;
   const spec = await stepSpec(ctx, revision, 'build', sourceConfig.build_timeout_seconds);
   const limits = { timeoutSeconds: Math.round(spec.timeoutMs / 1000), resourceSpec: revision.resource_spec ?? null };
-  const result = await runStep(ctx, revision, spec, async (step) => ctx.builder.build({ ...(await buildRequestOf(ctx, deployment, revision)), ...limits }, step));
+  const result = await runStep(ctx, revision, spec, async (step) =>
+    ctx.builder.build({ ...(await buildRequestOf(ctx, deployment, revision)), ...limits }, step),
+  );
   // An uploaded archive is needed only until it is built (or its build ended); a paused
   // build, or one that never started, keeps it for whoever resumes.
   if (config.source_tarball_path && (result.ok || (result.started && result.next !== 'leave')))

@@ -10,11 +10,7 @@ export const SPOOL_MAX_BYTES = 16 * 1024 * 1024;
 type Line = LogBatch['lines'][number];
 
 /** One record per line of the file: the claim first, then batches, acknowledgements and the report, in the order they happened. */
-type SpoolRecord =
-  | { job: string; lease_token: string }
-  | { seq: number; lines: Line[] }
-  | { ack: number }
-  | { result: Omit<RunnerResult, 'lease_token'> };
+type SpoolRecord = { job: string; lease_token: string } | { seq: number; lines: Line[] } | { ack: number } | { result: Omit<RunnerResult, 'lease_token'> };
 
 /** What a spool left by an earlier process still holds to deliver. */
 export interface SpooledJob {
