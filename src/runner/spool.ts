@@ -88,7 +88,7 @@ export class JobSpool {
 
   async #append(record: SpoolRecord, sync: boolean): Promise<number> {
     const text = `${JSON.stringify(record)}\n`;
-    // 'w' opened the file for writing at its end; after a truncate, writes go at the new end only with an explicit position.
+    // At the file's end as it is now: after a truncate, a write at the handle's own position would leave a hole.
     const { size } = await this.handle.stat();
     await this.handle.write(text, size);
     if (sync) await this.handle.sync();
