@@ -115,8 +115,9 @@ export async function runJob(
       }
     }
     const { lease_token: _token, ...spooled } = report;
-    log.info({ status: report.status }, 'the build ended; reporting it once Berth has its log lines');
-    await lines.close(spooled);
+    await lines.spoolReport(spooled);
+    log.info({ status: report.status }, 'the build ended; its report is spooled until Berth has its log lines');
+    await lines.delivered();
     if (lost.value) {
       log.info('Berth no longer wants this build (it was cancelled, or another runner holds it): its report is dropped');
       return 'stopped';

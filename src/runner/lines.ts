@@ -40,10 +40,15 @@ export class LineSender {
     else this.#timer ??= setTimeout(() => this.#flush(), LOG_FLUSH_MS);
   }
 
-  /** Sends what is left, spools the report after the lines (a restart delivers both), and waits until every line is taken. */
-  async close(report: Omit<RunnerResult, 'lease_token'>): Promise<void> {
+  /** Sends what is left and spools the report after the lines (a restart delivers both); resolves once it is on disk. */
+  async spoolReport(report: Omit<RunnerResult, 'lease_token'>): Promise<void> {
     this.#flush();
     this.#spoolWrite((spool) => spool.result(report));
+    await this.#writing;
+  }
+
+  /** Resolves once every line is taken (or the claim is gone). */
+  async delivered(): Promise<void> {
     await this.#sending;
   }
 

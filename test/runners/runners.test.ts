@@ -596,7 +596,7 @@ describe('build runners', () => {
           await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the runner builds', 60_000);
           proxy.cut();
           fs.writeFileSync(go, '');
-          await eventually(async () => first.output.join('').includes('the build ended; reporting it'), 'the build ended while cut off', 60_000);
+          await eventually(async () => first.output.join('').includes('the build ended; its report is spooled'), 'the build ended while cut off', 60_000);
           first.child.kill('SIGKILL');
           await first.exited;
           const spool = path.join(dataDir, 'spool');
@@ -616,7 +616,9 @@ describe('build runners', () => {
             Array.from({ length: lineCount }, (_, n) => `spooled line ${n + 1}`),
             'every line once, in order',
           );
-          assert.equal((await buildLog(id, revisionId)).filter((line) => line.startsWith('Pushed')).length, 1, 'built once: the report was delivered');
+          const all = await buildLog(id, revisionId);
+          assert.ok(!all.some((line) => /took the build over/.test(line)), 'the spooled report ended the build: no second claim built it');
+          assert.equal(all.filter((line) => line.startsWith('Pushed')).length, 1, 'built once: the report was delivered');
           await eventually(async () => fs.readdirSync(spool).length === 0, 'the spool is removed once delivered');
           second.child.kill('SIGTERM');
           assert.equal(await second.exited, 0, second.output.join(''));

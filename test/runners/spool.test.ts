@@ -77,7 +77,8 @@ test('past its bound the spool drops lines, and the first batch after says how m
   // 200 lines make a batch of about 20 kB: the first fits, the second does not.
   for (let n = 0; n < 400; n++) lines.add('INFO', `line ${n} ${'y'.repeat(80)}`);
   lines.add('INFO', 'after the gap');
-  await lines.close({ status: 'failed', message: 'done' });
+  await lines.spoolReport({ status: 'failed', message: 'done' });
+  await lines.delivered();
   assert.deepEqual(
     sent.map((batch) => batch.seq),
     [0, 1],
