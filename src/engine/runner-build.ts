@@ -141,6 +141,9 @@ export class RunnerBuildDriver implements BuildDriver {
         build_command: request.buildCommand,
         image,
         repository,
+        // What the runner must hold the build to (it stops it itself, and sizes a Kubernetes Job with them); this engine's own timeout stands regardless.
+        build_timeout_seconds: request.timeoutSeconds ?? null,
+        resources: buildResources(request.resourceSpec),
       },
       // Credentials (and where an upload lies) are stored only sealed, and only while the job is open.
       source_encrypted: encryptor.encrypt(JSON.stringify(request.source), jobSourceContext(id)),
@@ -175,4 +178,24 @@ export class RunnerBuildDriver implements BuildDriver {
     if (job.status === 'failed') throw new DriverError(job.error ?? 'the build runner reported a failure without a message.');
     throw new DriverError(`the build job was cancelled (${job.error ?? 'no reason given'}).`);
   }
+}
+
+const positive = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null);
+
+/** The part of a resource_spec that sizes a build; null when it sets none of it (the runner's defaults apply). */
+function buildResources(
+  spec: Record<string, unknown> | null | undefined,
+): { cpu: number | null; memory_mb: number | null; cpu_limit: number | null; memory_limit_mb: number | null } | null {
+  if (!spec) return null;
+  const memory = (value: unknown) => {
+    const mb = positive(value);
+    return mb === null ? null : Math.ceil(mb);
+  };
+  const resources = {
+    cpu: positive(spec.cpu),
+    memory_mb: memory(spec.memory_mb),
+    cpu_limit: positive(spec.cpu_limit),
+    memory_limit_mb: memory(spec.memory_limit_mb),
+  };
+  return Object.values(resources).every((value) => value === null) ? null : resources;
 }

@@ -86,7 +86,10 @@ export async function advance(ctx: WorkContext, deployment: DeploymentRecord, re
 async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: RevisionRecord, config: RevisionConfig): Promise<Next> {
   const sourceConfig = deployment.source_config;
   const spec = await stepSpec(ctx, revision, 'build', sourceConfig.build_timeout_seconds);
-  const result = await runStep(ctx, revision, spec, async (step) => ctx.builder.build(await buildRequestOf(ctx, deployment, revision), step));
+  const limits = { timeoutSeconds: Math.round(spec.timeoutMs / 1000), resourceSpec: revision.resource_spec ?? null };
+  const result = await runStep(ctx, revision, spec, async (step) =>
+    ctx.builder.build({ ...(await buildRequestOf(ctx, deployment, revision)), ...limits }, step),
+  );
   // An uploaded archive is needed only until it is built (or its build ended); a paused
   // build, or one that never started, keeps it for whoever resumes.
   if (config.source_tarball_path && (result.ok || (result.started && result.next !== 'leave')))

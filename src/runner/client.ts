@@ -14,6 +14,14 @@ export class LeaseLostError extends Error {
 /** A call the control plane answered with an error, or could not be made; the message never holds the key. */
 export class RunnerCallError extends Error {
   override name = 'RunnerCallError';
+
+  /** The HTTP status Berth answered; undefined when it could not be reached. */
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
 }
 
 /** The runner protocol's calls (docs/build-runners.md), over fetch. */
@@ -87,7 +95,7 @@ export class RunnerClient {
     }
     const text = await response.text();
     if (response.status === 409 || response.status === 404) throw new LeaseLostError(detailOf(text) ?? `status ${response.status}`);
-    if (!response.ok) throw new RunnerCallError(`${method} ${path.replace(/\?.*$/, '')} answered ${response.status}: ${detailOf(text) ?? ''}`);
+    if (!response.ok) throw new RunnerCallError(`${method} ${path.replace(/\?.*$/, '')} answered ${response.status}: ${detailOf(text) ?? ''}`, response.status);
     return JSON.parse(text) as T;
   }
 }

@@ -1,16 +1,22 @@
 import type { Logger } from 'pino';
 import type { RunnerJobView } from '../contract/build-runners.js';
-import type { BuildDriver, BuildRequest, LogLevel, StepContext } from '../engine/drivers/types.js';
+import type { BuildDriver, BuildRequest, StepContext } from '../engine/drivers/types.js';
 import { DriverError } from '../engine/drivers/types.js';
 import { LeaseLostError, RunnerCallError, type RunnerClient } from './client.js';
+import { LineSender } from './lines.js';
 import type { JobOutcome } from './metrics.js';
 import { type FetchedSource, fetchSource } from './source.js';
+import { JobSpool } from './spool.js';
+
+/** Where a job's files go under the runner's data directory. */
+export interface JobDirs {
+  archives: string;
+  spool: string;
+}
 
 /** What builds one job: the driver to call, given the job (its image name and push credential). */
 export type DriverFor = (job: RunnerJobView) => BuildDriver;
 
-const LOG_FLUSH_MS = 500;
-const LOG_BATCH_LINES = 200;
 const RETRY_MS = 1_000;
 
 /**
@@ -25,7 +31,7 @@ export async function runJob(
   driverFor: DriverFor,
   logger: Logger,
   stopping: AbortSignal,
-  archiveDir: string,
+  dirs: JobDirs,
 ): Promise<JobOutcome> {
   const log = logger.child({ jobId: job.id, revisionId: job.revision_id });
   const stop = new AbortController();
@@ -53,15 +59,25 @@ export async function runJob(
     },
     Math.max(1000, (job.lease_seconds * 1000) / 3),
   );
-  const lines = new LineSender(client, job, log);
+  // The runner's own hold on the build's length: Berth's timeout cancels the job too, but a runner cut off from Berth never hears it.
+  const timeout = new AbortController();
+  const timeoutSeconds = job.build_timeout_seconds ?? null;
+  const timer = timeoutSeconds === null ? undefined : setTimeout(() => timeout.abort(new Error('build timeout')), timeoutSeconds * 1000);
+  const building = AbortSignal.any([stop.signal, timeout.signal]);
+  const spool = await JobSpool.open(dirs.spool, job.id, job.lease_token).catch((error: unknown) => {
+    log.warn({ err: error }, "the job's log spool could not be made; its lines are kept in memory only");
+    return undefined;
+  });
+  const lines = new LineSender(client, job, log, spool);
   let fetched: FetchedSource | undefined;
+  let delivered = false;
   try {
     const answer = await client.source(job.id, job.lease_token);
-    const step: StepContext = { signal: stop.signal, log: async (level, message) => lines.add(level, message) };
+    const step: StepContext = { signal: building, log: async (level, message) => lines.add(level, message) };
     log.info('building');
     let report: Parameters<RunnerClient['result']>[1];
     try {
-      fetched = await fetchSource(client, job.id, answer, archiveDir, stop.signal);
+      fetched = await fetchSource(client, job.id, answer, dirs.archives, building);
       const request: BuildRequest = {
         workspaceId: job.workspace_id,
         deploymentId: job.deployment_id,
@@ -71,6 +87,8 @@ export async function runJob(
         graphConfigPath: job.graph_config_path,
         installCommand: job.install_command,
         buildCommand: job.build_command,
+        ...(timeoutSeconds === null ? {} : { timeoutSeconds }),
+        resourceSpec: job.resources ?? null,
       };
       const built = await driverFor(job).build(request, step);
       report = {
@@ -83,26 +101,45 @@ export async function runJob(
       };
     } catch (error) {
       if (stop.signal.aborted || error instanceof LeaseLostError) return 'stopped';
-      // A download that failed on the way: another claim tries again once this lease runs out.
-      if (error instanceof RunnerCallError) throw error;
-      const message = error instanceof DriverError ? error.message : 'the build runner failed unexpectedly; its log has the details.';
-      if (!(error instanceof DriverError)) log.error({ err: error }, 'build failed unexpectedly');
-      report = { lease_token: job.lease_token, status: 'failed', message };
+      if (timeout.signal.aborted) {
+        log.warn({ timeoutSeconds }, 'the build ran past its build_timeout_seconds; the runner stopped it');
+        const message = `the build took longer than ${timeoutSeconds} s (build_timeout_seconds) and the build runner stopped it.`;
+        lines.add('ERROR', message);
+        report = { lease_token: job.lease_token, status: 'failed', message };
+      } else {
+        // A download that failed on the way: another claim tries again once this lease runs out.
+        if (error instanceof RunnerCallError) throw error;
+        const message = error instanceof DriverError ? error.message : 'the build runner failed unexpectedly; its log has the details.';
+        if (!(error instanceof DriverError)) log.error({ err: error }, 'build failed unexpectedly');
+        report = { lease_token: job.lease_token, status: 'failed', message };
+      }
     }
-    await lines.close();
-    if (lost.value) return 'stopped';
+    const { lease_token: _token, ...spooled } = report;
+    await lines.spoolReport(spooled);
+    log.info({ status: report.status }, 'the build ended; its report is spooled until Berth has its log lines');
+    await lines.delivered();
+    if (lost.value) {
+      log.info('Berth no longer wants this build (it was cancelled, or another runner holds it): its report is dropped');
+      return 'stopped';
+    }
     await untilTaken(() => client.result(job.id, report), stop.signal);
+    delivered = true;
     log.info({ status: report.status }, 'build reported');
     return report.status;
   } catch (error) {
+    if (error instanceof LeaseLostError) log.info('Berth no longer wants this build (it was cancelled, or another runner holds it): its report is dropped');
     if (error instanceof LeaseLostError || stop.signal.aborted) return 'stopped';
     log.error({ err: error }, 'the job could not be run');
     return 'abandoned';
   } finally {
     await fetched?.release();
     clearInterval(heartbeat);
+    clearTimeout(timer);
     stopping.removeEventListener('abort', onStop);
     lines.stop();
+    // Kept only when the runner stops with lines or a report Berth has not taken: its next start delivers them.
+    if (delivered || lost.value || !stopping.aborted) await lines.discard();
+    else await lines.keep();
   }
 }
 
@@ -115,57 +152,5 @@ async function untilTaken<T>(call: () => Promise<T>, signal: AbortSignal): Promi
       if (error instanceof LeaseLostError || signal.aborted) throw error;
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
-  }
-}
-
-/** Batches log lines and sends them in order, each batch with its number, again until it is taken. */
-class LineSender {
-  #pending: { level: LogLevel; message: string }[] = [];
-  #seq = 0;
-  #timer: NodeJS.Timeout | undefined;
-  #sending: Promise<void> = Promise.resolve();
-  #stopped = false;
-
-  constructor(
-    private readonly client: RunnerClient,
-    private readonly job: RunnerJobView,
-    private readonly log: Logger,
-  ) {}
-
-  add(level: LogLevel, message: string): void {
-    this.#pending.push({ level, message: message.slice(0, 8192) });
-    if (this.#pending.length >= LOG_BATCH_LINES) this.#flush();
-    else this.#timer ??= setTimeout(() => this.#flush(), LOG_FLUSH_MS);
-  }
-
-  async close(): Promise<void> {
-    this.#flush();
-    await this.#sending;
-  }
-
-  stop(): void {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-  }
-
-  #flush(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#pending.length === 0) return;
-    const batch = { lease_token: this.job.lease_token, seq: this.#seq++, lines: this.#pending };
-    this.#pending = [];
-    this.#sending = this.#sending.then(async () => {
-      for (;;) {
-        if (this.#stopped) return;
-        try {
-          await this.client.logs(this.job.id, batch);
-          return;
-        } catch (error) {
-          if (error instanceof LeaseLostError) return;
-          this.log.warn({ err: error }, 'sending log lines failed; sending them again');
-          await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
-        }
-      }
-    });
   }
 }

@@ -7,6 +7,7 @@ import type { RunnerConfig } from './config.js';
 import { type DriverFor, runJob } from './job.js';
 import { langGraphDriverFor } from './local-build.js';
 import { type JobOutcome, RunnerMetrics } from './metrics.js';
+import { redeliverSpooled } from './redeliver.js';
 
 const CLAIM_RETRY_MS = 2_000;
 
@@ -38,6 +39,8 @@ export class BuildRunner {
     await chmod(this.config.dataDir, 0o700);
     if (this.config.healthPort > 0) await this.#serveHealth();
     this.logger.info({ url: this.config.berthUrl, labels: this.config.labels, concurrency: this.config.concurrency }, 'berth builder is running');
+    // Before claiming: a claim of its own could take over the very job whose lines wait here.
+    await redeliverSpooled(this.#client, path.join(this.config.dataDir, 'spool'), this.logger, this.#stop.signal);
     await Promise.all(Array.from({ length: this.config.concurrency }, () => this.#loop()));
     await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
   }
@@ -66,7 +69,10 @@ export class BuildRunner {
       this.#metrics.started();
       let outcome: JobOutcome = 'abandoned';
       try {
-        outcome = await runJob(this.#client, job, this.driverFor, this.logger, signal, path.join(this.config.dataDir, 'archives'));
+        outcome = await runJob(this.#client, job, this.driverFor, this.logger, signal, {
+          archives: path.join(this.config.dataDir, 'archives'),
+          spool: path.join(this.config.dataDir, 'spool'),
+        });
       } finally {
         this.#running.delete(job.id);
         this.#metrics.ended(outcome);

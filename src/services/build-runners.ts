@@ -88,6 +88,9 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
       build_command: string | null;
       image: string;
       repository: string;
+      /** Absent on jobs queued before the engine wrote them. */
+      build_timeout_seconds?: number | null;
+      resources?: RunnerJobView['resources'];
     };
     const registry = deps.registry;
     const push = registry
@@ -114,6 +117,8 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
       build_command: request.build_command,
       image: request.image,
       push,
+      build_timeout_seconds: request.build_timeout_seconds ?? null,
+      resources: request.resources ?? null,
     };
   }
 

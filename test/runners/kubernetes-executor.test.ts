@@ -32,7 +32,9 @@ async function startBuild(t: TestContext, job = claimedJob(), prepare?: (standIn
   const stop = new AbortController();
   t.after(() => stop.abort());
   const driverFor = kubernetesDriverFor(CONFIG, standIn.kubeConfig(NAMESPACE), { pollMs: 20, logGraceMs: 200 });
-  const done = runJob(plane.client(), job, driverFor, logger, stop.signal, '/nonexistent/archives').then(() => undefined);
+  const done = runJob(plane.client(), job, driverFor, logger, stop.signal, { archives: '/nonexistent/archives', spool: '/nonexistent/spool' }).then(
+    () => undefined,
+  );
   return { standIn, plane, job, name: buildObjectName(job.id, job.lease_token), logged: text, stop, done };
 }
 

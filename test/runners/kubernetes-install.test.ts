@@ -31,7 +31,7 @@ async function permissionsUsed(): Promise<string[]> {
       kubernetesDriverFor(CONFIG, standIn.kubeConfig(NAMESPACE), { pollMs: 20, logGraceMs: 100 }),
       capturedLogger().logger,
       new AbortController().signal,
-      '/nonexistent/archives',
+      { archives: '/nonexistent/archives', spool: '/nonexistent/spool' },
     );
     await eventually(async () => standIn.object('Secret', NAMESPACE, name), 'the Secret');
     const pod = standIn.addPod('Job', NAMESPACE, name, { phase: 'Running' });

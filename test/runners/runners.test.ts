@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { containersEnv, run } from '../build/helpers.js';
 import type { Registry } from '../../src/registry/setup.js';
 import { createRepository, type FixtureRepository, tempDir, type TempDir } from '../support/git-repos.js';
+import { startCutProxy } from '../support/cut-proxy.js';
 import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
 import { type Client, client } from '../support/http.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
@@ -142,14 +143,16 @@ describe('build runners', () => {
         for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
       });
 
-      function startRunner(options: { hold?: boolean; key?: string; healthPort?: number } = {}): RunnerProcess {
-        const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-runner-'));
+      function startRunner(
+        options: { hold?: boolean; key?: string; healthPort?: number; url?: string; dataDir?: string; env?: Record<string, string> } = {},
+      ): RunnerProcess {
+        const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'berth-runner-'));
         dataDirs.push(dataDir);
         const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/runner-process.ts')], {
           cwd: ROOT,
           env: {
             ...containersEnv(),
-            BERTH_URL: server.url,
+            BERTH_URL: options.url ?? server.url,
             BERTH_RUNNER_KEY: options.key ?? runnerKey,
             BERTH_RUNNER_DATA_DIR: dataDir,
             BERTH_RUNNER_LABELS: 'linux',
@@ -158,6 +161,7 @@ describe('build runners', () => {
             RUNNER_TEST_BASE: BASE,
             RUNNER_TEST_HOLD: options.hold ? '1' : '0',
             LOG_LEVEL: 'debug',
+            ...options.env,
           },
           stdio: ['ignore', 'pipe', 'pipe'],
         });
@@ -174,12 +178,12 @@ describe('build runners', () => {
         await eventually(async () => runner.output.join('').includes('berth builder is running'), 'the runner started', 60_000);
       }
 
-      async function newDeployment(name: string): Promise<{ id: string; revisionId: string }> {
+      async function newDeployment(name: string, sourceConfig: Record<string, unknown> = {}): Promise<{ id: string; revisionId: string }> {
         const created = await api('POST', '/v2/deployments', {
           body: {
             name,
             source: 'codehost',
-            source_config: { integration_id: integrationId, repo_url: repoUrl },
+            source_config: { integration_id: integrationId, repo_url: repoUrl, ...sourceConfig },
             source_revision_config: { repo_ref: 'main' },
             secrets: [],
           },
@@ -566,6 +570,95 @@ describe('build runners', () => {
           }
           rescuer.child.kill('SIGTERM');
           assert.equal(await rescuer.exited, 0, rescuer.output.join(''));
+        },
+      );
+
+      /** No runner of an earlier test may claim what the next one queues. */
+      function noRunnerRuns(): void {
+        assert.ok(
+          runners.every((runner) => runner.child.exitCode !== null || runner.child.signalCode !== null),
+          'no other runner runs',
+        );
+      }
+
+      test(
+        'the job carries the deployment’s build timeout and resources; a runner cut off from Berth stops the build at that timeout itself, and Berth’s own timeout fails the revision',
+        { timeout: deadline(120_000) },
+        async (t) => {
+          noRunnerRuns();
+          const proxy = await startCutProxy(Number(new URL(server.url).port));
+          t.after(() => proxy.close());
+          const runner = startRunner({ url: proxy.url, hold: true });
+          t.after(() => runner.child.kill('SIGKILL'));
+          await started(runner);
+          const timeoutSeconds = 20;
+          const { id, revisionId } = await newDeployment(`timeout-${kind}`, {
+            build_timeout_seconds: timeoutSeconds,
+            resource_spec: { cpu: 0.5, memory_mb: 700 },
+          });
+          await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the runner builds', 60_000);
+          assert.ok((await buildLog(id, revisionId)).includes(`Build limits: ${timeoutSeconds} s, 700 MB, 0.5 CPU`), 'the job carried the limits');
+          // Cut off, the runner never hears Berth cancel the job: only its own timer stops the build.
+          proxy.cut();
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'BUILD_FAILED');
+          assert.match(revision.status_message ?? '', new RegExp(`^Build timed out after ${timeoutSeconds} s\\..*source_config\\.build_timeout_seconds`));
+          await eventually(async () => runner.output.join('').includes('ran past its build_timeout_seconds'), 'the runner stopped the build', 60_000);
+          proxy.restore();
+          // Its late report is refused: the revision keeps Berth's verdict.
+          await eventually(async () => runner.output.join('').includes('its report is dropped'), 'the runner gave the job up', 60_000);
+          const after = (await api('GET', `/v2/deployments/${id}/revisions/${revisionId}`)).body;
+          assert.equal(after.status, 'BUILD_FAILED');
+          assert.equal(after.status_message, revision.status_message);
+          runner.child.kill('SIGTERM');
+          assert.equal(await runner.exited, 0, runner.output.join(''));
+        },
+      );
+
+      test(
+        'a runner cut off from Berth spools its lines and report; restarted, it delivers every line once, in order, and the revision reaches DEPLOYED',
+        { timeout: deadline(180_000) },
+        async (t) => {
+          noRunnerRuns();
+          const proxy = await startCutProxy(Number(new URL(server.url).port));
+          t.after(() => proxy.close());
+          const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-runner-'));
+          const go = path.join(dataDir, 'go');
+          const lineCount = 450;
+          const env = { RUNNER_TEST_GO_FILE: go, RUNNER_TEST_LINES: String(lineCount) };
+          const first = startRunner({ url: proxy.url, dataDir, env });
+          t.after(() => first.child.kill('SIGKILL'));
+          await started(first);
+          const { id, revisionId } = await newDeployment(`spooled-${kind}`);
+          await eventually(async () => (await buildLog(id, revisionId)).includes('Holding the build'), 'the runner builds', 60_000);
+          proxy.cut();
+          fs.writeFileSync(go, '');
+          await eventually(async () => first.output.join('').includes('the build ended; its report is spooled'), 'the build ended while cut off', 60_000);
+          first.child.kill('SIGKILL');
+          await first.exited;
+          const spool = path.join(dataDir, 'spool');
+          const [file, ...others] = fs.readdirSync(spool);
+          assert.ok(file && others.length === 0, 'one spool file for the job');
+          assert.equal(fs.statSync(path.join(spool, file)).mode & 0o777, 0o600);
+          assert.ok(!(await buildLog(id, revisionId)).includes('spooled line 1'), 'nothing reached Berth while cut off');
+
+          proxy.restore();
+          const second = startRunner({ dataDir, env });
+          t.after(() => second.child.kill('SIGKILL'));
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'DEPLOYED', `${revision.status_message}\n${second.output.join('')}`);
+          const spooled = (await buildLog(id, revisionId)).filter((line) => line.startsWith('spooled line '));
+          assert.deepEqual(
+            spooled,
+            Array.from({ length: lineCount }, (_, n) => `spooled line ${n + 1}`),
+            'every line once, in order',
+          );
+          const all = await buildLog(id, revisionId);
+          assert.ok(!all.some((line) => /took the build over/.test(line)), 'the spooled report ended the build: no second claim built it');
+          assert.equal(all.filter((line) => line.startsWith('Pushed')).length, 1, 'built once: the report was delivered');
+          await eventually(async () => fs.readdirSync(spool).length === 0, 'the spool is removed once delivered');
+          second.child.kill('SIGTERM');
+          assert.equal(await second.exited, 0, second.output.join(''));
         },
       );
 

@@ -4,7 +4,11 @@
 // unpack of the uploaded archive the runner downloaded), a commit of a
 // small base image labelled with the revision, and a real push to Berth's registry with the
 // job's push credential. RUNNER_TEST_BASE names the base image; RUNNER_TEST_HOLD=1 makes
-// every build wait after its first lines until it is stopped (a runner to kill mid-build).
+// every build wait after its first lines until it is stopped (a runner to kill mid-build);
+// RUNNER_TEST_GO_FILE makes it wait until that file exists, then log RUNNER_TEST_LINES
+// numbered lines and go on (lines logged while the test holds the runner cut off).
+// Every build first logs the limits its job carried.
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { runTool } from '../../src/containers/commands.js';
@@ -21,6 +25,8 @@ import { BuildRunner } from '../../src/runner/runner.js';
 const config = loadRunnerConfig(process.env);
 const base = process.env.RUNNER_TEST_BASE ?? '';
 const hold = process.env.RUNNER_TEST_HOLD === '1';
+const goFile = process.env.RUNNER_TEST_GO_FILE ?? '';
+const lineCount = Number(process.env.RUNNER_TEST_LINES ?? '0');
 const buildah: ResolvedBuilder = { kind: 'buildah', binary: 'buildah', env: process.env };
 const mirrors = new MirrorCache({ root: path.join(config.dataDir, 'git'), allowLocal: true, knownHostsFile: path.join(config.dataDir, 'known_hosts') });
 
@@ -29,7 +35,14 @@ class QuickBuild implements BuildDriver {
   constructor(private readonly job: RunnerJobView) {}
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
+    const resources = this.job.resources;
+    await step.log('INFO', `Build limits: ${request.timeoutSeconds ?? 'no'} s, ${resources?.memory_mb ?? 'default'} MB, ${resources?.cpu ?? 'default'} CPU`);
     const commitSha = await this.#fetch(request, step);
+    if (goFile) {
+      await step.log('INFO', 'Holding the build');
+      await untilExists(goFile, step.signal);
+      for (let n = 1; n <= lineCount; n++) await step.log('INFO', `spooled line ${n}`);
+    }
     if (hold) {
       await step.log('INFO', 'Holding the build');
       await new Promise((_, reject) => step.signal.addEventListener('abort', () => reject(step.signal.reason), { once: true }));
@@ -77,6 +90,14 @@ class QuickBuild implements BuildDriver {
     const result = await runTool(buildah, args);
     if (result.code !== 0) throw new Error(`buildah ${args[0]} failed: ${result.stderr}`);
     return result.stdout;
+  }
+}
+
+/** The test's go-ahead: a file it writes (polled; the build waits for nothing else). */
+async function untilExists(file: string, signal: AbortSignal): Promise<void> {
+  while (!existsSync(file)) {
+    signal.throwIfAborted();
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

@@ -23,6 +23,10 @@ export interface BuildRequest {
   graphConfigPath: string;
   installCommand: string | null;
   buildCommand: string | null;
+  /** The build step's timeout (the deployment's build_timeout_seconds, clamped): for a driver that hands the build elsewhere, which must stop it there too. */
+  timeoutSeconds?: number;
+  /** The revision's resource_spec: a driver that sizes each build (a runner's Kubernetes Job) reads cpu, memory_mb and their limits. */
+  resourceSpec?: Record<string, unknown> | null;
 }
 
 export interface BuiltImage {

@@ -1,0 +1,53 @@
+import net from 'node:net';
+
+/**
+ * A TCP proxy to a local port that a test can cut: while cut, every connection open through
+ * it is dropped and every new one closed at once (the far side looks unreachable), until it
+ * is restored. For a client that must survive losing the control plane.
+ */
+export interface CutProxy {
+  url: string;
+  cut(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+export async function startCutProxy(targetPort: number): Promise<CutProxy> {
+  let isCut = false;
+  const open = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    if (isCut) {
+      socket.destroy();
+      return;
+    }
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    for (const end of [socket, upstream]) {
+      open.add(end);
+      end.on('close', () => open.delete(end));
+      end.on('error', () => {
+        socket.destroy();
+        upstream.destroy();
+      });
+    }
+    socket.pipe(upstream).pipe(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  const dropAll = () => {
+    for (const socket of open) socket.destroy();
+  };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    cut() {
+      isCut = true;
+      dropAll();
+    },
+    restore() {
+      isCut = false;
+    },
+    async close() {
+      dropAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
