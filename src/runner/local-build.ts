@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { RunnerJobView } from '../contract/build-runners.js';
 import { LangGraphBuildDriver, prepareBuildSandbox, type SandboxLimits } from '../engine/drivers/langgraph-build.js';
-import { type BuildDriver, DriverError } from '../engine/drivers/types.js';
+import { DriverError } from '../engine/drivers/types.js';
 import { detectBuilder } from '../image-builds/builder.js';
 import type { BuildSandbox } from '../sandbox/sandbox.js';
 import { type RunnerConfig, RunnerConfigError, type RunnerSandboxSettings } from './config.js';
@@ -26,13 +26,14 @@ export async function prepareRunnerSandbox(config: RunnerConfig, env: NodeJS.Pro
 
 /**
  * The driver `berth builder` builds with: Berth's own LangGraph builder, in the sandbox when
- * it is on (`sandbox`, else one set up on a job's first build), bounded by the job's memory,
- * CPU and timeout where it carries them, pushing with the job's credential.
+ * it is on (`sandbox`, else one set up on a job's first build), bounded by the job's memory
+ * and CPU where it carries them (its timeout is job.ts's, for every executor), pushing with
+ * the job's credential.
  */
 export function langGraphDriverFor(config: RunnerConfig, sandbox?: BuildSandbox): DriverFor {
   return (job) => {
     const limits = config.sandbox ? jobLimits(job, config.sandbox) : undefined;
-    const driver = new LangGraphBuildDriver({
+    return new LangGraphBuildDriver({
       dataDir: config.dataDir,
       builder: config.builder,
       baseImages: config.baseImages,
@@ -52,7 +53,6 @@ export function langGraphDriverFor(config: RunnerConfig, sandbox?: BuildSandbox)
           }
         : {}),
     });
-    return job.build_timeout_seconds ? timed(driver, job.build_timeout_seconds) : driver;
   };
 }
 
@@ -73,25 +73,5 @@ export function jobLimits(job: RunnerJobView, settings: RunnerSandboxSettings): 
     memoryMb: jobMemory ? memory : settings.memoryMb,
     cpus: cpus !== null && cpus < settings.cpus ? cpus : settings.cpus,
     memorySource: !jobMemory ? 'BERTH_BUILD_MEMORY_MB' : asked.memory_limit_mb !== null ? 'resource_spec.memory_limit_mb' : 'twice resource_spec.memory_mb',
-  };
-}
-
-/**
- * Stops a build past the job's build_timeout_seconds and fails it saying so. The control
- * plane's own timeout cancels the job too; this one holds when the runner cannot reach it.
- * The build's control group takes everything it started with it.
- */
-function timed(driver: LangGraphBuildDriver, seconds: number): BuildDriver {
-  return {
-    name: driver.name,
-    build: async (request, step) => {
-      const timeout = AbortSignal.timeout(seconds * 1000);
-      try {
-        return await driver.build(request, { ...step, signal: AbortSignal.any([step.signal, timeout]) });
-      } catch (error) {
-        if (timeout.aborted && !step.signal.aborted) throw new DriverError(`The build took longer than ${seconds} s (build_timeout_seconds) and was stopped.`);
-        throw error;
-      }
-    },
   };
 }
