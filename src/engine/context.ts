@@ -5,10 +5,23 @@ import type { UploadStore } from '../sources/uploads.js';
 import type { Registry } from '../registry/setup.js';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
-import type { Db } from '../store/database.js';
+import type { Db, Executor } from '../store/database.js';
 import type { SecretEntryRow } from '../store/repositories/secret-sets.js';
 import type { DelayedWrites } from './effects.js';
-import type { BuildDriver, RuntimeDriver } from './drivers/types.js';
+import type { BuildDriver, LogLevel, RuntimeDriver, StepContext } from './drivers/types.js';
+
+/**
+ * The step context the engine gives its drivers. Its own runner build driver also relays
+ * lines a runner sent: `logOnce` writes them in one transaction with `claim` (which moves
+ * the relay's position), and only if `claim` answers true, so an engine that resumes the
+ * build never writes a line twice.
+ */
+export interface EngineStepContext extends StepContext {
+  logOnce(lines: readonly { level: LogLevel; message: string }[], claim: (trx: Executor) => Promise<boolean>): Promise<boolean>;
+}
+
+/** Whether the step comes from the engine (the runner build driver runs under nothing else). */
+export const isEngineStep = (step: StepContext): step is EngineStepContext => 'logOnce' in step;
 
 export interface EngineDeps {
   db: Db;

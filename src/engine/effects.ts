@@ -144,6 +144,31 @@ export async function writeLog(ctx: WorkContext, revision: RevisionRecord, logTy
   ctx.writes.writeSoon(ctx.settings.logFlushMs, () => flush(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not write log lines')));
 }
 
+/**
+ * Lines relayed from another machine (a build runner's log batches), written at once in one
+ * transaction with `claim`, and only if `claim` answers true there: the relay's position
+ * moves with its lines, so no engine writes them twice. What waits to be written goes first,
+ * so the build log keeps its order.
+ */
+export async function writeLogsOnce(
+  ctx: WorkContext,
+  revision: RevisionRecord,
+  logType: LogType,
+  lines: readonly { level: string; message: string }[],
+  claim: (trx: Executor) => Promise<boolean>,
+): Promise<boolean> {
+  await flush(ctx);
+  const at = nowIso();
+  const logs = lines.map((line) => ({ logType, level: line.level, message: line.message, at }));
+  const written = await ctx.db.transaction().execute(async (trx) => {
+    if (!(await claim(trx))) return false;
+    if (logs.length > 0) await recordEvents(trx, revision.deployment_id, revision.id, logs, []);
+    return true;
+  });
+  if (written && logs.length > 0) announce(ctx.bus, revision.deployment_id, ctx.settings.workerId);
+  return written;
+}
+
 /** A step run ended; written with what follows. */
 export function endStepRun(ctx: WorkContext, revision: RevisionRecord, end: StepRunEnd): void {
   ctx.writes.pendingFor(revision).ended.push(end);

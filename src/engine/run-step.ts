@@ -5,10 +5,10 @@ import { nowIso } from '../store/database.js';
 import { insertBerthAuditRow } from '../store/repositories/audit.js';
 import type { RevisionRecord } from '../store/repositories/revisions.js';
 import { startStepRun } from '../store/repositories/step-runs.js';
-import { StopSignal, stopReasonOf, type WorkContext } from './context.js';
+import { type EngineStepContext, StopSignal, stopReasonOf, type WorkContext } from './context.js';
 import { DriverError, type LogLevel, type StepContext } from './drivers/types.js';
 import { noteRevision } from '../lifecycle/revisions.js';
-import { endStepRun, flush, leaseFence, moveRevision, writeLog } from './effects.js';
+import { endStepRun, flush, leaseFence, moveRevision, writeLog, writeLogsOnce } from './effects.js';
 
 /** What the deployment loop does after one advance: go on with this revision, look at the next, or leave. */
 export type Next = 'again' | 'next' | 'leave';
@@ -37,7 +37,12 @@ type StepResult<T> = { ok: true; value: T } | { ok: false; next: Next; started: 
  * message a person can act on; a stop (shutdown, lost lease, interruption, delete) leaves
  * the status for whoever continues.
  */
-export async function runStep<T>(ctx: WorkContext, revision: RevisionRecord, spec: StepSpec, body: (step: StepContext) => Promise<T>): Promise<StepResult<T>> {
+export async function runStep<T>(
+  ctx: WorkContext,
+  revision: RevisionRecord,
+  spec: StepSpec,
+  body: (step: EngineStepContext) => Promise<T>,
+): Promise<StepResult<T>> {
   let runId = 0;
   const written = await flush(ctx, async (db) => {
     runId = await startStepRun(db, { revisionId: revision.id, step: spec.name, worker: ctx.settings.workerId, at: nowIso() });
@@ -50,9 +55,10 @@ export async function runStep<T>(ctx: WorkContext, revision: RevisionRecord, spe
   ctx.step = { revisionId: revision.id, controller };
   const started = performance.now();
   const elapsedSeconds = () => (performance.now() - started) / 1000;
-  const step: StepContext = {
+  const step: EngineStepContext = {
     signal: controller.signal,
     log: (level: LogLevel, message: string) => writeLog(ctx, revision, spec.logType, level, message),
+    logOnce: (lines, claim) => writeLogsOnce(ctx, revision, spec.logType, lines, claim),
     note: async (message: string | null) => {
       // What waits to be written first, so the note lands on the status the database holds.
       if ((await flush(ctx)) === 'stale') return;

@@ -6,6 +6,7 @@ import { jobEnvContext, jobSourceContext } from '../security/build-job-contexts.
 import type { Encryptor } from '../security/encryption.js';
 import { type Db, nowIso } from '../store/database.js';
 import {
+  advanceBuildJobRelay,
   type BuildJobRecord,
   buildJobLogsAfter,
   buildRunnersSeenSince,
@@ -16,7 +17,7 @@ import {
   removeBuildJobLogs,
 } from '../store/repositories/build-jobs.js';
 import { requiredLabelsOfBuild } from '../store/repositories/runner-labels.js';
-import { stopReasonOf } from './context.js';
+import { type EngineStepContext, isEngineStep, stopReasonOf } from './context.js';
 import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type LogLevel, type StepContext } from './drivers/types.js';
 
 /** A runner counts as online when it asked for work this recently (a claim waits at most 60 s). */
@@ -39,7 +40,8 @@ export interface RunnerBuildOptions {
 /**
  * With BERTH_BUILDER=runners the control plane builds nothing itself: each build becomes a
  * build job that `berth builder` processes claim (docs/build-runners.md). This driver writes
- * the job, relays the log lines its runner sends into the revision's build log, and answers
+ * the job, relays the log lines its runner sends into the revision's build log (each batch
+ * once, from the relay position kept on the job, whichever engine relayed before), and answers
  * what the runner reported. A stop (interruption, timeout, shutdown) cancels the job, which
  * the runner hears at its next heartbeat; an engine that resumes the revision waits for the
  * job still open rather than queueing another.
@@ -51,6 +53,7 @@ export class RunnerBuildDriver implements BuildDriver {
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
     const { db, bus } = this.options;
+    if (!isEngineStep(step)) throw new Error('the runner build driver runs under the engine only: it relays log lines with the engine step’s logOnce');
     const job = (await findOpenBuildJobOfRevision(db, request.revisionId)) ?? (await this.#queue(request));
     let wake: () => void = () => {};
     const unsubscribe = bus.subscribe((message) => {
@@ -58,7 +61,6 @@ export class RunnerBuildDriver implements BuildDriver {
     });
     const onAbort = () => wake();
     step.signal.addEventListener('abort', onAbort);
-    const cursor = { attempt: 0, seq: -1 };
     let claimsSeen = job.attempts;
     let toldNoRunner = false;
     // Whether the revision's status_message says so now (step.note), so a runner that comes cleans it up.
@@ -69,7 +71,7 @@ export class RunnerBuildDriver implements BuildDriver {
           wake = resolve;
           setTimeout(resolve, RECHECK_MS).unref();
         });
-        await this.#relayLogs(job.id, cursor, step);
+        await this.#relayLogs(job.id, step);
         const now = await findBuildJob(db, job.id);
         if (!now) throw new DriverError('the build job was removed while it was waiting.');
         if (step.signal.aborted) {
@@ -89,7 +91,7 @@ export class RunnerBuildDriver implements BuildDriver {
               : `A build runner took the build over (claim ${claimsSeen}; the previous runner lost its lease).`,
           );
         }
-        const ended = await this.#ended(now, cursor, step);
+        const ended = await this.#ended(now, step);
         if (ended) return ended;
         if (now.status === 'queued') {
           if (Date.parse(now.deadline_at) <= Date.now()) {
@@ -157,18 +159,31 @@ export class RunnerBuildDriver implements BuildDriver {
     return stored;
   }
 
-  async #relayLogs(jobId: string, cursor: { attempt: number; seq: number }, step: StepContext): Promise<void> {
-    for (const batch of await buildJobLogsAfter(this.options.db, jobId, cursor)) {
-      for (const line of batch.lines) await step.log(line.level as LogLevel, line.message);
-      cursor.attempt = batch.attempt;
-      cursor.seq = batch.seq;
+  /**
+   * Relays the batches stored after the job's relay position. The position is the job's, not
+   * this process's, and moves with the lines it relays: an engine that resumes the build
+   * (after a restart or a lease taken over) goes on where the last one stopped, and of two
+   * engines relaying at once only one writes a batch (the other reads the position again).
+   */
+  async #relayLogs(jobId: string, step: EngineStepContext): Promise<void> {
+    const { db } = this.options;
+    for (;;) {
+      const job = await findBuildJob(db, jobId);
+      if (!job) return;
+      const from = { attempt: job.relayed_attempt, seq: job.relayed_seq };
+      const batches = await buildJobLogsAfter(db, jobId, from);
+      const last = batches.at(-1);
+      if (!last) return;
+      const lines = batches.flatMap((batch) => batch.lines.map((line) => ({ level: line.level as LogLevel, message: line.message })));
+      const to = { attempt: last.attempt, seq: last.seq };
+      if (await step.logOnce(lines, (trx) => advanceBuildJobRelay(trx, jobId, from, to))) return;
     }
   }
 
   /** What an ended job answers: the image, or the failure as the runner put it. */
-  async #ended(job: BuildJobRecord, cursor: { attempt: number; seq: number }, step: StepContext): Promise<BuiltImage | null> {
+  async #ended(job: BuildJobRecord, step: EngineStepContext): Promise<BuiltImage | null> {
     if (job.status !== 'succeeded' && job.status !== 'failed' && job.status !== 'cancelled') return null;
-    await this.#relayLogs(job.id, cursor, step);
+    await this.#relayLogs(job.id, step);
     await removeBuildJobLogs(this.options.db, job.id);
     if (job.status === 'succeeded' && job.result) {
       const result = job.result as { image: string; digest: string | null; commit_sha: string | null };

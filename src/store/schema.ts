@@ -119,6 +119,9 @@ export interface Database {
     /** Encrypted JSON of langgraph.json's env a runner reported with its image (migration 024), in a column of its own so key rotation covers it. */
     env_encrypted: string | null;
     error: string | null;
+    /** The last log batch the engine relayed into the revision's build log (migration 028): claim and seq; (0, -1) before the first. */
+    relayed_attempt: number;
+    relayed_seq: number;
     created_at: string;
     updated_at: string;
   };

@@ -662,6 +662,64 @@ describe('build runners', () => {
         },
       );
 
+      test(
+        'an engine that resumes a build (restarted mid-build) relays each log batch once, in order, across claims',
+        { timeout: deadline(120_000) },
+        async () => {
+          noRunnerRuns();
+          const engine = server.berth.engine;
+          assert.ok(engine);
+          const { id, revisionId } = await newDeployment(`relay-once-${kind}`);
+          // The claim waits for the job to be queued.
+          const one = runnerApi(runnerKey);
+          const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { wait: 30 } });
+          assert.equal(claimed.status, 200, claimed.text);
+          const job = claimed.body.job;
+          assert.equal(job?.revision_id, revisionId, claimed.text);
+          const jobUrl = `/v1/runner/jobs/${job.id}`;
+          const send = async (runner: Client, token: string, seq: number, message: string): Promise<boolean> => {
+            const res = await runner('POST', `${jobUrl}/logs`, { body: { lease_token: token, seq, lines: [{ level: 'INFO', message }] } });
+            assert.equal(res.status, 200, res.text);
+            return res.body.stored as boolean;
+          };
+          const relayed = async () => (await buildLog(id, revisionId)).filter((line) => line.startsWith('relayed line '));
+
+          assert.ok(await send(one, job.lease_token, 0, 'relayed line 1'));
+          assert.ok(await send(one, job.lease_token, 1, 'relayed line 2'));
+          await eventually(async () => (await relayed()).includes('relayed line 2'), 'the engine relayed the first batches');
+          // Berth restarts mid-build: the engine that resumes the revision waits for the same job.
+          await engine.stop();
+          await engine.start();
+          assert.ok(await send(one, job.lease_token, 2, 'relayed line 3'));
+          assert.equal(await send(one, job.lease_token, 1, 'relayed line 2'), false, 'a batch relayed already is still known when sent again');
+          await eventually(async () => (await relayed()).includes('relayed line 3'), 'the resumed engine relays');
+
+          // The first runner's lease runs out; another claims the job, numbering its batches from 0 again.
+          const two = runnerApi(otherRunnerKey);
+          const taken = await two('POST', '/v1/runner/jobs/claim', { body: { wait: 30 } });
+          assert.equal(taken.body.job?.id, job.id, taken.text);
+          const token = taken.body.job.lease_token as string;
+          assert.ok(await send(two, token, 0, 'relayed line 4'));
+          await eventually(async () => (await relayed()).includes('relayed line 4'), 'the engine relayed the new claim’s batch');
+          await engine.stop();
+          await engine.start();
+          assert.ok(await send(two, token, 1, 'relayed line 5'));
+          // The resumed engine watches the job again before it ends (a job that ends while no engine watches is another matter).
+          await eventually(async () => (await relayed()).includes('relayed line 5'), 'the engine resumed after the second restart relays');
+          const failed = await two('POST', `${jobUrl}/result`, { body: { lease_token: token, status: 'failed', message: 'the linker broke' } });
+          assert.deepEqual(failed.body, { outcome: 'applied' });
+
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'BUILD_FAILED');
+          assert.match(revision.status_message ?? '', /the linker broke/, (await buildLog(id, revisionId)).join('\n'));
+          assert.deepEqual(
+            await relayed(),
+            [1, 2, 3, 4, 5].map((n) => `relayed line ${n}`),
+            'every line once, in order',
+          );
+        },
+      );
+
       test('no key, token or password in any runner log or the server log', () => {
         assert.ok(runners.length >= 3);
         const everything = [...runners.flatMap((runner) => runner.output), ...server.logs].join('');

@@ -26,6 +26,7 @@ import { runnerLabels } from './024-runner-labels.js';
 import { auditActorReason } from './025-audit-actor-reason.js';
 import { githubNoticeRefusals } from './026-github-notice-refusals.js';
 import { eventIdFence } from './027-event-id-fence.js';
+import { buildJobRelay } from './028-build-job-relay.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -56,6 +57,7 @@ const migrations: Record<string, Migration> = {
   '025-audit-actor-reason': auditActorReason,
   '026-github-notice-refusals': githubNoticeRefusals,
   '027-event-id-fence': eventIdFence,
+  '028-build-job-relay': buildJobRelay,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -14,6 +14,12 @@ export interface LogLine {
   message: string;
 }
 
+/** A log batch of a job: the claim (attempts) whose runner sent it, and its number within the claim. */
+export interface RelayPosition {
+  attempt: number;
+  seq: number;
+}
+
 function decode(row: Database['build_jobs']): BuildJobRecord {
   return {
     ...row,
@@ -44,6 +50,8 @@ export async function insertBuildJob(
       result: null,
       env_encrypted: null,
       error: null,
+      relayed_attempt: 0,
+      relayed_seq: -1,
       created_at: now,
       updated_at: now,
     })
@@ -135,11 +143,7 @@ export async function insertBuildJobLogs(db: Executor, jobId: string, attempt: n
 }
 
 /** The batches stored after the cursor (attempt, seq), in the order they were built. */
-export async function buildJobLogsAfter(
-  db: Executor,
-  jobId: string,
-  after: { attempt: number; seq: number },
-): Promise<{ attempt: number; seq: number; lines: LogLine[] }[]> {
+export async function buildJobLogsAfter(db: Executor, jobId: string, after: RelayPosition): Promise<{ attempt: number; seq: number; lines: LogLine[] }[]> {
   const rows = await db
     .selectFrom('build_job_logs')
     .select(['attempt', 'seq', 'lines'])
@@ -149,6 +153,22 @@ export async function buildJobLogsAfter(
     .orderBy('seq')
     .execute();
   return rows.map((row) => ({ attempt: row.attempt, seq: row.seq, lines: JSON.parse(row.lines) as LogLine[] }));
+}
+
+/**
+ * Moves the job's relay position from `from` to `to` (compare-and-set), in the transaction
+ * that writes the relayed lines: false when another engine moved it first, and then this
+ * one writes nothing. Each batch reaches the build log once, whichever engine relays it.
+ */
+export async function advanceBuildJobRelay(db: Executor, jobId: string, from: RelayPosition, to: RelayPosition): Promise<boolean> {
+  const result = await db
+    .updateTable('build_jobs')
+    .set({ relayed_attempt: to.attempt, relayed_seq: to.seq })
+    .where('id', '=', jobId)
+    .where('relayed_attempt', '=', from.attempt)
+    .where('relayed_seq', '=', from.seq)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }
 
 /** Ends a job the holder of `token` built; false when the token no longer holds it (fenced). */
