@@ -216,7 +216,7 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
       const targets = [`127.0.0.1:${machinePort}`, `${hostAddress}:${machinePort}`, `10.0.2.2:${machinePort}`].map((target) => `'${target}'`).join(', ');
       attack.push(
         'RUN cat /proc/self/uid_map',
-        `RUN node -e "for (const t of [${targets}]) require('http').get('http://' + t + '/', { timeout: 4000 }, (r) => r.on('data', (d) => console.log('got', t, String(d)))).on('error', (e) => console.log('blocked', t, e.code)).on('timeout', function () { console.log('blocked', t, 'timeout'); this.destroy(); })"; echo network-attempted`,
+        `RUN node -e "const wait = 4000; for (const t of [${targets}]) require('http').get('http://' + t + '/', { timeout: wait }, (r) => r.on('data', (d) => console.log('got', t, String(d)))).on('error', (e) => console.log('blocked', t, e.code)).on('timeout', function () { console.log('blocked', t, 'timeout'); this.destroy(); })"; echo network-attempted`,
       );
       const config = { node_version: '20', graphs: { echo: './src/graph.ts:graph' }, dockerfile_lines: attack };
       await repo.commit('hostile', { 'langgraph.json': `${JSON.stringify(config, null, 2)}\n` }, 'a hostile project');
