@@ -91,7 +91,9 @@ export class RunnerClient {
         signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      throw new RunnerCallError(`${method} ${path.replace(/\?.*$/, '')} failed: ${error instanceof Error ? error.message : String(error)}`);
+      // fetch says only "fetch failed"; why (ECONNREFUSED, a name not found, a timeout) is in its cause.
+      const cause = error instanceof Error && error.cause instanceof Error ? ` (${(error.cause as NodeJS.ErrnoException).code ?? error.cause.message})` : '';
+      throw new RunnerCallError(`${method} ${path.replace(/\?.*$/, '')} failed: ${error instanceof Error ? error.message : String(error)}${cause}`);
     }
     const text = await response.text();
     if (response.status === 409 || response.status === 404) throw new LeaseLostError(detailOf(text) ?? `status ${response.status}`);

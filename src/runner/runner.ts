@@ -2,7 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { mkdir, chmod } from 'node:fs/promises';
-import { RunnerClient } from './client.js';
+import { RunnerCallError, RunnerClient } from './client.js';
 import type { RunnerConfig } from './config.js';
 import { type DriverFor, runJob } from './job.js';
 import { langGraphDriverFor } from './local-build.js';
@@ -60,7 +60,9 @@ export class BuildRunner {
         this.#metrics.polled(now);
       } catch (error) {
         if (signal.aborted) break;
-        this.logger.warn({ err: error }, 'asking for a build failed; trying again');
+        // Berth unreachable or answering an error is expected weather: its message, not a stack every few seconds.
+        if (error instanceof RunnerCallError) this.logger.warn({ error: error.message }, 'asking for a build failed; trying again');
+        else this.logger.warn({ err: error }, 'asking for a build failed; trying again');
         await new Promise((resolve) => setTimeout(resolve, CLAIM_RETRY_MS));
         continue;
       }
