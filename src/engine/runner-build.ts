@@ -12,8 +12,9 @@ import {
   buildRunnersSeenSince,
   cancelBuildJob,
   findBuildJob,
-  findOpenBuildJobOfRevision,
+  findBuildJobToAnswer,
   insertBuildJob,
+  markBuildJobAnswered,
   removeBuildJobLogs,
 } from '../store/repositories/build-jobs.js';
 import { requiredLabelsOfBuild } from '../store/repositories/runner-labels.js';
@@ -44,7 +45,8 @@ export interface RunnerBuildOptions {
  * once, from the relay position kept on the job, whichever engine relayed before), and answers
  * what the runner reported. A stop (interruption, timeout, shutdown) cancels the job, which
  * the runner hears at its next heartbeat; an engine that resumes the revision waits for the
- * job still open rather than queueing another.
+ * job still open, or takes the outcome of one that ended while no engine watched, rather
+ * than queueing another.
  */
 export class RunnerBuildDriver implements BuildDriver {
   readonly name = 'runners';
@@ -54,7 +56,7 @@ export class RunnerBuildDriver implements BuildDriver {
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
     const { db, bus } = this.options;
     if (!isEngineStep(step)) throw new Error('the runner build driver runs under the engine only: it relays log lines with the engine step’s logOnce');
-    const job = (await findOpenBuildJobOfRevision(db, request.revisionId)) ?? (await this.#queue(request));
+    const job = (await findBuildJobToAnswer(db, request.revisionId)) ?? (await this.#queue(request));
     let wake: () => void = () => {};
     const unsubscribe = bus.subscribe((message) => {
       if (message.topic === 'build-job' && message.jobId === job.id) wake();
@@ -185,6 +187,7 @@ export class RunnerBuildDriver implements BuildDriver {
     if (job.status !== 'succeeded' && job.status !== 'failed' && job.status !== 'cancelled') return null;
     await this.#relayLogs(job.id, step);
     await removeBuildJobLogs(this.options.db, job.id);
+    if (job.status !== 'cancelled') await markBuildJobAnswered(this.options.db, job.id, nowIso());
     if (job.status === 'succeeded' && job.result) {
       const result = job.result as { image: string; digest: string | null; commit_sha: string | null };
       const env = job.env_encrypted ? (JSON.parse(this.options.encryptor.decrypt(job.env_encrypted, jobEnvContext(job.id))) as Record<string, string>) : {};

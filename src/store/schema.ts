@@ -122,6 +122,8 @@ export interface Database {
     /** The last log batch the engine relayed into the revision's build log (migration 028): claim and seq; (0, -1) before the first. */
     relayed_attempt: number;
     relayed_seq: number;
+    /** When an engine took the job's outcome into its revision (migration 029); null while nobody has. */
+    answered_at: string | null;
     created_at: string;
     updated_at: string;
   };

@@ -708,7 +708,7 @@ describe('build runners', () => {
           await engine.stop();
           await engine.start();
           assert.ok(await send(two, token, 1, 'relayed line 5'));
-          // The resumed engine watches the job again before it ends (a job that ends while no engine watches is another matter).
+          // The resumed engine watches the job again before it ends (one that ends while no engine watches: the test below).
           await eventually(async () => (await relayed()).includes('relayed line 5'), 'the engine resumed after the second restart relays');
           const failed = await two('POST', `${jobUrl}/result`, { body: { lease_token: token, status: 'failed', message: 'the linker broke' } });
           assert.deepEqual(failed.body, { outcome: 'applied' });
@@ -721,6 +721,42 @@ describe('build runners', () => {
             [1, 2, 3, 4, 5].map((n) => `relayed line ${n}`),
             'every line once, in order',
           );
+        },
+      );
+
+      test(
+        'a job its runner ends while no engine watches is answered by the engine that resumes the revision, not built again',
+        { timeout: deadline(120_000) },
+        async () => {
+          noRunnerRuns();
+          const engine = server.berth.engine;
+          assert.ok(engine);
+          const { id, revisionId } = await newDeployment(`unwatched-${kind}`);
+          const one = runnerApi(runnerKey);
+          const claimed = await one('POST', '/v1/runner/jobs/claim', { body: { wait: 30 } });
+          const job = claimed.body.job;
+          assert.equal(job?.revision_id, revisionId, claimed.text);
+          await eventually(async () => (await buildLog(id, revisionId)).includes('A build runner took the build.'), 'the engine saw the claim');
+          // Berth stops; the runner ends the build before any engine watches the revision again.
+          await engine.stop();
+          try {
+            const ended = await one('POST', `/v1/runner/jobs/${job.id}/result`, {
+              body: { lease_token: job.lease_token, status: 'failed', message: 'the assembler broke' },
+            });
+            assert.deepEqual(ended.body, { outcome: 'applied' });
+          } finally {
+            await engine.start();
+          }
+          const revision = await terminal(id, revisionId);
+          assert.equal(revision.status, 'BUILD_FAILED', (await buildLog(id, revisionId)).join('\n'));
+          assert.match(revision.status_message ?? '', /the assembler broke/);
+          const jobs = await server.berth.db.selectFrom('build_jobs').select(['id', 'answered_at']).where('revision_id', '=', revisionId).execute();
+          assert.deepEqual(
+            jobs.map((row) => row.id),
+            [job.id],
+            'no second job was queued',
+          );
+          assert.ok(jobs[0]?.answered_at, 'the job is marked answered');
         },
       );
 

@@ -27,6 +27,7 @@ import { auditActorReason } from './025-audit-actor-reason.js';
 import { githubNoticeRefusals } from './026-github-notice-refusals.js';
 import { eventIdFence } from './027-event-id-fence.js';
 import { buildJobRelay } from './028-build-job-relay.js';
+import { buildJobAnswered } from './029-build-job-answered.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -58,6 +59,7 @@ const migrations: Record<string, Migration> = {
   '026-github-notice-refusals': githubNoticeRefusals,
   '027-event-id-fence': eventIdFence,
   '028-build-job-relay': buildJobRelay,
+  '029-build-job-answered': buildJobAnswered,
 };
 
 export const migrationProvider: MigrationProvider = {

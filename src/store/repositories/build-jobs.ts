@@ -63,16 +63,25 @@ export async function findBuildJob(db: Executor, id: string): Promise<BuildJobRe
   return row && decode(row);
 }
 
-/** The job of a revision still open (queued or claimed): an engine resuming a build waits for it rather than queueing another. */
-export async function findOpenBuildJobOfRevision(db: Executor, revisionId: string): Promise<BuildJobRecord | undefined> {
+/**
+ * The job of a revision an engine resuming its build waits for rather than queueing another:
+ * one still open (queued or claimed), or one its runner ended while no engine watched it
+ * (succeeded or failed, not yet answered), whose outcome is still to be taken.
+ */
+export async function findBuildJobToAnswer(db: Executor, revisionId: string): Promise<BuildJobRecord | undefined> {
   const row = await db
     .selectFrom('build_jobs')
     .selectAll()
     .where('revision_id', '=', revisionId)
-    .where('status', 'in', ['queued', 'claimed'])
+    .where((eb) => eb.or([eb('status', 'in', ['queued', 'claimed']), eb.and([eb('status', 'in', ['succeeded', 'failed']), eb('answered_at', 'is', null)])]))
     .orderBy('created_at', 'desc')
     .executeTakeFirst();
   return row && decode(row);
+}
+
+/** The engine has taken the job's outcome: a later resume of the revision does not take it again. */
+export async function markBuildJobAnswered(db: Executor, jobId: string, now: string): Promise<void> {
+  await db.updateTable('build_jobs').set({ answered_at: now }).where('id', '=', jobId).execute();
 }
 
 /**
