@@ -5,10 +5,32 @@ import type { Database } from '../schema.js';
 
 export type NoticeRow = Selectable<Database['github_notices']>;
 
+type QueuedFields = Partial<Pick<NoticeRow, 'kind' | 'revision_id' | 'commit_sha' | 'status'>> & Pick<NoticeRow, 'id' | 'position' | 'message'>;
+
 /**
- * Queues the notices of one status change, in its transaction, for a deployment on a
- * `github` integration only (the insert selects nothing otherwise). True when queued.
+ * Queues one notice about `deploymentId` when that deployment is on a `github` integration
+ * (the insert selects nothing otherwise): true when queued. Written in the caller's
+ * transaction, so the notice commits with what it tells or not at all.
  */
+async function queueNotice(db: Executor, deploymentId: string, fields: QueuedFields, at: string): Promise<boolean> {
+  const values = { ...fields, created_at: at, state: 'pending', steps_done: 0, attempts: 0, next_attempt_at: at };
+  const columns = Object.keys(values) as (keyof typeof values)[];
+  const result = await db
+    .insertInto('github_notices')
+    .columns([...columns, 'deployment_id'])
+    .expression((eb) =>
+      eb
+        .selectFrom('deployments')
+        .innerJoin('codehost_integrations', 'codehost_integrations.id', 'deployments.integration_id')
+        .select([...columns.map((column) => eb.val(values[column]).as(column)), 'deployments.id as deployment_id'])
+        .where('deployments.id', '=', deploymentId)
+        .where('codehost_integrations.provider', '=', 'github'),
+    )
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+}
+
+/** Queues the notices of one status change, in its transaction, for a deployment on a `github` integration only. True when queued. */
 export async function insertGitHubNotices(
   db: Executor,
   revision: { id: string; deployment_id: string },
@@ -17,31 +39,8 @@ export async function insertGitHubNotices(
 ): Promise<boolean> {
   let queued = false;
   for (const [position, notice] of notices.entries()) {
-    const result = await db
-      .insertInto('github_notices')
-      .columns(['id', 'revision_id', 'deployment_id', 'position', 'status', 'message', 'created_at', 'state', 'steps_done', 'attempts', 'next_attempt_at'])
-      .expression((eb) =>
-        eb
-          .selectFrom('deployments')
-          .innerJoin('codehost_integrations', 'codehost_integrations.id', 'deployments.integration_id')
-          .select([
-            eb.val(notice.id).as('id'),
-            eb.val(revision.id).as('revision_id'),
-            'deployments.id',
-            eb.val(position).as('position'),
-            eb.val(notice.status).as('status'),
-            eb.val(notice.message).as('message'),
-            eb.val(at).as('created_at'),
-            eb.val('pending').as('state'),
-            eb.val(0).as('steps_done'),
-            eb.val(0).as('attempts'),
-            eb.val(at).as('next_attempt_at'),
-          ])
-          .where('deployments.id', '=', revision.deployment_id)
-          .where('codehost_integrations.provider', '=', 'github'),
-      )
-      .executeTakeFirst();
-    queued ||= Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+    const fields = { id: notice.id, revision_id: revision.id, position, status: notice.status, message: notice.message };
+    if (await queueNotice(db, revision.deployment_id, fields, at)) queued = true;
   }
   return queued;
 }
@@ -56,31 +55,8 @@ export async function insertPreviewRefusalNotice(
   refusal: { id: string; parentDeploymentId: string; commitSha: string; reason: string },
   at: string,
 ): Promise<boolean> {
-  const result = await db
-    .insertInto('github_notices')
-    .columns(['id', 'kind', 'deployment_id', 'commit_sha', 'position', 'message', 'created_at', 'state', 'steps_done', 'attempts', 'next_attempt_at'])
-    .expression((eb) =>
-      eb
-        .selectFrom('deployments')
-        .innerJoin('codehost_integrations', 'codehost_integrations.id', 'deployments.integration_id')
-        .select([
-          eb.val(refusal.id).as('id'),
-          eb.val('preview_refused').as('kind'),
-          'deployments.id',
-          eb.val(refusal.commitSha).as('commit_sha'),
-          eb.val(0).as('position'),
-          eb.val(refusal.reason).as('message'),
-          eb.val(at).as('created_at'),
-          eb.val('pending').as('state'),
-          eb.val(0).as('steps_done'),
-          eb.val(0).as('attempts'),
-          eb.val(at).as('next_attempt_at'),
-        ])
-        .where('deployments.id', '=', refusal.parentDeploymentId)
-        .where('codehost_integrations.provider', '=', 'github'),
-    )
-    .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+  const fields = { id: refusal.id, kind: 'preview_refused' as const, commit_sha: refusal.commitSha, position: 0, message: refusal.reason };
+  return queueNotice(db, refusal.parentDeploymentId, fields, at);
 }
 
 /** What orders notices: a revision's are sent one after another; a refusal's order is its parent's and commit's. */
