@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { type Db, migrateToLatest } from '../../src/store/database.js';
 import { advanceBuildJobRelay, buildJobLogsAfter, findBuildJob, insertBuildJobLogs } from '../../src/store/repositories/build-jobs.js';
 import { describeEachDatabase } from '../support/database.js';
-import { databaseAt } from '../support/migrations.js';
+import { buildJobRow, databaseAt } from '../support/migrations.js';
 
 /** Migration 028 keeps the relay position of a job's log batches on the job: a job open across the upgrade starts at the beginning. */
 describeEachDatabase('migration 028 and the relay position of a build job', (kind) => {
@@ -13,27 +13,7 @@ describeEachDatabase('migration 028 and the relay position of a build job', (kin
   before(async () => {
     ({ db, close } = await databaseAt(kind, '027-event-id-fence'));
     // A job an earlier version left claimed mid-build, its columns as they were then.
-    const job: Record<string, unknown> = {
-      id: 'job',
-      organization_id: 'org',
-      workspace_id: 'ws',
-      deployment_id: 'dep',
-      revision_id: 'rev',
-      request: '{}',
-      source_encrypted: null,
-      required_labels: '[]',
-      status: 'claimed',
-      lease_token: 'token',
-      lease_expires_at: at,
-      runner_key_id: 'key',
-      attempts: 1,
-      deadline_at: at,
-      result: null,
-      env_encrypted: null,
-      error: null,
-      created_at: at,
-      updated_at: at,
-    };
+    const job = buildJobRow('job', 'rev', 'claimed', at, { lease_token: 'token', lease_expires_at: at });
     await db
       .insertInto('build_jobs')
       .values(job as never)

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { type Db, migrateToLatest } from '../../src/store/database.js';
 import { findBuildJobToAnswer, markBuildJobAnswered } from '../../src/store/repositories/build-jobs.js';
 import { describeEachDatabase } from '../support/database.js';
-import { databaseAt } from '../support/migrations.js';
+import { buildJobRow, databaseAt } from '../support/migrations.js';
 
 /**
  * Migration 029 records when an engine took a build job's outcome: jobs that ended before it
@@ -14,29 +14,8 @@ describeEachDatabase('migration 029 and answered build jobs', (kind) => {
   let db: Db;
   let close: () => Promise<void>;
   const at = new Date().toISOString();
-  const job = (id: string, revision: string, status: string, createdAt: string): Record<string, unknown> => ({
-    id,
-    organization_id: 'org',
-    workspace_id: 'ws',
-    deployment_id: 'dep',
-    revision_id: revision,
-    request: '{}',
-    source_encrypted: null,
-    required_labels: '[]',
-    status,
-    lease_token: null,
-    lease_expires_at: null,
-    runner_key_id: 'key',
-    attempts: 1,
-    deadline_at: at,
-    result: null,
-    env_encrypted: null,
-    error: null,
-    relayed_attempt: 0,
-    relayed_seq: -1,
-    created_at: createdAt,
-    updated_at: createdAt,
-  });
+  const job = (id: string, revision: string, status: string, createdAt: string) =>
+    buildJobRow(id, revision, status, createdAt, { relayed_attempt: 0, relayed_seq: -1 });
   before(async () => {
     ({ db, close } = await databaseAt(kind, '028-build-job-relay'));
     const jobs = [job('old-success', 'built', 'succeeded', '2026-01-01T00:00:00.000Z'), job('claimed', 'building', 'claimed', '2026-01-02T00:00:00.000Z')];

@@ -29,3 +29,29 @@ export async function databaseAt(kind: DatabaseKind, last: string): Promise<{ db
     },
   };
 }
+
+/** A `build_jobs` row as migration 021 made it (columns of later migrations go in `more`), for migration tests to insert before migrating on. */
+export function buildJobRow(id: string, revisionId: string, status: string, at: string, more: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    id,
+    organization_id: 'org',
+    workspace_id: 'ws',
+    deployment_id: 'dep',
+    revision_id: revisionId,
+    request: '{}',
+    source_encrypted: null,
+    required_labels: '[]',
+    status,
+    lease_token: null,
+    lease_expires_at: null,
+    runner_key_id: 'key',
+    attempts: 1,
+    deadline_at: at,
+    result: null,
+    env_encrypted: null,
+    error: null,
+    created_at: at,
+    updated_at: at,
+    ...more,
+  };
+}
