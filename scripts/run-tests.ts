@@ -1,8 +1,12 @@
-// Runs the test files under the given roots (default test/, without test/listener and test/runners) with
-// node's test runner, one process per file, in two tiers:
-//   fast    every file that does not take the machine turn, two at a time;
+// Runs the test files under the given roots (default test/ and test-reliability/, every suite
+// CI runs) with node's test runner, one process per file, in two tiers that run side by side:
+//   fast    every file that does not take the machine turn, BERTH_TEST_CONCURRENCY (default 2)
+//           at a time;
 //   images  the files that take the machine turn (they build images and time real
-//           processes), one at a time after the fast tier.
+//           processes), one at a time, in a lane of their own beside the fast tier's.
+// Within a tier, files run slowest first, by the times of earlier runs on this machine
+// (TIMES_FILE; a file never timed counts as slowest), so the run does not end on one long
+// file while the other lanes idle.
 // The one timeout policy: a file may run for what it declares (the sum of its tests'
 // `timeout: deadline(…)`) plus a base for what it does not declare, plus the wait for the
 // machine turn when it takes one, all scaled by BERTH_TEST_DEADLINE_FACTOR, capped at
@@ -41,6 +45,12 @@ const FILE_CAP_MS = 45 * 60_000;
 const STOP_GRACE_MS = 10_000;
 /** How long the processes a file started get to end after it. */
 const LEAK_GRACE_MS = 3_000;
+/**
+ * Each file's duration in earlier runs on this machine, shared by every checkout here (CI's
+ * fresh clones included): it only orders the files, so a stale or missing entry costs a
+ * less even finish, never a wrong result.
+ */
+const TIMES_FILE = path.join(os.tmpdir(), 'berth-test-times.json');
 const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Count = (typeof COUNTS)[number];
 
@@ -72,25 +82,52 @@ function parseArguments(argv: string[]): { roots: string[]; tiers: TestFile['tie
   return { roots, tiers, list };
 }
 
+/** Every suite: CI runs them all in one run, so that they share its lanes. */
+const DEFAULT_ROOTS = ['test', 'test-reliability'];
+
 function discover(roots: string[]): string[] {
-  // `npm test` runs the listener's and the build runners' suites as steps of their own
-  // (`npm run test:listener`, `npm run test:runners`, as CI names them), so the run over all
-  // of test/ leaves them out unless they are asked for.
-  const separate = roots.length > 0 ? new Set<string>() : new Set([path.join('test', 'listener'), path.join('test', 'runners')]);
   const files: string[] = [];
   const walk = (dir: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
-      if (separate.has(full)) continue;
       if (entry.isDirectory()) walk(full);
       else if (entry.name.endsWith('.test.ts')) files.push(full);
     }
   };
-  for (const root of roots.length > 0 ? roots : ['test']) {
+  for (const root of roots.length > 0 ? roots : DEFAULT_ROOTS) {
     if (fs.statSync(root).isDirectory()) walk(root);
     else files.push(root);
   }
   return files.sort();
+}
+
+function readTimes(): Record<string, number> {
+  try {
+    const times = JSON.parse(fs.readFileSync(TIMES_FILE, 'utf8')) as unknown;
+    return times && typeof times === 'object' ? (times as Record<string, number>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Keeps this run's times beside the others' (written whole, then renamed: runs side by side never see half a file). */
+function recordTimes(outcomes: Outcome[]): void {
+  const times = readTimes();
+  for (const outcome of outcomes) if (outcome.durationMs > 0) times[outcome.file] = outcome.durationMs;
+  const partial = `${TIMES_FILE}.${process.pid}`;
+  try {
+    fs.writeFileSync(partial, JSON.stringify(times));
+    fs.renameSync(partial, TIMES_FILE);
+  } catch {
+    fs.rmSync(partial, { force: true });
+  }
+}
+
+/** Slowest first; a file never timed first of all (it may be slow, and it is new). */
+function slowestFirst(files: TestFile[]): TestFile[] {
+  const times = readTimes();
+  const expected = (entry: TestFile) => times[entry.file] ?? Number.POSITIVE_INFINITY;
+  return [...files].sort((a, b) => expected(b) - expected(a) || a.file.localeCompare(b.file));
 }
 
 /** A product of numeric literals, as timeouts are written (`20 * 60_000`). */
@@ -238,11 +275,9 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
   return { ...entry, limitMs, code, durationMs, counts, problems };
 }
 
-async function runTier(files: TestFile[], concurrency: number, eventsDir: string, endsAt: number): Promise<Outcome[]> {
-  const queue = [...files];
+async function runTier(files: TestFile[], concurrency: number, stream: boolean, eventsDir: string, endsAt: number): Promise<Outcome[]> {
+  const queue = slowestFirst(files);
   const outcomes: Outcome[] = [];
-  // Output of files run side by side is printed whole as each ends; a lone file streams.
-  const stream = concurrency === 1;
   const lane = async () => {
     for (let entry = queue.shift(); entry; entry = queue.shift()) {
       process.stdout.write(`▶ ${entry.file} (limit ${formatDuration(Math.max(0, Math.min(entry.limitMs, endsAt - Date.now())))})\n`);
@@ -260,6 +295,13 @@ function formatDuration(ms: number): string {
   return ms >= 120_000 ? `${(ms / 60_000).toFixed(1)} min` : `${(ms / 1000).toFixed(1)} s`;
 }
 
+function fastConcurrency(): number {
+  const raw = process.env.BERTH_TEST_CONCURRENCY ?? '2';
+  const lanes = Number(raw);
+  if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`BERTH_TEST_CONCURRENCY must be a whole number of at least 1, not ${JSON.stringify(raw)}`);
+  return lanes;
+}
+
 async function main(): Promise<number> {
   const { roots, tiers, list } = parseArguments(process.argv.slice(2));
   const factor = deadlineFactor();
@@ -275,16 +317,21 @@ async function main(): Promise<number> {
   const started = Date.now();
   const outcomes: Outcome[] = [];
   try {
-    for (const tier of ['fast', 'images'] as const) {
-      const inTier = files.filter((entry) => entry.tier === tier);
-      if (inTier.length === 0) continue;
-      const concurrency = tier === 'fast' ? Number(process.env.BERTH_TEST_CONCURRENCY ?? 2) : 1;
-      const left = formatDuration(Math.max(0, endsAt - Date.now()));
+    const lanes = (['fast', 'images'] as const)
+      .map((tier) => ({ tier, files: files.filter((entry) => entry.tier === tier) }))
+      .filter(({ files: inTier }) => inTier.length > 0)
+      .map(({ tier, files: inTier }) => ({ tier, files: inTier, concurrency: tier === 'fast' ? fastConcurrency() : 1 }));
+    // Output of files run side by side is printed whole as each ends; a lone file streams.
+    const stream = lanes.reduce((sum, lane) => sum + Math.min(lane.concurrency, lane.files.length), 0) === 1;
+    const left = formatDuration(Math.max(0, endsAt - Date.now()));
+    for (const { tier, files: inTier, concurrency } of lanes) {
       process.stdout.write(`== ${tier} tier: ${inTier.length} files, ${concurrency} at a time, deadline factor ${factor}, ${left} of the budget left\n`);
-      outcomes.push(...(await runTier(inTier, concurrency, eventsDir, endsAt)));
     }
+    const results = await Promise.all(lanes.map(({ files: inTier, concurrency }) => runTier(inTier, concurrency, stream, eventsDir, endsAt)));
+    for (const result of results) outcomes.push(...result);
   } finally {
     fs.rmSync(eventsDir, { recursive: true, force: true });
+    recordTimes(outcomes);
   }
 
   const failed = outcomes.filter((outcome) => outcome.code !== 0 || outcome.problems.length > 0);

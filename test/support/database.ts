@@ -61,9 +61,8 @@ export async function skippedWithout(kind: DatabaseKind, t: TestContext, needs?:
 /** A fresh, migrated database of the given kind without a server, for store and service tests. */
 export async function openTestDatabase(kind: DatabaseKind, options: Parameters<typeof openDatabase>[1] = {}): Promise<{ db: Db; close: () => Promise<void> }> {
   if (kind === 'postgres') {
-    const postgres = await createPostgresDatabase();
+    const postgres = await createPostgresDatabase(undefined, undefined, { migrated: true });
     const db = openDatabase({ kind: 'postgres', url: postgres.url }, options);
-    await migrateToLatest(db);
     return {
       db,
       close: async () => {
