@@ -6,8 +6,6 @@ import { SESSION_COOKIE } from '../contract/sessions.js';
 import cookie from '@fastify/cookie';
 import { withNamedSchemas } from './openapi.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Registry } from '../registry/setup.js';
 import { type HttpMetricsOptions, installMetrics } from '../observability/http-metrics.js';
@@ -44,6 +42,7 @@ import { installWireValueParsing } from './wire-values.js';
 import { installConnectionShutdown } from './shutdown.js';
 import { installWriteDeadline } from './write-deadline.js';
 import { isUuid } from '../domain/ids.js';
+import { installCompiledSchemas } from './compiled-schemas.js';
 import { installDashboard } from './dashboard.js';
 
 export interface AppOptions {
@@ -88,7 +87,7 @@ export async function buildApp({
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  installValidation(app);
+  installCompiledSchemas(app);
   installJsonParser(app);
   installWireValueParsing(app);
   installErrorHandling(app);
@@ -180,16 +179,4 @@ export async function buildApp({
     await app.register(registryRoutes, { registry, prefix: SELF_HOSTED_PREFIX });
   }
   return app;
-}
-
-/**
- * Query, path and header values are strings on the wire, so their validator coerces
- * ("20" → 20); JSON bodies are typed already, and a wrong type there is an error.
- */
-function installValidation(app: FastifyInstance): void {
-  // strictNumbers: `strict: false` would otherwise let Infinity and NaN pass as numbers.
-  const options = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false, strictNumbers: true } as const;
-  const coercing = addFormats.default(new Ajv.default({ ...options, coerceTypes: 'array' }));
-  const exact = addFormats.default(new Ajv.default({ ...options, coerceTypes: false }));
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? exact : coercing).compile(schema));
 }

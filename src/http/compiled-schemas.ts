@@ -1,0 +1,50 @@
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifyInstance } from 'fastify';
+import fastJsonStringify from 'fast-json-stringify';
+
+// Compiled once per process and schema, not once per app: the API is registered twice (with
+// and without the self-hosted prefix), and a process that builds several apps (a test file
+// starts a server per suite or per test) would compile every route's schemas again, about a
+// second of CPU for each app. Compiling is a pure function of the schema and of the options
+// below, which never change, so the compiled function can be shared.
+const validators = new Map<string, ValidateFunction>();
+const serializers = new Map<string, (data: unknown) => string>();
+
+/**
+ * Query, path and header values are strings on the wire, so their validator coerces
+ * ("20" → 20); JSON bodies are typed already, and a wrong type there is an error.
+ */
+// strictNumbers: `strict: false` would otherwise let Infinity and NaN pass as numbers.
+const AJV_OPTIONS = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false, strictNumbers: true } as const;
+let compilers: { coercing: Ajv.default; exact: Ajv.default } | undefined;
+
+function compileValidator(schema: object, httpPart: string | undefined): ValidateFunction {
+  const exact = httpPart === 'body';
+  const key = `${exact ? 'exact' : 'coercing'} ${JSON.stringify(schema)}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    compilers ??= {
+      coercing: addFormats.default(new Ajv.default({ ...AJV_OPTIONS, coerceTypes: 'array' })),
+      exact: addFormats.default(new Ajv.default({ ...AJV_OPTIONS, coerceTypes: false })),
+    };
+    validate = (exact ? compilers.exact : compilers.coercing).compile(schema);
+    validators.set(key, validate);
+  }
+  return validate;
+}
+
+function compileSerializer(schema: object): (data: unknown) => string {
+  const key = JSON.stringify(schema);
+  let serialize = serializers.get(key);
+  if (!serialize) {
+    serialize = fastJsonStringify(schema);
+    serializers.set(key, serialize);
+  }
+  return serialize;
+}
+
+export function installCompiledSchemas(app: FastifyInstance): void {
+  app.setValidatorCompiler(({ schema, httpPart }) => compileValidator(schema, httpPart));
+  app.setSerializerCompiler(({ schema }) => compileSerializer(schema));
+}
