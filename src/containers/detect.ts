@@ -62,7 +62,13 @@ const INSTALL_BUILDER: Record<BuilderPreference, string> = {
   docker: 'Install Docker and start its daemon (or point DOCKER_HOST at one), or set BERTH_BUILDER=auto',
 };
 
-const BUILDER_PROBE_TIMEOUT_MS = 15_000;
+/**
+ * How long a probe may take before its tool counts as not working. `podman info` and
+ * `buildah version` wait for the image store's lock, which a build or an image export holds
+ * for seconds on a busy host: a probe cut short there would fail a deployment with "no working
+ * container runtime" while podman works. A tool that hangs for good still fails, later.
+ */
+const PROBE_TIMEOUT_MS = 60_000;
 
 /** The first builder of the preference that can build here, or why none can (what to install or start). */
 export function detectBuilder(preference: BuilderPreference, baseEnv: NodeJS.ProcessEnv): Promise<Found<BuilderKind> | string> {
@@ -70,7 +76,7 @@ export function detectBuilder(preference: BuilderPreference, baseEnv: NodeJS.Pro
     {
       kinds: preference === 'auto' ? ['buildah', 'podman', 'docker'] : [preference],
       probe: (kind) => BUILDER_PROBES[kind],
-      probeTimeoutMs: BUILDER_PROBE_TIMEOUT_MS,
+      probeTimeoutMs: PROBE_TIMEOUT_MS,
       timedOut: () => 'failed: the command timed out',
       what: 'image builder',
       missing: (kinds) => (kinds.length > 1 ? `none of ${kinds.join(', ')} is on PATH` : `${kinds[0]} is not on PATH`),
@@ -79,8 +85,6 @@ export function detectBuilder(preference: BuilderPreference, baseEnv: NodeJS.Pro
     baseEnv,
   );
 }
-
-const RUNTIME_INFO_TIMEOUT_MS = 10_000;
 
 const INSTALL_RUNTIME: Record<ContainerRuntimeKind | 'auto', string> = {
   auto: 'Install podman (apt-get install podman, then run scripts/setup-containers.sh) or Docker',
@@ -94,8 +98,8 @@ export function detectRuntime(preference: ContainerRuntimeKind | 'auto', baseEnv
     {
       kinds: preference === 'auto' ? ['podman', 'docker'] : [preference],
       probe: (kind) => ['info', '--format', kind === 'podman' ? '{{.Host.OCIRuntime.Name}}' : '{{.ServerVersion}}'],
-      probeTimeoutMs: RUNTIME_INFO_TIMEOUT_MS,
-      timedOut: () => `did not answer within ${(RUNTIME_INFO_TIMEOUT_MS / 1000).toFixed(1)} s`,
+      probeTimeoutMs: PROBE_TIMEOUT_MS,
+      timedOut: () => `did not answer within ${PROBE_TIMEOUT_MS / 1000} s`,
       what: 'container runtime',
       missing: (kinds) => (kinds.length > 1 ? `neither ${kinds.join(' nor ')} is on PATH` : `${kinds[0]} is not on PATH`),
       remedy: `${INSTALL_RUNTIME[preference]}, or place the deployment on a listener (source_config.listener_id) instead of the local runtime`,

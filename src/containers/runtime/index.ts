@@ -89,6 +89,7 @@ export class LocalContainerRuntime implements RuntimeDriver {
   private readonly network: ContainerNetwork;
   private readonly standby: StandbyPolicy | null;
   private resolved: ResolvedRuntime | null = null;
+  private resolving: Promise<ResolvedRuntime | string> | undefined;
 
   constructor(options: LocalContainerRuntimeOptions = {}) {
     this.preference = options.runtime ?? 'auto';
@@ -262,7 +263,9 @@ export class LocalContainerRuntime implements RuntimeDriver {
    */
   private async resolve(): Promise<ResolvedRuntime | string> {
     if (this.resolved) return this.resolved;
-    const outcome = await detectRuntime(this.preference, this.baseEnv);
+    // Steps started together share one probe instead of queueing several on the store's lock.
+    this.resolving ??= detectRuntime(this.preference, this.baseEnv).finally(() => (this.resolving = undefined));
+    const outcome = await this.resolving;
     if (typeof outcome !== 'string') this.resolved = outcome;
     return outcome;
   }
