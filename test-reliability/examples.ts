@@ -51,6 +51,18 @@ export const EXAMPLE_BODIES: Record<string, () => Record<string, unknown>> = {
   'POST /v1/runner/jobs/claim': () => ({ labels: [], wait: 0 }),
   'POST /v1/runner/jobs/{job_id}/heartbeat': () => ({ lease_token: `lease-${unique()}` }),
   'POST /v1/runner/jobs/{job_id}/logs': () => ({ lease_token: `lease-${unique()}`, seq: 0, lines: [{ level: 'INFO', message: 'step 1' }] }),
+  'POST /v1/runner/jobs/{job_id}/inputs': () => ({
+    lease_token: `lease-${unique()}`,
+    inputs: {
+      source: `commit:${'a'.repeat(40)}`,
+      commit_sha: 'a'.repeat(40),
+      graph_config_path: 'langgraph.json',
+      graph_config_sha256: 'b'.repeat(64),
+      base_image: 'langchain/langgraphjs-api:20',
+      base_image_digest: 'c'.repeat(64),
+      generator_version: 1,
+    },
+  }),
   'POST /v1/runner/jobs/{job_id}/result': () => ({ lease_token: `lease-${unique()}`, status: 'failed', message: 'no' }),
   'PATCH /v2/deployments/{deployment_id}/secrets': () => ({ set: [{ name: 'API_TOKEN', value: secretValue() }], remove: ['OLD_TOKEN'] }),
   'POST /v2/deployments/{deployment_id}/revisions': () => ({

@@ -566,6 +566,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/runner/jobs/{job_id}/inputs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Report what a build would be made from
+     * @description Before building, the inputs the runner worked out from the fetched source. `reused`: an image of the workspace built from the same inputs serves the revision and the job is over; `build`: build it.
+     */
+    post: operations['reportBuildJobInputs'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/runner/jobs/{job_id}/result': {
     parameters: {
       query?: never;
@@ -2106,6 +2126,25 @@ export interface components {
       /** Format: date-time */
       expires_at: string;
     };
+    /**
+     * RunnerBuildInputs
+     * @description What the build would be made from, worked out by the runner without building.
+     */
+    RunnerBuildInputs: {
+      /** @description `commit:<sha>` for a repository, `archive:sha256:<hex>` for an uploaded archive. */
+      source: string;
+      /** @description The commit the ref named (a repository); null for an archive. */
+      commit_sha: string | null;
+      graph_config_path: string;
+      /** @description SHA-256 of langgraph.json as read. */
+      graph_config_sha256: string;
+      /** @description The image in FROM. */
+      base_image: string;
+      /** @description Its id in the runner's image store. */
+      base_image_digest: string;
+      /** @description The runner's Dockerfile generator version. */
+      generator_version: number;
+    };
     /** RunnerClaimRequest */
     RunnerClaimRequest: {
       /** @description Labels this runner advertises (a subset of its key's); default: the key's. */
@@ -2155,6 +2194,23 @@ export interface components {
       action: 'continue' | 'cancel';
       /** Format: date-time */
       lease_expires_at: string;
+    };
+    /** RunnerInputsAnswer */
+    RunnerInputsAnswer: {
+      /**
+       * @description `reused`: an image of the workspace built from the same inputs serves the revision; the job is over, build nothing. `build`: build it.
+       * @enum {string}
+       */
+      action: 'build' | 'reused';
+    };
+    /** RunnerInputsReport */
+    RunnerInputsReport: {
+      lease_token: string;
+      inputs: components['schemas']['RunnerBuildInputs'];
+      /** @description langgraph.json’s env, for the container; never logged. */
+      env?: {
+        [key: string]: string;
+      };
     };
     /** RunnerJob */
     RunnerJob: {
@@ -5513,6 +5569,104 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['RunnerLogBatchResult'];
+        };
+      };
+      /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description One of `csrf_token_invalid`, `listener_key_forbidden`, `role_forbids` */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_job_not_found` */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `build_lease_lost` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation error, in FastAPI form: the first few issues, each with where it is. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HTTPValidationError'];
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `secrets_unreadable` */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  reportBuildJobInputs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunnerInputsReport'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunnerInputsAnswer'];
+        };
+      };
+      /** @description `bad_request` */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description One of `api_key_missing`, `api_key_invalid`, `session_invalid` */

@@ -161,7 +161,46 @@ export const ResultBody = Type.Object(
 
 export const ResultOutcome = Type.Object({ outcome: StringEnum(['applied', 'unchanged'] as const) }, { title: 'RunnerResultOutcome' });
 
+const HEX64 = '[0-9a-f]{64}';
+const COMMIT = '(?:[0-9a-f]{40}|[0-9a-f]{64})';
+
+export const ReportedInputs = Type.Object(
+  {
+    source: Type.String({
+      pattern: `^(?:commit:${COMMIT}|archive:sha256:${HEX64})$`,
+      description: '`commit:<sha>` for a repository, `archive:sha256:<hex>` for an uploaded archive.',
+    }),
+    commit_sha: Nullable(Type.String({ pattern: `^${COMMIT}$`, description: 'The commit the ref named (a repository); null for an archive.' })),
+    graph_config_path: Type.String({ minLength: 1, maxLength: 1000 }),
+    graph_config_sha256: Type.String({ pattern: `^${HEX64}$`, description: 'SHA-256 of langgraph.json as read.' }),
+    base_image: Type.String({ minLength: 1, maxLength: 500, description: 'The image in FROM.' }),
+    base_image_digest: Type.String({ minLength: 1, maxLength: 200, description: "Its id in the runner's image store." }),
+    generator_version: Type.Integer({ minimum: 1, description: "The runner's Dockerfile generator version." }),
+  },
+  { title: 'RunnerBuildInputs', description: 'What the build would be made from, worked out by the runner without building.' },
+);
+
+export const InputsBody = Type.Object(
+  {
+    lease_token: Type.String({ minLength: 1, maxLength: 200 }),
+    inputs: ReportedInputs,
+    env: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'langgraph.json’s env, for the container; never logged.' })),
+  },
+  { title: 'RunnerInputsReport' },
+);
+
+export const InputsAnswer = Type.Object(
+  {
+    action: StringEnum(['build', 'reused'] as const, {
+      description: '`reused`: an image of the workspace built from the same inputs serves the revision; the job is over, build nothing. `build`: build it.',
+    }),
+  },
+  { title: 'RunnerInputsAnswer' },
+);
+
 export type RunnerJobView = Static<typeof RunnerJob>;
+export type RunnerInputsReport = Static<typeof InputsBody>;
+export type RunnerInputsAnswer = Static<typeof InputsAnswer>;
 export type ClaimRequest = Static<typeof ClaimBody>;
 export type JobSourceView = Static<typeof JobSource>;
 export type LogBatch = Static<typeof LogsBody>;

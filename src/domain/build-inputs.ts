@@ -53,6 +53,59 @@ export function buildKey(workspaceId: string, inputs: BuildInputs): string {
   return createHash('sha256').update(canonicalJson(identity)).digest('hex');
 }
 
+/** The build log's line about a build's inputs (after "Build inputs: "). */
+export function describeBuildInputs(build: RevisionBuild): string {
+  return [
+    build.source,
+    `${build.graph_config_path} sha256:${build.graph_config_sha256.slice(0, 12)}`,
+    `install_command ${build.install_command ?? '(default)'}`,
+    `build_command ${build.build_command ?? '(default)'}`,
+    `base ${build.base_image} (${build.base_image_digest.slice(0, 19)})`,
+    `generator v${build.generator_version}`,
+    `key ${build.key.slice(0, 12)}`,
+  ].join(', ');
+}
+
+/** The build log's line of a revision that takes the image of one built from the same inputs; `tail` says what is spared. */
+export function reusingImageLine(
+  found: { image_ref: string; seq: number; revision_id: string; deployment_id: string },
+  deploymentId: string,
+  tail: string,
+): string {
+  const owner = found.deployment_id === deploymentId ? '' : ` of deployment ${found.deployment_id}`;
+  return `Reusing image ${found.image_ref}, built by revision ${found.seq} (${found.revision_id})${owner} from the same inputs; ${tail}.`;
+}
+
+/** What a build runner reports of a build's inputs; the build settings are the control plane's own. */
+export type ReportedBuildInputs = Omit<BuildInputs, 'install_command' | 'build_command'>;
+
+/**
+ * A build's inputs from what its runner reported and what the control plane knows: the build
+ * settings are taken from the job, never from the report, and the report must name a source
+ * of the job's kind (a commit for a repository, an archive's digest for an upload). Null
+ * when it does not: such a report is refused.
+ */
+export function runnerBuildInputs(
+  reported: ReportedBuildInputs,
+  known: { sourceKind: 'git' | 'archive'; install_command: string | null; build_command: string | null },
+): BuildInputs | null {
+  const { source, commit_sha, graph_config_path, graph_config_sha256, base_image, base_image_digest, generator_version } = reported;
+  const consistent =
+    known.sourceKind === 'git' ? commit_sha !== null && source === `commit:${commit_sha}` : commit_sha === null && source.startsWith('archive:sha256:');
+  if (!consistent) return null;
+  return {
+    source,
+    commit_sha,
+    graph_config_path,
+    graph_config_sha256,
+    install_command: known.install_command,
+    build_command: known.build_command,
+    base_image,
+    base_image_digest,
+    generator_version,
+  };
+}
+
 /**
  * The environment a revision's container gets, lowest precedence first: langgraph.json's
  * `env`, then the deployment's secrets, then what Berth provisions and sets itself. This is

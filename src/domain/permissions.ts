@@ -96,6 +96,7 @@ export const PERMISSIONS: ReadonlyMap<string, Permission> = new Map<string, Perm
   [`GET ${RUNNER_JOB}/source`, RUNNER],
   [`GET ${RUNNER_JOB}/archive`, RUNNER],
   [`POST ${RUNNER_JOB}/logs`, RUNNER],
+  [`POST ${RUNNER_JOB}/inputs`, RUNNER],
   [`POST ${RUNNER_JOB}/result`, RUNNER],
 
   ['POST /v2/auth/providers', ADMIN],

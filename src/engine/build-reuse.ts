@@ -1,4 +1,4 @@
-import { buildKey, type RevisionBuild } from '../domain/build-inputs.js';
+import { buildKey, describeBuildInputs, type RevisionBuild, reusingImageLine } from '../domain/build-inputs.js';
 import { encryptConfigEnv } from '../security/config-env.js';
 import type { DeploymentRecord } from '../store/repositories/deployments.js';
 import { builtWithKey, type BuiltImageCandidate, type RevisionRecord } from '../store/repositories/revisions.js';
@@ -29,7 +29,7 @@ export async function buildOrReuse(ctx: WorkContext, deployment: DeploymentRecor
   const { inputs, env } = identified;
   const build: RevisionBuild = { ...inputs, key: buildKey(deployment.workspace_id, inputs), reused_from_revision_id: null };
   const config_env_encrypted = encryptConfigEnv(ctx.encryptor, revision.id, env);
-  await writeLog(ctx, revision, 'build', 'INFO', `Build inputs: ${describeInputs(build)}.`);
+  await writeLog(ctx, revision, 'build', 'INFO', `Build inputs: ${describeBuildInputs(build)}.`);
   const reusable = await reusableImage(ctx, deployment, revision, build.key);
   if ('gone' in reusable) {
     const why =
@@ -41,14 +41,7 @@ export async function buildOrReuse(ctx: WorkContext, deployment: DeploymentRecor
     return;
   }
   const found = reusable.found;
-  const owner = found.deployment_id === deployment.id ? '' : ` of deployment ${found.deployment_id}`;
-  await writeLog(
-    ctx,
-    revision,
-    'build',
-    'INFO',
-    `Reusing image ${found.image_ref}, built by revision ${found.seq} (${found.revision_id})${owner} from the same inputs; nothing to fetch or build.`,
-  );
+  await writeLog(ctx, revision, 'build', 'INFO', reusingImageLine(found, deployment.id, 'nothing to fetch or build'));
   const config = revision.source_revision_config;
   hop(ctx, revision, 'AWAITING_DEPLOY', handover, {
     image_ref: found.image_ref,
@@ -137,16 +130,4 @@ async function reusableImage(ctx: WorkContext, deployment: DeploymentRecord, rev
     gone.push(candidate);
   }
   return { gone };
-}
-
-function describeInputs(build: RevisionBuild): string {
-  return [
-    build.source,
-    `${build.graph_config_path} sha256:${build.graph_config_sha256.slice(0, 12)}`,
-    `install_command ${build.install_command ?? '(default)'}`,
-    `build_command ${build.build_command ?? '(default)'}`,
-    `base ${build.base_image} (${build.base_image_digest.slice(0, 19)})`,
-    `generator v${build.generator_version}`,
-    `key ${build.key.slice(0, 12)}`,
-  ].join(', ');
 }

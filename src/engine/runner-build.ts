@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../events/bus.js';
+import { describeBuildInputs, reusingImageLine } from '../domain/build-inputs.js';
 import type { RegistryLocation } from '../domain/registry-location.js';
 import { builtImageName } from '../registry/image-names.js';
 import { jobEnvContext, jobSourceContext } from '../security/build-job-contexts.js';
@@ -65,6 +66,7 @@ export class RunnerBuildDriver implements BuildDriver {
     step.signal.addEventListener('abort', onAbort);
     let claimsSeen = job.attempts;
     let toldNoRunner = false;
+    let toldInputs = false;
     // Whether the revision's status_message says so now (step.note), so a runner that comes cleans it up.
     let noted = false;
     try {
@@ -92,6 +94,17 @@ export class RunnerBuildDriver implements BuildDriver {
               ? 'A build runner took the build.'
               : `A build runner took the build over (claim ${claimsSeen}; the previous runner lost its lease).`,
           );
+        }
+        if (now.inputs && !toldInputs) {
+          // The runner's report of the inputs (docs/build-runners.md, "Build reuse"), said as a local build says it.
+          toldInputs = true;
+          await step.log('INFO', `Build inputs: ${describeBuildInputs(now.inputs)}.`);
+          if (now.inputs.reused_from_revision_id === null) {
+            const why = this.options.registry
+              ? 'no revision of this workspace was built from them yet'
+              : "images stay on the runners' machines without BERTH_REGISTRY, so none is reused";
+            await step.log('INFO', `Building: ${why}.`);
+          }
         }
         const ended = await this.#ended(now, step);
         if (ended) return ended;
@@ -189,9 +202,17 @@ export class RunnerBuildDriver implements BuildDriver {
     await removeBuildJobLogs(this.options.db, job.id);
     if (job.status !== 'cancelled') await markBuildJobAnswered(this.options.db, job.id, nowIso());
     if (job.status === 'succeeded' && job.result) {
-      const result = job.result as { image: string; digest: string | null; commit_sha: string | null };
+      const result = job.result as {
+        image: string;
+        digest: string | null;
+        commit_sha: string | null;
+        /** Set when the control plane answered the runner's inputs with an image built before (services/build-runners.ts). */
+        reused?: { revision_id: string; seq: number; deployment_id: string };
+      };
+      if (result.reused)
+        await step.log('INFO', reusingImageLine({ ...result.reused, image_ref: result.image }, job.deployment_id, 'the build runner built nothing'));
       const env = job.env_encrypted ? (JSON.parse(this.options.encryptor.decrypt(job.env_encrypted, jobEnvContext(job.id))) as Record<string, string>) : {};
-      return { image: result.image, commitSha: result.commit_sha, id: null, digest: result.digest, env };
+      return { image: result.image, commitSha: result.commit_sha, id: null, digest: result.digest, env, ...(job.inputs ? { build: job.inputs } : {}) };
     }
     if (job.status === 'failed') throw new DriverError(job.error ?? 'the build runner reported a failure without a message.');
     throw new DriverError(`the build job was cancelled (${job.error ?? 'no reason given'}).`);

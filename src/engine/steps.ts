@@ -101,6 +101,8 @@ async function build(ctx: WorkContext, deployment: DeploymentRecord, revision: R
     image_id: result.value.id ?? null,
     image_digest: result.value.digest ?? null,
     source_revision_config: built,
+    // Inputs learnt while building (a build runner's report): later revisions built from the same ones reuse this image.
+    ...(result.value.build ? { build: result.value.build } : {}),
     ...(result.value.env ? { config_env_encrypted: encryptConfigEnv(ctx.encryptor, revision.id, result.value.env) } : {}),
   });
   return 'again';

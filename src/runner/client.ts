@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { MAX_UPLOAD_BYTES } from '../sources/uploads.js';
 import { DriverError } from '../engine/drivers/types.js';
-import type { HeartbeatView, JobSourceView, LogBatch, RunnerJobView, RunnerResult } from '../contract/build-runners.js';
+import type { HeartbeatView, JobSourceView, LogBatch, RunnerInputsAnswer, RunnerInputsReport, RunnerJobView, RunnerResult } from '../contract/build-runners.js';
 
 /** The control plane refused a call about a job this runner no longer holds (409 build_lease_lost, 404). */
 export class LeaseLostError extends Error {
@@ -45,6 +45,10 @@ export class RunnerClient {
 
   logs(jobId: string, batch: LogBatch): Promise<{ stored: boolean }> {
     return this.#call('POST', `/v1/runner/jobs/${jobId}/logs`, batch);
+  }
+
+  inputs(jobId: string, report: RunnerInputsReport): Promise<RunnerInputsAnswer> {
+    return this.#call('POST', `/v1/runner/jobs/${jobId}/inputs`, report);
   }
 
   result(jobId: string, result: RunnerResult): Promise<{ outcome: string }> {

@@ -90,7 +90,14 @@ export async function runJob(
         ...(timeoutSeconds === null ? {} : { timeoutSeconds }),
         resourceSpec: job.resources ?? null,
       };
-      const built = await driverFor(job).build(request, step);
+      const driver = driverFor(job);
+      const toBuild = await identifyFirst(client, job, driver, request, step, lines, building);
+      if (toBuild === null) {
+        delivered = true;
+        log.info('Berth reuses an image built from the same inputs: nothing to build');
+        return 'reused';
+      }
+      const built = await driver.build(toBuild, step);
       report = {
         lease_token: job.lease_token,
         status: 'succeeded',
@@ -143,13 +150,60 @@ export async function runJob(
   }
 }
 
-/** Calls until the control plane takes it; a lost lease ends the trying. */
-async function untilTaken<T>(call: () => Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+/**
+ * The identify phase (docs/build-runners.md, "Build reuse"): a driver that can tell what the
+ * build would be made from (the commit, langgraph.json, the base image's id) reports it, and
+ * the control plane answers whether an image built from the same inputs serves the revision.
+ * Null: it does, the job is over. Otherwise the request to build, its ref pinned to the commit
+ * reported, so the build is of what was reported. Anything that cannot be told or reported
+ * simply builds, as the control plane's own reuse does.
+ */
+async function identifyFirst(
+  client: RunnerClient,
+  job: RunnerJobView,
+  driver: BuildDriver,
+  request: BuildRequest,
+  step: StepContext,
+  lines: LineSender,
+  signal: AbortSignal,
+): Promise<BuildRequest | null> {
+  if (!driver.identify) return request;
+  let identified;
+  try {
+    identified = await driver.identify(request, step);
+  } catch (error) {
+    if (signal.aborted) throw error;
+    await step.log('INFO', `Could not tell the build's inputs before building (${error instanceof Error ? error.message : String(error)}); building.`);
+    return request;
+  }
+  const { install_command: _install, build_command: _build, ...reported } = identified.inputs;
+  const env = identified.env;
+  // Its lines come before the answer in the build log; once an image is reused, the job takes none.
+  await lines.sendNow();
+  let answer;
+  try {
+    answer = await untilTaken(
+      () => client.inputs(job.id, { lease_token: job.lease_token, inputs: reported, ...(Object.keys(env).length > 0 ? { env } : {}) }),
+      signal,
+      (error) => error instanceof RunnerCallError && error.status !== undefined && error.status < 500,
+    );
+  } catch (error) {
+    if (!(error instanceof RunnerCallError)) throw error;
+    await step.log('INFO', `Berth did not take the build's inputs (${error.message}); building.`);
+    return request;
+  }
+  if (answer?.action === 'reused') return null;
+  const commit = reported.commit_sha;
+  return request.source.kind === 'git' && commit ? { ...request, source: { ...request.source, ref: commit } } : request;
+}
+
+/** Calls until the control plane takes it; a lost lease ends the trying, and so does an error `final` says no retry changes. */
+async function untilTaken<T>(call: () => Promise<T>, signal: AbortSignal, final: (error: unknown) => boolean = () => false): Promise<T | undefined> {
   for (;;) {
     try {
       return await call();
     } catch (error) {
-      if (error instanceof LeaseLostError || signal.aborted) throw error;
+      if (error instanceof LeaseLostError || signal.aborted || final(error)) throw error;
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
   }

@@ -47,6 +47,12 @@ export class LineSender {
     await this.#writing;
   }
 
+  /** Sends the lines added so far at once; resolves once every line is taken (or the claim is gone). */
+  async sendNow(): Promise<void> {
+    this.#flush();
+    await this.#sending;
+  }
+
   /** Resolves once every line is taken (or the claim is gone). */
   async delivered(): Promise<void> {
     await this.#sending;

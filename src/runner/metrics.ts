@@ -1,11 +1,12 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 
 /** How a claimed job ended for this runner. */
-export type JobOutcome = 'succeeded' | 'failed' | 'stopped' | 'abandoned';
+export type JobOutcome = 'succeeded' | 'failed' | 'reused' | 'stopped' | 'abandoned';
 
 /**
  * What `berth builder` tells Prometheus at `GET /metrics` on its health port: builds
- * running, jobs ended by outcome (`stopped`: cancelled, lease lost or the runner
+ * running, jobs ended by outcome (`reused`: the control plane answered the build's inputs
+ * with an image built before, so nothing was built; `stopped`: cancelled, lease lost or the runner
  * stopping; `abandoned`: the job could not be run and goes to another claim once its
  * lease runs out), and when the control plane last answered a claim. A registry of its
  * own: the runner shares nothing with the server's metrics.
@@ -27,7 +28,7 @@ export class RunnerMetrics {
       help: 'When the control plane last answered a claim (seconds since the epoch); 0 before the first.',
       registers,
     });
-    for (const outcome of ['succeeded', 'failed', 'stopped', 'abandoned'] satisfies JobOutcome[]) this.#jobs.inc({ outcome }, 0);
+    for (const outcome of ['succeeded', 'failed', 'reused', 'stopped', 'abandoned'] satisfies JobOutcome[]) this.#jobs.inc({ outcome }, 0);
   }
 
   started(): void {

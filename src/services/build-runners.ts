@@ -2,10 +2,22 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Static } from 'typebox';
-import type { ClaimRequest, GitJobSource, HeartbeatView, JobSourceView, LogBatch, RunnerJobView, RunnerResult } from '../contract/build-runners.js';
+import type {
+  ClaimRequest,
+  GitJobSource,
+  HeartbeatView,
+  JobSourceView,
+  LogBatch,
+  RunnerInputsAnswer,
+  RunnerInputsReport,
+  RunnerJobView,
+  RunnerResult,
+} from '../contract/build-runners.js';
+import { buildKey, runnerBuildInputs } from '../domain/build-inputs.js';
 import { fail } from '../domain/errors.js';
 import type { Principal } from '../domain/tenancy.js';
 import type { EventBus } from '../events/bus.js';
+import { classifyImage } from '../registry/image-names.js';
 import type { Registry } from '../registry/setup.js';
 import { jobEnvContext, jobSourceContext } from '../security/build-job-contexts.js';
 import type { Encryptor } from '../security/encryption.js';
@@ -18,8 +30,10 @@ import {
   findBuildJob,
   finishBuildJob,
   insertBuildJobLogs,
+  recordBuildJobInputs,
   touchBuildRunner,
 } from '../store/repositories/build-jobs.js';
+import { builtWithKey } from '../store/repositories/revisions.js';
 import { allFieldsRead } from './all-fields-read.js';
 
 /** How long a push credential given with a claim lasts: a build that pushes later asks again at its heartbeat. */
@@ -128,6 +142,27 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
     return JSON.parse(encryptor.decrypt(job.source_encrypted, jobSourceContext(job.id))) as SealedSource;
   }
 
+  /**
+   * The newest image of the job's workspace built from the same inputs, other than by the
+   * job's own revision. Only images in Berth's registry under the workspace's own name count:
+   * Berth removes those only once no revision names them (engine/image-reaper.ts), while an
+   * image left on a runner's machine (no BERTH_REGISTRY) is nowhere another runner can use.
+   */
+  async function reusableImage(job: BuildJobRecord, key: string) {
+    const location = deps.registry?.settings.location;
+    if (!location) return undefined;
+    const candidates = await builtWithKey(db, job.workspace_id, key);
+    return candidates.find((candidate) => {
+      if (candidate.revision_id === job.revision_id) return false;
+      const image = classifyImage(candidate.image_ref, location);
+      return (
+        image.kind === 'managed' &&
+        image.place === 'registry' &&
+        image.claims.some((claim) => claim.layout === 'workspace' && claim.workspaceId === job.workspace_id)
+      );
+    });
+  }
+
   const announce = (job: BuildJobRecord) => bus.publish({ topic: 'build-job', deploymentId: job.deployment_id, jobId: job.id });
 
   return {
@@ -232,6 +267,56 @@ export function createBuildRunnerService(deps: BuildRunnerDeps) {
       const stored = await insertBuildJobLogs(db, job.id, job.attempts, seq, lines, nowIso());
       if (stored) announce(job);
       return { stored };
+    },
+
+    /**
+     * The build's inputs as the runner worked them out before building (docs/build-runners.md,
+     * "Build reuse"). The key is the control plane's: the job's workspace and build settings
+     * with what was reported. When an image of that workspace, in Berth's registry, was built
+     * from the same inputs, the job ends with it (`reused`) and the engine moves the revision
+     * on as a local reuse does; otherwise the inputs are kept for the revision (`build`). The
+     * answer names no image: the runner builds nothing either way it could learn from.
+     */
+    async inputs(principal: Principal, jobId: string, input: RunnerInputsReport): Promise<RunnerInputsAnswer> {
+      const { lease_token: token, inputs: reported, env, ...unread } = input;
+      allFieldsRead(unread);
+      const job = await held(principal, jobId, token);
+      if (job.status !== 'claimed') throw fail('build_lease_lost', 'The job is over: its inputs are not wanted any more.');
+      const request = job.request as { install_command: string | null; build_command: string | null };
+      const inputs = runnerBuildInputs(reported, {
+        sourceKind: sealedSource(job).kind,
+        install_command: request.install_command,
+        build_command: request.build_command,
+      });
+      if (!inputs) {
+        throw fail(
+          'bad_request',
+          "The inputs name another kind of source than the job's: a repository's are `commit:<commit_sha>`, an upload's `archive:sha256:<hex>` with commit_sha null.",
+        );
+      }
+      const key = buildKey(job.workspace_id, inputs);
+      const sealedEnv = env && Object.keys(env).length > 0 ? encryptor.encrypt(JSON.stringify(env), jobEnvContext(job.id)) : null;
+      const found = await reusableImage(job, key);
+      const now = nowIso();
+      if (found) {
+        const build = { ...inputs, key, reused_from_revision_id: found.revision_id };
+        const result = {
+          image: found.image_ref,
+          digest: null,
+          commit_sha: inputs.commit_sha,
+          reused: { revision_id: found.revision_id, seq: found.seq, deployment_id: found.deployment_id },
+        };
+        if (!(await finishBuildJob(db, job.id, token, { status: 'succeeded', result, envEncrypted: sealedEnv, inputs: build }, now))) {
+          throw fail('build_lease_lost', 'This runner no longer holds the job.');
+        }
+        announce(job);
+        return { action: 'reused' };
+      }
+      if (!(await recordBuildJobInputs(db, job.id, token, { ...inputs, key, reused_from_revision_id: null }, sealedEnv, now))) {
+        throw fail('build_lease_lost', 'This runner no longer holds the job.');
+      }
+      announce(job);
+      return { action: 'build' };
     },
 
     async result(principal: Principal, jobId: string, input: RunnerResult): Promise<{ outcome: 'applied' | 'unchanged' }> {

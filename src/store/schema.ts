@@ -124,6 +124,8 @@ export interface Database {
     relayed_seq: number;
     /** When an engine took the job's outcome into its revision (migration 029); null while nobody has. */
     answered_at: string | null;
+    /** JSON of the RevisionBuild its runner's reported inputs make (migration 030); null until reported. */
+    inputs: string | null;
     created_at: string;
     updated_at: string;
   };

@@ -7,7 +7,10 @@
 // every build wait after its first lines until it is stopped (a runner to kill mid-build);
 // RUNNER_TEST_GO_FILE makes it wait until that file exists, then log RUNNER_TEST_LINES
 // numbered lines and go on (lines logged while the test holds the runner cut off).
-// Every build first logs the limits its job carried.
+// Every build first logs the limits its job carried. RUNNER_TEST_IDENTIFY=1 gives the driver
+// Berth's own `identify` (engine/drivers/langgraph-inputs.ts, as the LangGraph driver has it):
+// the runner then reports the build's inputs before building (the base image named by
+// BERTH_BASE_IMAGE_NODE/_PYTHON must be in the store).
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,7 +21,8 @@ import type { ResolvedBuilder } from '../../src/image-builds/types.js';
 import { MirrorCache } from '../../src/codehost/index.js';
 import { createLogger } from '../../src/logger.js';
 import type { RunnerJobView } from '../../src/contract/build-runners.js';
-import type { BuildDriver, BuildRequest, BuiltImage, StepContext } from '../../src/engine/drivers/types.js';
+import type { BuildDriver, BuildRequest, BuiltImage, IdentifiedBuild, StepContext } from '../../src/engine/drivers/types.js';
+import { identifyBuild } from '../../src/engine/drivers/langgraph-inputs.js';
 import { loadRunnerConfig } from '../../src/runner/config.js';
 import { BuildRunner } from '../../src/runner/runner.js';
 
@@ -27,12 +31,18 @@ const base = process.env.RUNNER_TEST_BASE ?? '';
 const hold = process.env.RUNNER_TEST_HOLD === '1';
 const goFile = process.env.RUNNER_TEST_GO_FILE ?? '';
 const lineCount = Number(process.env.RUNNER_TEST_LINES ?? '0');
+const identifies = process.env.RUNNER_TEST_IDENTIFY === '1';
 const buildah: ResolvedBuilder = { kind: 'buildah', binary: 'buildah', env: process.env };
 const mirrors = new MirrorCache({ root: path.join(config.dataDir, 'git'), allowLocal: true, knownHostsFile: path.join(config.dataDir, 'known_hosts') });
 
 class QuickBuild implements BuildDriver {
   readonly name = 'quick';
-  constructor(private readonly job: RunnerJobView) {}
+  constructor(private readonly job: RunnerJobView) {
+    if (!identifies) this.identify = undefined;
+  }
+
+  identify?: (request: BuildRequest, step: StepContext) => Promise<IdentifiedBuild> = (request, step) =>
+    identifyBuild({ mirrors, host: buildah, baseImages: config.baseImages, scratchRoot: path.join(config.dataDir, 'inputs') }, request, step);
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
     const resources = this.job.resources;

@@ -1,5 +1,5 @@
 import type { GitAuth } from '../../codehost/index.js';
-import type { BuildInputs } from '../../domain/build-inputs.js';
+import type { BuildInputs, RevisionBuild } from '../../domain/build-inputs.js';
 import type { ImageToForget, StepContext } from '../../containers/driver.js';
 
 /**
@@ -39,6 +39,8 @@ export interface BuiltImage {
   digest?: string | null;
   /** langgraph.json's `env` as read from the source (object or env file); for the container, never for logs. */
   env?: Record<string, string>;
+  /** The build's inputs and key, when the driver learnt them only while building (a build runner's report): kept on the revision for later reuse. */
+  build?: RevisionBuild;
 }
 
 /** What a build of a request would be made from, worked out without building. */

@@ -4,6 +4,8 @@ import {
   ClaimBody,
   ClaimResult,
   HeartbeatResult,
+  InputsAnswer,
+  InputsBody,
   JobParams,
   JobSource,
   LeaseBody,
@@ -141,6 +143,25 @@ export const buildRunnerRoutes: FastifyPluginAsyncTypebox<{ services: Services; 
       },
     },
     async (request) => buildRunners.logs(principalOf(request), request.params.job_id, request.body),
+  );
+
+  app.post(
+    `${RUNNER_PREFIX}/jobs/:job_id/inputs`,
+    {
+      config,
+      schema: {
+        operationId: 'reportBuildJobInputs',
+        summary: 'Report what a build would be made from',
+        description:
+          'Before building, the inputs the runner worked out from the fetched source. `reused`: an image of the workspace built from the same inputs serves ' +
+          'the revision and the job is over; `build`: build it.',
+        tags,
+        params: JobParams,
+        body: InputsBody,
+        response: { 200: InputsAnswer, ...errorResponses(...JOB_ERRORS, 'bad_request') },
+      },
+    },
+    async (request) => buildRunners.inputs(principalOf(request), request.params.job_id, request.body),
   );
 
   app.post(

@@ -28,6 +28,7 @@ import { githubNoticeRefusals } from './026-github-notice-refusals.js';
 import { eventIdFence } from './027-event-id-fence.js';
 import { buildJobRelay } from './028-build-job-relay.js';
 import { buildJobAnswered } from './029-build-job-answered.js';
+import { buildJobInputs } from './030-build-job-inputs.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -60,6 +61,7 @@ const migrations: Record<string, Migration> = {
   '027-event-id-fence': eventIdFence,
   '028-build-job-relay': buildJobRelay,
   '029-build-job-answered': buildJobAnswered,
+  '030-build-job-inputs': buildJobInputs,
 };
 
 export const migrationProvider: MigrationProvider = {

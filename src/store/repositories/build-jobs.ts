@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
+import type { RevisionBuild } from '../../domain/build-inputs.js';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
 
 /** A build job as stored (migration 021), its JSON columns decoded. */
-export type BuildJobRecord = Omit<Database['build_jobs'], 'request' | 'required_labels' | 'result'> & {
+export type BuildJobRecord = Omit<Database['build_jobs'], 'request' | 'required_labels' | 'result' | 'inputs'> & {
   request: Record<string, unknown>;
   required_labels: string[];
   result: Record<string, unknown> | null;
+  /** The build's inputs as its runner reported them, with the control plane's key (migration 030). */
+  inputs: RevisionBuild | null;
 };
 
 export interface LogLine {
@@ -26,6 +29,7 @@ function decode(row: Database['build_jobs']): BuildJobRecord {
     request: JSON.parse(row.request) as Record<string, unknown>,
     required_labels: JSON.parse(row.required_labels) as string[],
     result: row.result === null ? null : (JSON.parse(row.result) as Record<string, unknown>),
+    inputs: row.inputs === null ? null : (JSON.parse(row.inputs) as RevisionBuild),
   };
 }
 
@@ -185,12 +189,13 @@ export async function finishBuildJob(
   db: Executor,
   id: string,
   token: string,
-  outcome: { status: 'succeeded'; result: Record<string, unknown>; envEncrypted: string | null } | { status: 'failed'; error: string },
+  outcome: { status: 'succeeded'; result: Record<string, unknown>; envEncrypted: string | null; inputs?: RevisionBuild } | { status: 'failed'; error: string },
   now: string,
 ): Promise<boolean> {
   const result = await db
     .updateTable('build_jobs')
     .set({
+      ...(outcome.status === 'succeeded' && outcome.inputs ? { inputs: JSON.stringify(outcome.inputs) } : {}),
       status: outcome.status,
       result: outcome.status === 'succeeded' ? JSON.stringify(outcome.result) : null,
       env_encrypted: outcome.status === 'succeeded' ? outcome.envEncrypted : null,
@@ -199,6 +204,25 @@ export async function finishBuildJob(
       lease_expires_at: null,
       updated_at: now,
     })
+    .where('id', '=', id)
+    .where('lease_token', '=', token)
+    .where('status', '=', 'claimed')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Keeps the inputs a claimed job's runner reported (and langgraph.json's env, sealed) until the job ends; false when the claim no longer holds it. */
+export async function recordBuildJobInputs(
+  db: Executor,
+  id: string,
+  token: string,
+  inputs: RevisionBuild,
+  envEncrypted: string | null,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('build_jobs')
+    .set({ inputs: JSON.stringify(inputs), env_encrypted: envEncrypted, updated_at: now })
     .where('id', '=', id)
     .where('lease_token', '=', token)
     .where('status', '=', 'claimed')
