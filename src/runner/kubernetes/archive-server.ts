@@ -66,7 +66,7 @@ export class ArchiveServer {
 
   async #listen(): Promise<void> {
     if (this.#server) return;
-    const server = http.createServer((request, response) => void this.#answer(request, response));
+    const server = http.createServer((request, response) => void this.#answer(request, response).catch(() => response.destroy()));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.port, this.host, () => resolve());
