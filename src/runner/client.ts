@@ -116,7 +116,7 @@ function detailOf(text: string): string | undefined {
 }
 
 /** Fails the stream past `max` bytes: an archive larger than any upload is not the one Berth took. */
-class ByteLimit extends Transform {
+export class ByteLimit extends Transform {
   #bytes = 0;
 
   constructor(private readonly max: number) {

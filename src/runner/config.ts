@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { BuildSandbox } from '../sandbox/sandbox.js';
+import { SPOOL_MAX_BYTES } from './spool.js';
 
 /** How a runner's builds are confined: the server's BERTH_BUILD_SANDBOX settings, read the same way. */
 export type RunnerSandboxSettings = BuildSandbox['settings'];
@@ -24,6 +25,8 @@ export interface RunnerConfig {
   builder: 'auto' | 'buildah' | 'podman' | 'docker';
   /** How long one claim waits for a job. */
   pollSeconds: number;
+  /** The most of a job's log batches the spool holds while Berth has not taken them (BERTH_RUNNER_SPOOL_MAX_MB). */
+  spoolMaxBytes: number;
   logLevel: string;
   /** BERTH_BUILD_SANDBOX and its settings; undefined when builds run unconfined (`off`). */
   sandbox: RunnerSandboxSettings | undefined;
@@ -71,6 +74,7 @@ export const RUNNER_VARIABLES = [
   'BERTH_RUNNER_HEALTH_PORT',
   'BERTH_RUNNER_HEALTH_HOST',
   'BERTH_RUNNER_POLL_SECONDS',
+  'BERTH_RUNNER_SPOOL_MAX_MB',
   'LOG_LEVEL',
   ...RUNNER_SHARED_VARIABLES,
 ] as const;
@@ -87,6 +91,7 @@ export class RunnerConfigError extends Error {
   override name = 'RunnerConfigError';
 }
 
+const MB = 1024 * 1024;
 const SWITCH_ON = ['on', 'true', '1', 'yes'];
 const SWITCH_OFF = ['off', 'false', '0', 'no'];
 const CIDR = /^[0-9a-fA-F:.]+\/[0-9]{1,3}$/;
@@ -119,6 +124,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv, flags: RunnerFlags = {}
   const concurrency = integer('BERTH_RUNNER_CONCURRENCY', flags.concurrency ?? env.BERTH_RUNNER_CONCURRENCY, 1, 1, 64, problems);
   const healthPort = integer('BERTH_RUNNER_HEALTH_PORT', flags.healthPort ?? env.BERTH_RUNNER_HEALTH_PORT, 0, 0, 65535, problems);
   const pollSeconds = integer('BERTH_RUNNER_POLL_SECONDS', env.BERTH_RUNNER_POLL_SECONDS, 30, 1, 60, problems);
+  const spoolMaxMb = integer('BERTH_RUNNER_SPOOL_MAX_MB', env.BERTH_RUNNER_SPOOL_MAX_MB, SPOOL_MAX_BYTES / MB, 1, 1_048_576, problems);
   const sandbox = sandboxSettings(env, problems);
   const baseImages = {
     ...(env.BERTH_BASE_IMAGE_NODE?.trim() ? { node: env.BERTH_BASE_IMAGE_NODE.trim() } : {}),
@@ -135,6 +141,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv, flags: RunnerFlags = {}
     healthHost: (env.BERTH_RUNNER_HEALTH_HOST ?? '127.0.0.1').trim() || '127.0.0.1',
     builder: builder as RunnerConfig['builder'],
     pollSeconds,
+    spoolMaxBytes: spoolMaxMb * MB,
     logLevel: (env.LOG_LEVEL ?? 'info').trim() || 'info',
     sandbox,
     baseImages,

@@ -12,6 +12,8 @@ import { JobSpool } from './spool.js';
 export interface JobDirs {
   archives: string;
   spool: string;
+  /** The spool's bound (BERTH_RUNNER_SPOOL_MAX_MB); SPOOL_MAX_BYTES when not given. */
+  spoolMaxBytes?: number;
 }
 
 /** What builds one job: the driver to call, given the job (its image name and push credential). */
@@ -64,7 +66,7 @@ export async function runJob(
   const timeoutSeconds = job.build_timeout_seconds ?? null;
   const timer = timeoutSeconds === null ? undefined : setTimeout(() => timeout.abort(new Error('build timeout')), timeoutSeconds * 1000);
   const building = AbortSignal.any([stop.signal, timeout.signal]);
-  const spool = await JobSpool.open(dirs.spool, job.id, job.lease_token).catch((error: unknown) => {
+  const spool = await JobSpool.open(dirs.spool, job.id, job.lease_token, dirs.spoolMaxBytes).catch((error: unknown) => {
     log.warn({ err: error }, "the job's log spool could not be made; its lines are kept in memory only");
     return undefined;
   });

@@ -74,6 +74,7 @@ export class BuildRunner {
         outcome = await runJob(this.#client, job, this.driverFor, this.logger, signal, {
           archives: path.join(this.config.dataDir, 'archives'),
           spool: path.join(this.config.dataDir, 'spool'),
+          spoolMaxBytes: this.config.spoolMaxBytes,
         });
       } finally {
         this.#running.delete(job.id);

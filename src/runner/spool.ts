@@ -4,7 +4,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { LogBatch, RunnerResult } from '../contract/build-runners.js';
 
-/** The most a job's spool holds of batches Berth has not taken; past it lines are dropped, and a line says so. */
+/** The most a job's spool holds of batches Berth has not taken by default (BERTH_RUNNER_SPOOL_MAX_MB); past it lines are dropped, and a line says so. */
 export const SPOOL_MAX_BYTES = 16 * 1024 * 1024;
 
 type Line = LogBatch['lines'][number];
@@ -51,10 +51,14 @@ export class JobSpool {
     return spool;
   }
 
-  /** Whether a batch of this many bytes fits; if so its room is taken until it is acknowledged. */
+  /**
+   * Whether a batch of this many bytes fits; if so its room is taken until it is acknowledged.
+   * A batch is always taken when none waits: with a small bound (BERTH_RUNNER_SPOOL_MAX_MB) one
+   * batch of long lines may be larger than it, and lines must not be dropped while Berth takes them.
+   */
   reserve(seq: number, lines: Line[]): boolean {
     const bytes = Buffer.byteLength(JSON.stringify({ seq, lines })) + 1;
-    if (this.#unackedBytes + bytes > this.maxBytes) return false;
+    if (this.#unacked.size > 0 && this.#unackedBytes + bytes > this.maxBytes) return false;
     this.#unacked.set(seq, bytes);
     this.#unackedBytes += bytes;
     return true;

@@ -93,6 +93,7 @@ describe('builds as Kubernetes Jobs (against the API-server stand-in)', () => {
     );
     const podJob = JSON.parse(Buffer.from((secret.data as Record<string, string>)['job.json'] ?? '', 'base64').toString('utf8')) as PodJob;
     assert.deepEqual(podJob.source, {
+      kind: 'git',
       url: 'https://github.com/acme/agent.git',
       ref: 'main',
       credentials: { kind: 'basic', username: 'x-access-token', password: GIT_PASSWORD },

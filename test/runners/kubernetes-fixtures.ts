@@ -16,6 +16,8 @@ export const CONFIG: KubernetesBuildConfig = {
   defaultMemoryMb: 4096,
   defaultTimeoutSeconds: 1800,
   ttlSecondsAfterFinished: 600,
+  archiveUrl: undefined,
+  archivePort: 9470,
 };
 
 export function claimedJob(overrides: Partial<RunnerJobView> = {}): RunnerJobView {
@@ -55,20 +57,29 @@ export class FakeControlPlane {
   readonly batches: LogBatch[] = [];
   readonly results: RunnerResult[] = [];
   cancel = false;
+  /** An uploaded project instead of the repository: Berth's archive URL, and how the runner downloads it (a real RunnerClient in the tests). */
+  upload: { url: string; download: RunnerClient['download'] } | undefined;
 
   get lines(): string[] {
     return this.batches.flatMap((batch) => batch.lines.map((line) => `${line.level} ${line.message}`));
   }
 
   client(): RunnerClient {
-    const client: Pick<RunnerClient, 'heartbeat' | 'source' | 'logs' | 'result'> = {
+    const client: Pick<RunnerClient, 'heartbeat' | 'source' | 'download' | 'logs' | 'result'> = {
       heartbeat: async (): Promise<HeartbeatView> => ({ action: this.cancel ? 'cancel' : 'continue', lease_expires_at: new Date().toISOString() }),
-      source: async (): Promise<JobSourceView> => ({
-        kind: 'git',
-        url: 'https://github.com/acme/agent.git',
-        ref: 'main',
-        credentials: { kind: 'basic', username: 'x-access-token', password: GIT_PASSWORD },
-      }),
+      source: async (): Promise<JobSourceView> =>
+        this.upload
+          ? { kind: 'archive', url: this.upload.url, expires_at: new Date(Date.now() + 600_000).toISOString() }
+          : {
+              kind: 'git',
+              url: 'https://github.com/acme/agent.git',
+              ref: 'main',
+              credentials: { kind: 'basic', username: 'x-access-token', password: GIT_PASSWORD },
+            },
+      download: async (url, file, signal) => {
+        if (!this.upload) throw new Error('no upload to download');
+        await this.upload.download(url, file, signal);
+      },
       logs: async (_jobId, batch) => {
         this.batches.push(structuredClone(batch));
         return { stored: true };

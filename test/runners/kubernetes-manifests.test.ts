@@ -29,7 +29,7 @@ const POD_JOB: PodJob = {
   deployment_id: INPUT.deploymentId,
   deployment_name: 'support-agent',
   revision_id: INPUT.revisionId,
-  source: { url: 'https://github.com/acme/agent.git', ref: 'main', credentials: { kind: 'basic', username: 'x', password: GIT_PASSWORD } },
+  source: { kind: 'git', url: 'https://github.com/acme/agent.git', ref: 'main', credentials: { kind: 'basic', username: 'x', password: GIT_PASSWORD } },
   push: {
     registry: 'registry.example.com',
     path_prefix: 'berth',
@@ -137,10 +137,23 @@ describe('executor settings', () => {
 
   test('the namespace and image are required; every problem is named at once', () => {
     assert.throws(
-      () => loadKubernetesBuildConfig({ BERTH_BUILDER_CPU: '-1', BERTH_BUILDER_TIMEOUT_SECONDS: '1.5' }),
+      () =>
+        loadKubernetesBuildConfig({
+          BERTH_BUILDER_CPU: '-1',
+          BERTH_BUILDER_TIMEOUT_SECONDS: '1.5',
+          BERTH_BUILDER_ARCHIVE_URL: 'ftp://runner:21',
+          BERTH_BUILDER_ARCHIVE_PORT: '70000',
+        }),
       (error: Error) =>
         error instanceof KubernetesBuildConfigError &&
-        ['BERTH_BUILDER_NAMESPACE', 'BERTH_BUILDER_IMAGE', 'BERTH_BUILDER_CPU', 'BERTH_BUILDER_TIMEOUT_SECONDS'].every((name) => error.message.includes(name)),
+        [
+          'BERTH_BUILDER_NAMESPACE',
+          'BERTH_BUILDER_IMAGE',
+          'BERTH_BUILDER_CPU',
+          'BERTH_BUILDER_TIMEOUT_SECONDS',
+          "BERTH_BUILDER_ARCHIVE_URL must be an http:// or https:// URL (got 'ftp://runner:21')",
+          'BERTH_BUILDER_ARCHIVE_PORT',
+        ].every((name) => error.message.includes(name)),
     );
     assert.deepEqual(loadKubernetesBuildConfig({ BERTH_BUILDER_NAMESPACE: 'builds', BERTH_BUILDER_IMAGE: 'berth:1', BERTH_BUILDER_CPU: '0.5' }), {
       namespace: 'builds',
@@ -150,6 +163,15 @@ describe('executor settings', () => {
       defaultMemoryMb: 4096,
       defaultTimeoutSeconds: 1800,
       ttlSecondsAfterFinished: 600,
+      archiveUrl: undefined,
+      archivePort: 9470,
     });
+    const archives = loadKubernetesBuildConfig({
+      BERTH_BUILDER_NAMESPACE: 'builds',
+      BERTH_BUILDER_IMAGE: 'berth:1',
+      BERTH_BUILDER_ARCHIVE_URL: ' http://10.1.2.3:9470/ ',
+      BERTH_BUILDER_ARCHIVE_PORT: '9471',
+    });
+    assert.deepEqual([archives.archiveUrl, archives.archivePort], ['http://10.1.2.3:9470', 9471]);
   });
 });

@@ -6,9 +6,12 @@ import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import type { LogBatch, RunnerJobView } from '../../src/contract/build-runners.js';
+import type { BuildDriver } from '../../src/engine/drivers/types.js';
 import { RunnerCallError, type RunnerClient } from '../../src/runner/client.js';
+import { loadRunnerConfig } from '../../src/runner/config.js';
+import { runJob } from '../../src/runner/job.js';
 import { LineSender } from '../../src/runner/lines.js';
-import { JobSpool, spooledJobs } from '../../src/runner/spool.js';
+import { JobSpool, SPOOL_MAX_BYTES, spooledJobs } from '../../src/runner/spool.js';
 import { eventually } from '../support/runtimes.js';
 
 /**
@@ -94,4 +97,61 @@ test('past its bound the spool drops lines, and the first batch after says how m
   );
   await eventually(async () => (await spooledJobs(dir))[0]?.batches.length === 0, 'both batches acknowledged in the spool');
   await lines.discard();
+});
+
+test("BERTH_RUNNER_SPOOL_MAX_MB bounds a job's spool as the 16 MB default does: past 1 MB lines are dropped and counted", async (t) => {
+  const base = { BERTH_URL: 'http://berth.example', BERTH_RUNNER_KEY: 'berth_key' };
+  assert.equal(loadRunnerConfig(base).spoolMaxBytes, SPOOL_MAX_BYTES);
+  for (const nonsense of ['0', 'lots', '1.5', '-3', '1e3', '2000000']) {
+    assert.throws(
+      () => loadRunnerConfig({ ...base, BERTH_RUNNER_SPOOL_MAX_MB: nonsense }),
+      (error: Error) => error.message.includes(`BERTH_RUNNER_SPOOL_MAX_MB must be an integer from 1 to 1048576 (got '${nonsense}')`),
+    );
+  }
+  const config = loadRunnerConfig({ ...base, BERTH_RUNNER_SPOOL_MAX_MB: ' 1 ' });
+  const dir = tempSpool(t);
+  const job = { id: randomUUID(), lease_token: 'lease-4', lease_seconds: 30, image: 'registry.example/app:1' } as RunnerJobView;
+  const sent: LogBatch[] = [];
+  let attempts = 0;
+  let reachable = false;
+  const client = {
+    source: async () => ({ kind: 'git', url: 'https://git.example/app.git', ref: 'main', credentials: null }),
+    heartbeat: async () => ({ action: 'continue', lease_expires_at: new Date().toISOString() }),
+    logs: async (_jobId: string, batch: LogBatch) => {
+      attempts++;
+      if (!reachable) throw new RunnerCallError('Berth is unreachable');
+      sent.push(structuredClone(batch));
+      return { stored: true };
+    },
+    result: async () => ({ outcome: 'applied' }),
+  } as unknown as RunnerClient;
+  // Batches of 200 lines of 3 kB (about 600 kB): the first waits unacknowledged, the next two would pass 1 MB.
+  const driver: BuildDriver = {
+    name: 'log-lines',
+    build: async (_request, step) => {
+      for (let n = 0; n < 600; n++) await step.log('INFO', `line ${n} ${'y'.repeat(3000)}`);
+      await eventually(async () => attempts > 0, 'the first batch tried while Berth is unreachable');
+      reachable = true;
+      await step.log('INFO', 'after the gap');
+      return { image: job.image, commitSha: null };
+    },
+  };
+  const outcome = await runJob(client, job, () => driver, pino({ level: 'silent' }), new AbortController().signal, {
+    archives: path.join(path.dirname(dir), 'archives'),
+    spool: dir,
+    spoolMaxBytes: config.spoolMaxBytes,
+  });
+  assert.equal(outcome, 'succeeded');
+  assert.deepEqual(
+    sent.map((batch) => batch.seq),
+    [0, 1],
+  );
+  assert.equal(sent[0]?.lines.length, 200);
+  assert.deepEqual(
+    sent[1]?.lines.map((line) => [line.level, line.message]),
+    [
+      ['WARNING', "400 build log lines were dropped here: Berth could not be reached and the runner's spool for this build was full."],
+      ['INFO', 'after the gap'],
+    ],
+  );
 });

@@ -12,6 +12,10 @@ export interface KubernetesBuildConfig {
   defaultMemoryMb: number;
   defaultTimeoutSeconds: number;
   ttlSecondsAfterFinished: number;
+  /** Where build pods fetch an uploaded project from this runner (BERTH_BUILDER_ARCHIVE_URL); undefined: uploads are refused. */
+  archiveUrl: string | undefined;
+  /** The port the runner serves archives on, on every interface, while an upload builds (BERTH_BUILDER_ARCHIVE_PORT). */
+  archivePort: number;
 }
 
 export type Executor = 'local' | 'kubernetes';
@@ -25,6 +29,8 @@ export const KUBERNETES_BUILD_VARIABLES = [
   'BERTH_BUILDER_MEMORY_MB',
   'BERTH_BUILDER_TIMEOUT_SECONDS',
   'BERTH_BUILDER_TTL_SECONDS',
+  'BERTH_BUILDER_ARCHIVE_URL',
+  'BERTH_BUILDER_ARCHIVE_PORT',
 ] as const;
 
 export class KubernetesBuildConfigError extends Error {
@@ -62,6 +68,10 @@ export function loadKubernetesBuildConfig(env: NodeJS.ProcessEnv): KubernetesBui
   const serviceAccount = (env.BERTH_BUILDER_SERVICE_ACCOUNT ?? '').trim();
   if (serviceAccount !== '' && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(serviceAccount))
     problems.push(`BERTH_BUILDER_SERVICE_ACCOUNT must be a service account's name (got '${serviceAccount}')`);
+  const archiveUrl = (env.BERTH_BUILDER_ARCHIVE_URL ?? '').trim().replace(/\/+$/, '');
+  if (archiveUrl !== '' && !URL.canParse(archiveUrl)) problems.push(`BERTH_BUILDER_ARCHIVE_URL must be an http:// or https:// URL (got '${archiveUrl}')`);
+  else if (archiveUrl !== '' && !/^https?:$/.test(new URL(archiveUrl).protocol))
+    problems.push(`BERTH_BUILDER_ARCHIVE_URL must be an http:// or https:// URL (got '${archiveUrl}')`);
   const config: KubernetesBuildConfig = {
     namespace,
     builderImage,
@@ -70,6 +80,8 @@ export function loadKubernetesBuildConfig(env: NodeJS.ProcessEnv): KubernetesBui
     defaultMemoryMb: positive('BERTH_BUILDER_MEMORY_MB', env.BERTH_BUILDER_MEMORY_MB, 4096, 262_144, problems),
     defaultTimeoutSeconds: positive('BERTH_BUILDER_TIMEOUT_SECONDS', env.BERTH_BUILDER_TIMEOUT_SECONDS, 1800, 86_400, problems),
     ttlSecondsAfterFinished: positive('BERTH_BUILDER_TTL_SECONDS', env.BERTH_BUILDER_TTL_SECONDS, 600, 604_800, problems),
+    archiveUrl: archiveUrl || undefined,
+    archivePort: positive('BERTH_BUILDER_ARCHIVE_PORT', env.BERTH_BUILDER_ARCHIVE_PORT, 9470, 65_535, problems),
   };
   if (problems.length > 0) throw new KubernetesBuildConfigError(`berth builder cannot start:\n  ${problems.join('\n  ')}`);
   return config;

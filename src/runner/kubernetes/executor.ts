@@ -6,6 +6,7 @@ import { type KubeConfig, Log, type V1Job, type V1Pod, type V1Secret } from '@ku
 import type { RunnerJobView } from '../../contract/build-runners.js';
 import { type BuildDriver, type BuildRequest, type BuiltImage, DriverError, type StepContext } from '../../engine/drivers/types.js';
 import type { DriverFor } from '../job.js';
+import { type ArchiveOffer, ArchiveServer } from './archive-server.js';
 import type { KubernetesBuildConfig } from './config.js';
 import { KubeCalls } from './kube-calls.js';
 import {
@@ -25,6 +26,8 @@ export interface KubernetesExecutorOptions {
   pollMs?: number;
   /** How long the log stream may stay open once the Job has finished, before the runner closes it. */
   logGraceMs?: number;
+  /** The interface uploaded archives are served on; every one by default (build pods reach the runner's pod address). */
+  archiveHost?: string;
 }
 
 /** Waiting reasons of a container that will not start by waiting longer. */
@@ -32,7 +35,9 @@ const CANNOT_START = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageN
 
 /** `berth builder --executor kubernetes`: each claimed job is built by a Job in the cluster (docs/build-runners.md). */
 export function kubernetesDriverFor(config: KubernetesBuildConfig, kubeConfig: KubeConfig, options: KubernetesExecutorOptions = {}): DriverFor {
-  return (job) => new KubernetesBuildDriver(config, kubeConfig, job, options);
+  // One server for all of the runner's builds; it listens only while one of them is an upload.
+  const archives = config.archiveUrl ? new ArchiveServer(config.archiveUrl, config.archivePort, options.archiveHost) : undefined;
+  return (job) => new KubernetesBuildDriver(config, kubeConfig, job, options, archives);
 }
 
 type Outcome = { succeeded: true } | { succeeded: false; reason: string; message: string };
@@ -54,6 +59,7 @@ export class KubernetesBuildDriver implements BuildDriver {
     private readonly kubeConfig: KubeConfig,
     private readonly job: RunnerJobView,
     options: KubernetesExecutorOptions,
+    private readonly archives?: ArchiveServer,
   ) {
     this.#calls = new KubeCalls(kubeConfig, config.namespace);
     this.#pollMs = options.pollMs ?? 2_000;
@@ -61,8 +67,6 @@ export class KubernetesBuildDriver implements BuildDriver {
   }
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
-    if (request.source.kind !== 'git')
-      throw new DriverError('The Kubernetes build executor builds repository sources only; uploaded archives are not handed to build pods yet.');
     const { job, config } = this;
     const input: BuildJobInput = {
       namespace: config.namespace,
@@ -77,10 +81,29 @@ export class KubernetesBuildDriver implements BuildDriver {
       ttlSecondsAfterFinished: config.ttlSecondsAfterFinished,
       ...(config.serviceAccountName ? { serviceAccountName: config.serviceAccountName } : {}),
     };
-    const podJob = this.#podJob(request);
-    const credentials = podJob.source.credentials;
+    const offer = request.source.kind === 'archive' ? await this.#offer(request.source.path) : undefined;
+    try {
+      return await this.#buildAs(input, request, offer, step);
+    } finally {
+      await offer?.revoke();
+    }
+  }
+
+  /** An uploaded archive, offered to this build's pod alone (archive-server.ts). */
+  #offer(file: string): Promise<ArchiveOffer> {
+    if (!this.archives)
+      throw new DriverError(
+        'this build runner cannot hand uploaded projects to its build pods: set BERTH_BUILDER_ARCHIVE_URL, the address build pods reach it at (docs/build-runners.md).',
+      );
+    return this.archives.offer(file);
+  }
+
+  async #buildAs(input: BuildJobInput, request: BuildRequest, offer: ArchiveOffer | undefined, step: StepContext): Promise<BuiltImage> {
+    const podJob = this.#podJob(request, offer);
+    const credentials = podJob.source.kind === 'git' ? podJob.source.credentials : null;
     const redact = redactor([
-      job.push?.password,
+      this.job.push?.password,
+      offer?.token,
       credentials?.kind === 'basic' ? credentials.password : undefined,
       ...(credentials?.kind === 'ssh-key' ? credentials.private_key.split('\n').filter((line) => !line.startsWith('-----')) : []),
     ]);
@@ -103,9 +126,7 @@ export class KubernetesBuildDriver implements BuildDriver {
     return { cpu, memoryMb, cpuLimit: asked?.cpu_limit ?? cpu * 2, memoryLimitMb: asked?.memory_limit_mb ?? memoryMb * 2 };
   }
 
-  #podJob(request: BuildRequest): PodJob {
-    const source = request.source as Extract<BuildRequest['source'], { kind: 'git' }>;
-    const auth = source.auth;
+  #podJob(request: BuildRequest, offer: ArchiveOffer | undefined): PodJob {
     return {
       image: this.job.image,
       graph_config_path: request.graphConfigPath,
@@ -115,15 +136,7 @@ export class KubernetesBuildDriver implements BuildDriver {
       deployment_id: request.deploymentId,
       deployment_name: request.deploymentName,
       revision_id: request.revisionId,
-      source: {
-        url: source.url,
-        ref: source.ref,
-        credentials: !auth
-          ? null
-          : auth.kind === 'basic'
-            ? { kind: 'basic', username: auth.username, password: auth.password }
-            : { kind: 'ssh-key', private_key: auth.privateKey, ...(auth.knownHosts ? { known_hosts: auth.knownHosts } : {}) },
-      },
+      source: podSource(request.source, offer),
       push: this.job.push,
     };
   }
@@ -293,6 +306,24 @@ export class KubernetesBuildDriver implements BuildDriver {
       }
     }
   }
+}
+
+function podSource(source: BuildRequest['source'], offer: ArchiveOffer | undefined): PodJob['source'] {
+  if (source.kind === 'archive') {
+    if (!offer) throw new DriverError('the uploaded archive was not offered to the build pod.');
+    return { kind: 'archive', url: offer.url, sha256: offer.sha256 };
+  }
+  const auth = source.auth;
+  return {
+    kind: 'git',
+    url: source.url,
+    ref: source.ref,
+    credentials: !auth
+      ? null
+      : auth.kind === 'basic'
+        ? { kind: 'basic', username: auth.username, password: auth.password }
+        : { kind: 'ssh-key', private_key: auth.privateKey, ...(auth.knownHosts ? { known_hosts: auth.knownHosts } : {}) },
+  };
 }
 
 /** How a Job ended, from its conditions (or counts, for a controller that has not set them yet); undefined while it runs. */

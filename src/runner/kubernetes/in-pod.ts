@@ -1,14 +1,15 @@
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { LangGraphBuildDriver } from '../../engine/drivers/langgraph-build.js';
-import { type BuildRequest, DriverError } from '../../engine/drivers/types.js';
+import { type BuildRequest, type BuildSource, DriverError, type LogLevel } from '../../engine/drivers/types.js';
 import type { PodJob } from './manifests.js';
+import { fetchPodArchive } from './pod-archive.js';
 import { logLine, resultLine } from './pod-lines.js';
 
 /**
  * `berth builder-pod`, what a build Job's pod runs: reads the job from its Secret's file,
- * builds with Berth's own LangGraph builder (buildah, the pod's settings choose chroot
+ * fetches an uploaded project from its runner (a repository is cloned by the build), builds with Berth's own LangGraph builder (buildah, the pod's settings choose chroot
  * isolation and the vfs store) and pushes with the job's credential, writing its log
  * lines and then its result on standard output for the runner to read (pod-lines.ts).
  * Returns the exit code.
@@ -33,39 +34,57 @@ export async function buildInPod(jobFile: string, workDir: string, out: Writable
         }
       : {}),
   });
-  const credentials = job.source.credentials;
-  const request: BuildRequest = {
-    workspaceId: job.workspace_id,
-    deploymentId: job.deployment_id,
-    deploymentName: job.deployment_name,
-    revisionId: job.revision_id,
-    source: {
-      kind: 'git',
-      url: job.source.url,
-      ref: job.source.ref,
-      ...(credentials
-        ? {
-            auth:
-              credentials.kind === 'basic'
-                ? { kind: 'basic' as const, username: credentials.username, password: credentials.password }
-                : {
-                    kind: 'ssh-key' as const,
-                    privateKey: credentials.private_key,
-                    ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}),
-                  },
-          }
-        : {}),
-    },
-    graphConfigPath: job.graph_config_path,
-    installCommand: job.install_command,
-    buildCommand: job.build_command,
-  };
+  const log = async (level: LogLevel, message: string) => void out.write(logLine(level, message));
   try {
-    const built = await driver.build(request, { signal, log: async (level, message) => void out.write(logLine(level, message)) });
+    const request: BuildRequest = {
+      workspaceId: job.workspace_id,
+      deploymentId: job.deployment_id,
+      deploymentName: job.deployment_name,
+      revisionId: job.revision_id,
+      source: await podSource(job.source, workDir, signal, log),
+      graphConfigPath: job.graph_config_path,
+      installCommand: job.install_command,
+      buildCommand: job.build_command,
+    };
+    const built = await driver.build(request, { signal, log });
     out.write(resultLine(built));
     return 0;
   } catch (error) {
     out.write(logLine('ERROR', error instanceof DriverError ? error.message : 'the build pod failed unexpectedly.'));
     return 1;
   }
+}
+
+/** The build's source: a repository as the Secret names it, or the uploaded archive downloaded into the work directory. */
+export async function podSource(
+  source: PodJob['source'],
+  workDir: string,
+  signal: AbortSignal,
+  log: (level: LogLevel, message: string) => Promise<void>,
+): Promise<BuildSource> {
+  if (source.kind === 'archive') {
+    await log('INFO', 'Fetching the uploaded project from the build runner');
+    await mkdir(workDir, { recursive: true });
+    const file = path.join(workDir, 'upload.tar.gz');
+    await fetchPodArchive(source, file, signal);
+    return { kind: 'archive', path: file };
+  }
+  const credentials = source.credentials;
+  return {
+    kind: 'git',
+    url: source.url,
+    ref: source.ref,
+    ...(credentials
+      ? {
+          auth:
+            credentials.kind === 'basic'
+              ? { kind: 'basic' as const, username: credentials.username, password: credentials.password }
+              : {
+                  kind: 'ssh-key' as const,
+                  privateKey: credentials.private_key,
+                  ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}),
+                },
+        }
+      : {}),
+  };
 }

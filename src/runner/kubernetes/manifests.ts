@@ -147,7 +147,7 @@ export function renderBuildJob(input: BuildJobInput): V1Job {
   };
 }
 
-/** What the builder pod reads from its Secret: everything to fetch, build and push, credentials included. */
+/** What the builder pod reads from its Secret: everything to fetch, build and push, credentials (and an archive's token) included. */
 export interface PodJob {
   image: string;
   graph_config_path: string;
@@ -157,11 +157,15 @@ export interface PodJob {
   deployment_id: string;
   deployment_name: string;
   revision_id: string;
-  source: {
-    url: string;
-    ref: string;
-    credentials: { kind: 'basic'; username: string; password: string } | { kind: 'ssh-key'; private_key: string; known_hosts?: string } | null;
-  };
+  source:
+    | {
+        kind: 'git';
+        url: string;
+        ref: string;
+        credentials: { kind: 'basic'; username: string; password: string } | { kind: 'ssh-key'; private_key: string; known_hosts?: string } | null;
+      }
+    /** An uploaded project, fetched from the runner (archive-server.ts) with a token valid while the build runs. */
+    | { kind: 'archive'; url: string; sha256: string };
   push: { registry: string; path_prefix: string; repository: string; tls_verify: boolean; username: string; password: string } | null;
 }
 
