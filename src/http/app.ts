@@ -40,6 +40,7 @@ import { buildSourceRoutes, uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { installWireValueParsing } from './wire-values.js';
 import { installConnectionShutdown } from './shutdown.js';
+import { lazyRequestLogger } from './request-logger.js';
 import { installWriteDeadline } from './write-deadline.js';
 import { isUuid } from '../domain/ids.js';
 import { installCompiledSchemas } from './compiled-schemas.js';
@@ -78,6 +79,7 @@ export async function buildApp({
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && /^[\w.:-]{1,100}$/.test(incoming) ? incoming : randomUUID();
     },
+    childLoggerFactory: lazyRequestLogger,
     frameworkErrors,
     clientErrorHandler,
     // Behind a trusted proxy, request.ip is the client it names in X-Forwarded-For, so the
