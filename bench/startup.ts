@@ -10,6 +10,7 @@
  * `npm run build`, for A/B) alternate.
  *
  * Flags: --runs N (default 7), --against DIR, --targets a,b (server-tsx, server-dist, cli-help),
+ * --files a.ts,b.ts (more targets: these files of the tree imported under tsx, e.g. test support modules),
  * --top N packages listed per target (default 12).
  */
 import { spawnSync } from 'node:child_process';
@@ -23,6 +24,7 @@ const { values: flags } = parseArgs({
     runs: { type: 'string', default: '7' },
     against: { type: 'string' },
     targets: { type: 'string', default: 'server-tsx,server-dist,cli-help' },
+    files: { type: 'string' },
     top: { type: 'string', default: '12' },
   },
 });
@@ -128,7 +130,10 @@ function median(values: number[]): number {
 }
 
 const trees = [{ label: 'this tree', dir: ROOT }, ...(flags.against ? [{ label: path.resolve(flags.against), dir: path.resolve(flags.against) }] : [])];
-const selected = TARGETS.filter((t) => flags.targets.split(',').includes(t.name));
+const selected = [
+  ...TARGETS.filter((t) => flags.targets.split(',').includes(t.name)),
+  ...(flags.files ? flags.files.split(',').map((file) => ({ name: file, tsx: true, file })) : []),
+];
 const runs = Number(flags.runs);
 const top = Number(flags.top);
 
