@@ -13,11 +13,11 @@
  * --files a.ts,b.ts (more targets: these files of the tree imported under tsx, e.g. test support modules),
  * --top N packages listed per target (default 12).
  */
-import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { groupOf, type ImportSample, probeImport } from '../test/support/module-graph.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -47,80 +47,8 @@ const TARGETS: Target[] = [
   { name: 'cli-help', tsx: false, file: 'dist/main.js', argv: ['--help'] },
 ];
 
-/** Runs in the loader-hooks thread: reports every URL loaded, in order, over the port it is given. */
-const HOOK = `let port;
-export function initialize(data) { port = data.port; }
-export async function load(url, context, nextLoad) { port.postMessage(url); return nextLoad(url, context); }`;
-
-/** The child's script: optionally counts modules, imports the target, prints one JSON line on stderr at exit. */
-function childScript(target: Target, file: string, count: boolean): string {
-  return `
-import { writeSync } from 'node:fs';
-import Module, { register } from 'node:module';
-import { MessageChannel } from 'node:worker_threads';
-const seen = new Set();
-let sentinel;
-if (${count}) {
-  const { port1, port2 } = new MessageChannel();
-  const done = new Promise((resolve) => { sentinel = resolve; });
-  port1.on('message', (url) => (url === 'data:text/javascript,' ? sentinel() : seen.add(url)));
-  port1.unref();
-  register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOK)}), { data: { port: port2 }, transferList: [port2] });
-  const load = Module._load;
-  Module._load = function (request, parent, isMain) {
-    try { const f = Module._resolveFilename(request, parent, isMain); if (f.startsWith('/')) seen.add('file://' + f); } catch {}
-    return load.apply(this, arguments);
-  };
-  sentinel.done = done;
-}
-const started = performance.now();
-let imported;
-process.on('exit', () => {
-  const cpu = process.cpuUsage();
-  writeSync(2, '\\nSTARTUP ' + JSON.stringify({ importMs: (imported ?? performance.now()) - started, cpuMs: (cpu.user + cpu.system) / 1000, urls: [...seen] }) + '\\n');
-});
-${target.argv ? `process.argv = [process.argv[0], ${JSON.stringify(file)}, ...${JSON.stringify(target.argv)}];` : ''}
-await import(${JSON.stringify(pathToFileURL(file).href)});
-imported = performance.now();
-if (${count}) { await import('data:text/javascript,'); await sentinel.done; }
-${target.argv ? '' : 'process.exit(0);'}
-`;
-}
-
-interface Sample {
-  importMs: number;
-  cpuMs: number;
-  urls: string[];
-}
-
-function runOnce(target: Target, tree: string, count: boolean): Sample {
-  const file = path.join(tree, target.file);
-  const args = [...(target.tsx ? ['--import', 'tsx'] : []), '--input-type=module', '-e', childScript(target, file, count)];
-  const child = spawnSync(process.execPath, args, {
-    cwd: tree,
-    encoding: 'utf8',
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, LOG_LEVEL: 'silent' },
-  });
-  const line = child.stderr
-    .split('\n')
-    .reverse()
-    .find((l) => l.startsWith('STARTUP '));
-  if (!line) throw new Error(`${target.name} in ${tree} printed no result (exit ${child.status}):\n${child.stderr.slice(-3000)}`);
-  return JSON.parse(line.slice('STARTUP '.length)) as Sample;
-}
-
-/** node_modules/<package> (the innermost), or the tree's own top folder (src, dist). */
-function groupOf(url: string, tree: string): string {
-  if (!url.startsWith('file:')) return url.split(':')[0] ?? url;
-  const file = fileURLToPath(url);
-  const at = file.lastIndexOf('/node_modules/');
-  if (at >= 0) {
-    const parts = file.slice(at + '/node_modules/'.length).split('/');
-    return parts[0]?.startsWith('@') ? `${parts[0]}/${parts[1]}` : (parts[0] ?? file);
-  }
-  const relative = path.relative(tree, file);
-  return relative.startsWith('..') ? 'outside' : (relative.split(path.sep)[0] ?? relative);
+function runOnce(target: Target, tree: string, count: boolean): ImportSample {
+  return probeImport({ tsx: target.tsx, file: path.join(tree, target.file), argv: target.argv, count, cwd: tree });
 }
 
 function median(values: number[]): number {
