@@ -3,18 +3,15 @@ import { processIo, registerClientCommands, usageExitCode } from './cli/index.js
 import { registerDockerfileCommand } from './langgraph-project/dockerfile-command.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { AgentConfigError, loadAgentConfig } from './agent/config.js';
-import { ListenerAgent } from './agent/agent.js';
 import { loadRunnerConfig, RunnerConfigError, type RunnerFlags } from './runner/config.js';
-import { BuildRunner } from './runner/runner.js';
-import { langGraphDriverFor, prepareRunnerSandbox } from './runner/local-build.js';
-import { executorDriverFor } from './runner/kubernetes/choose.js';
 import { KubernetesBuildConfigError } from './runner/kubernetes/config.js';
-import { buildInPod } from './runner/kubernetes/in-pod.js';
-import { computeFor } from './agent/computes.js';
 import { createLogger } from './logger.js';
 import { registerOperationsCommands } from './operations/commands.js';
-import { startBerth, startEngineOnly } from './server.js';
 import { readyBanner, whereToGoNext } from './startup-guide.js';
+
+// Each role's program (the server, the listener agent, the build runner, with the Kubernetes client some of
+// them use) is imported by the command that runs it: every `berth` command, `--help` and the client commands
+// included, would otherwise load all of them first, some 3,600 modules.
 
 function configOrExit(): Config {
   try {
@@ -59,6 +56,7 @@ program
   .action(async () => {
     const config = configOrExit();
     const logger = createLogger(config.logLevel, config.logFormat);
+    const { startBerth } = await import('./server.js');
     const berth = await startBerth(config, logger);
     const next = whereToGoNext(berth.address, config.dataDir);
     logger.info({ address: berth.address, database: config.database.kind, engine: config.engine.enabled, ...next }, 'berth is ready');
@@ -72,6 +70,7 @@ program
   .action(async () => {
     const config = configOrExit();
     const logger = createLogger(config.logLevel, config.logFormat);
+    const { startEngineOnly } = await import('./server.js');
     const engine = await startEngineOnly(config, logger);
     logger.info({ database: config.database.kind }, 'berth engine is running');
     stopOnSignals(logger, () => engine.close());
@@ -94,6 +93,7 @@ program
       process.exit(2);
     }
     const logger = createLogger(config.logLevel, 'auto');
+    const [{ ListenerAgent }, { computeFor }] = await Promise.all([import('./agent/agent.js'), import('./agent/computes.js')]);
     const agent = new ListenerAgent(config, computeFor(config.compute), logger);
     // What runs keeps running: it belongs to the deployments, not to the agent.
     stopOnSignals(logger, () => agent.stop());
@@ -113,6 +113,7 @@ program
   .action(async (flags: RunnerFlags & { executor?: string }) => {
     let config;
     let driverFor;
+    const { executorDriverFor } = await import('./runner/kubernetes/choose.js');
     try {
       config = loadRunnerConfig(process.env, flags);
       driverFor = executorDriverFor(process.env, flags.executor);
@@ -125,6 +126,7 @@ program
     if (local) {
       // A build on this machine runs in the build sandbox, which needs root: a host that cannot provide it is refused here.
       try {
+        const { langGraphDriverFor, prepareRunnerSandbox } = await import('./runner/local-build.js');
         driverFor = langGraphDriverFor(config, await prepareRunnerSandbox(config));
       } catch (error) {
         if (!(error instanceof RunnerConfigError)) throw error;
@@ -134,6 +136,7 @@ program
     }
     const logger = createLogger(config.logLevel, 'auto');
     if (local && !config.sandbox) logger.warn('BERTH_BUILD_SANDBOX=off: builds run unconfined, as this process; only for a machine whose only user is you');
+    const { BuildRunner } = await import('./runner/runner.js');
     const runner = new BuildRunner(config, logger, driverFor);
     const ran = runner.run();
     stopOnSignals(logger, async () => {
@@ -152,6 +155,7 @@ program
   .action(async (flags: { job: string; workDir: string }) => {
     const stop = new AbortController();
     process.once('SIGTERM', () => stop.abort());
+    const { buildInPod } = await import('./runner/kubernetes/in-pod.js');
     process.exitCode = await buildInPod(flags.job, flags.workDir, process.stdout, stop.signal);
   });
 

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { type Static, Type } from 'typebox';
-import { Check } from 'typebox/value';
+import { Check } from 'typebox/schema'; // typebox/value's Check calls this one; the value toolkit is 300 modules more
 
 /**
  * The settings of `berth listener`, the agent that runs deployments on a container host or

@@ -1,5 +1,5 @@
 import type { TSchema } from 'typebox';
-import { Check } from 'typebox/value';
+import { Check } from 'typebox/schema'; // typebox/value's Check calls this one; the value toolkit is 300 modules more
 import {
   DesiredState,
   type DesiredStateView,

@@ -3,9 +3,8 @@
 // BERTH_ENCRYPTION_KEY). Messages go to stderr; no key is ever printed.
 import type { Command } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
-import { backupDatabase } from './backup.js';
 import { OperationError } from './errors.js';
-import { rotateEncryptionKey, type RotationReport } from './rotate-encryption-key.js';
+import type { RotationReport } from './rotate-encryption-key.js';
 
 const say = (text: string) => process.stderr.write(`${text}\n`);
 
@@ -30,6 +29,8 @@ export function registerOperationsCommands(program: Command): void {
     .action((file: string, flags: { force?: boolean }) =>
       runOperation('backup', async () => {
         const config = loadConfig();
+        // Imported by the command that needs it: with the store, every `berth` command would load it otherwise.
+        const { backupDatabase } = await import('./backup.js');
         const result = await backupDatabase(config.database, file, { overwrite: flags.force });
         say(`Backed up ${config.database.kind === 'sqlite' ? config.database.file : 'the database'} to ${result.file} (${result.bytes} bytes).`);
         say("Secrets in it are encrypted: keep the encryption key (BERTH_ENCRYPTION_KEY or the data directory's encryption.key) with it, in another place.");
@@ -46,6 +47,7 @@ export function registerOperationsCommands(program: Command): void {
     .action((flags: { allowOtherSessions?: boolean }) =>
       runOperation('rotate-encryption-key', async () => {
         const config = loadConfig();
+        const { rotateEncryptionKey } = await import('./rotate-encryption-key.js');
         const report = await rotateEncryptionKey(config, {
           newKey: config.newEncryptionKey,
           allowOtherSessions: flags.allowOtherSessions,

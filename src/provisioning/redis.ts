@@ -1,4 +1,4 @@
-import { createClient } from 'redis';
+import type { createClient } from 'redis';
 import { parseServiceUrl, ProvisioningError, serverOf } from './errors.js';
 import { removeLegacyRedis } from './redis-legacy.js';
 import { newPassword, opaqueName, redisPasswordHash } from './passwords.js';
@@ -151,17 +151,21 @@ export class RedisProvisioner {
 
   async #withAdmin<T>(what: string, work: (admin: AdminClient) => Promise<T>): Promise<T> {
     const timeout = this.#options.connectTimeoutMs ?? 10_000;
-    // No reconnecting: a provisioning call should fail and say why, not wait for the server.
-    const admin = createClient({ url: this.#adminUrl.toString(), socket: { connectTimeout: timeout, reconnectStrategy: false } });
-    admin.on('error', () => {});
+    let admin: AdminClient | undefined;
     try {
+      // Imported here, not at the top: the client is some 600 modules that only provisioning needs, and
+      // every start of Berth would load them. Inside the try, so a failure to load says what it was doing.
+      const { createClient } = await import('redis');
+      // No reconnecting: a provisioning call should fail and say why, not wait for the server.
+      admin = createClient({ url: this.#adminUrl.toString(), socket: { connectTimeout: timeout, reconnectStrategy: false } });
+      admin.on('error', () => {});
       await admin.connect();
       return await work(admin);
     } catch (error) {
       throw this.#explain(error, what);
     } finally {
       // After a failed connect the client is already closed, and destroy() would throw.
-      if (admin.isOpen) admin.destroy();
+      if (admin?.isOpen) admin.destroy();
     }
   }
 

@@ -1,5 +1,4 @@
 import { hkdfSync, randomUUID } from 'node:crypto';
-import { jwtVerify, SignJWT } from 'jose';
 import { isRegistryAction, isRepositoryGrantKey, type RegistryAccess, type RegistryAction, type RepositoryGrants } from './access.js';
 import type { VerifyRegistryCredential } from './token-endpoint.js';
 
@@ -57,6 +56,7 @@ export async function mintRegistryCredential(secret: CredentialSecret, request: 
   }
   const issuedAt = Math.floor((request.now ?? new Date()).getTime() / 1000);
   const expiresAt = issuedAt + ttlSeconds;
+  const { SignJWT } = await import('jose');
   const credential = await new SignJWT({ repositories: request.repositories })
     .setProtectedHeader({ alg: 'HS256', typ: TYPE })
     .setIssuer(ISSUER)
@@ -72,6 +72,8 @@ export async function mintRegistryCredential(secret: CredentialSecret, request: 
 /** What a credential grants, or null when it is malformed, tampered with, expired or not one of these. */
 export async function verifyRegistryCredential(secret: CredentialSecret, credential: string, now: Date = new Date()): Promise<RegistryAccess | null> {
   checkSecret(secret);
+  // Outside the try: a jose that fails to load is an error of Berth, not an invalid credential.
+  const { jwtVerify } = await import('jose');
   try {
     const { payload } = await jwtVerify(credential, secret, {
       algorithms: ['HS256'],

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { SignJWT } from 'jose';
 import type { AccessEntry } from './access.js';
 import type { RegistrySigningKey } from './signing-key.js';
 
@@ -23,6 +22,7 @@ export interface RegistryTokenClaims {
  */
 export async function signRegistryToken(key: RegistrySigningKey, claims: RegistryTokenClaims): Promise<string> {
   const issuedAt = Math.floor(claims.issuedAt.getTime() / 1000);
+  const { SignJWT } = await import('jose');
   return new SignJWT({ access: claims.access })
     .setProtectedHeader({ alg: key.algorithm, typ: 'JWT', x5c: key.x5c })
     .setIssuer(claims.issuer)

@@ -1,10 +1,6 @@
-import 'reflect-metadata'; // @peculiar/x509 resolves its ASN.1 handlers through tsyringe, which needs it first
-import * as x509 from '@peculiar/x509';
 import { createPrivateKey, createPublicKey, type KeyObject, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
 import { chmod, link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 /** JWS algorithms Debian's docker-registry (distribution 2.8, libtrust) verifies, by key type. */
 export type RegistrySigningAlgorithm = 'ES256' | 'ES384' | 'ES512' | 'RS256';
@@ -147,6 +143,11 @@ function algorithmFor(key: KeyObject, source: string): RegistrySigningAlgorithm 
 }
 
 async function generateKeyFile(now: Date): Promise<string> {
+  // Imported only when a key is made (reading one needs node:crypto alone): with tsyringe and the ASN.1
+  // schemas they are some 250 modules that every start of Berth would otherwise load.
+  await import('reflect-metadata'); // @peculiar/x509 resolves its ASN.1 handlers through tsyringe, which needs it first
+  const x509 = await import('@peculiar/x509');
+  x509.cryptoProvider.set(webcrypto as unknown as Crypto);
   const keys = (await webcrypto.subtle.generateKey(GENERATED_CURVE, true, ['sign', 'verify'])) as CryptoKeyPair;
   const serial = randomBytes(16);
   serial[0] = (serial[0] ?? 0) & 0x7f; // a positive serial: Go's x509 parser rejects negative ones

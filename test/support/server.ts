@@ -12,7 +12,7 @@ import { deadline } from './deadline.js';
 import { testConfig } from './config.js';
 import { FakeBuildDriver } from './drivers/fake-build.js';
 import { InProcessRuntime } from './drivers/in-process.js';
-import { type Berth, type BerthOverrides, startBerth } from '../../src/server.js';
+import type { Berth, BerthOverrides } from '../../src/server.js';
 import { migrateToLatest, openDatabase } from '../../src/store/database.js';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
@@ -213,6 +213,8 @@ export async function startTestServer(kind: DatabaseKind, options: TestServerOpt
       () => fs.rmSync(dataDir, { recursive: true, force: true }),
     );
   try {
+    // Imported here: the files that take only a database from this module (test/support/database.ts) need not load the server.
+    const { startBerth } = await import('../../src/server.js');
     berth = await startBerth(config, createLogger(config.logLevel, sink), {
       ...(options.configuredBuilder ? {} : { builder: new FakeBuildDriver() }),
       ...options.overrides,
