@@ -68,8 +68,8 @@ describe('graphs compiled at image build', () => {
     return { image: built.image, lines };
   }
 
-  /** Starts the image, asks the echo graph, and returns its answer and the server's log. */
-  async function serve(image: string, input: string): Promise<{ answer: unknown; logs: string }> {
+  /** Starts the image, asks the echo graph, and returns its answer, the server's log and its /info. */
+  async function serve(image: string, input: string): Promise<{ answer: unknown; logs: string; info: unknown }> {
     const name = `berth-test-prebuilt-${randomUUID().slice(0, 8)}`;
     const port = await freePort();
     containers.push(name);
@@ -82,8 +82,9 @@ describe('graphs compiled at image build', () => {
       assert.ok(assistant, 'the echo graph has no assistant');
       const thread = await client.threads.create();
       const values = (await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: { input } })) as { output?: unknown };
+      const info = (await (await fetch(`${url}/info`)).json()) as unknown;
       const logs = await run('podman', ['logs', name]);
-      return { answer: values.output, logs: `${logs.stdout}\n${logs.stderr}` };
+      return { answer: values.output, logs: `${logs.stdout}\n${logs.stderr}`, info };
     } finally {
       await removeContainers(name);
     }
@@ -108,6 +109,15 @@ describe('graphs compiled at image build', () => {
       assert.match(served.logs, /agent server: graphs load from their bundles compiled at image build/);
       // The server's version check reads package.json files through an import only tsx allowed before the base image fixed it.
       assert.doesNotMatch(served.logs, /not up to date/);
+      // The server is bundled at base-image build: it still reads its own version and that of the LangGraph it runs.
+      const pinned = JSON.parse(await readFile(path.join(ROOT, 'scripts/base-images/langgraphjs-api/package.json'), 'utf8')) as {
+        dependencies: Record<string, string>;
+      };
+      assert.deepEqual(served.info, {
+        ...(served.info as object),
+        version: pinned.dependencies['@langchain/langgraph-api'],
+        langgraph_js_version: pinned.dependencies['@langchain/langgraph'],
+      });
     },
   );
 

@@ -15,6 +15,12 @@ import path from 'node:path';
 import process from 'node:process';
 import { prebuilt } from './prebuilt.mjs';
 
+/**
+ * The server and its graph registry, bundled at image build (bundle-server.mjs): the same
+ * code as `@langchain/langgraph-api/server`, in a few files instead of some 880 modules.
+ */
+const SERVER_BUNDLE = '/api/node_modules/@langchain/langgraph-api/berth-bundle/server';
+
 /** Settings the Python server reads but the JavaScript one has no option for. */
 const UNSUPPORTED = ['LANGGRAPH_STORE', 'LANGGRAPH_CHECKPOINTER', 'LANGGRAPH_WEBHOOKS', 'LANGGRAPH_ENCRYPTION'];
 
@@ -59,7 +65,7 @@ function integerFromEnv(name, fallback, min, max) {
  * corrected as it is written, so no request can see the bundle's path.
  */
 async function readSchemasFromSources(sources) {
-  const { GRAPH_SPEC } = await import(new URL('./graph/load.mjs', import.meta.resolve('@langchain/langgraph-api/server')).href);
+  const { GRAPH_SPEC } = await import(`${SERVER_BUNDLE}/load.mjs`);
   for (const [id, sourceFile] of Object.entries(sources)) {
     let spec;
     Object.defineProperty(GRAPH_SPEC, id, {
@@ -105,7 +111,7 @@ else {
   await readSchemasFromSources(prebuilt.sources);
 }
 
-const { startServer } = await import('@langchain/langgraph-api/server');
+const { startServer } = await import(`${SERVER_BUNDLE}/server.mjs`);
 let server;
 try {
   server = await startServer({

@@ -11,7 +11,7 @@ const PROBE_TIMEOUT_MS = 2_000;
  * within this long of listening. The container's state costs a runtime command (a process
  * of its own, competing with the starting server for the CPU), so it is asked less often.
  */
-const PROBE_INTERVAL_MS = 100;
+const PROBE_INTERVAL_MS = 50;
 const STATE_INTERVAL_MS = 1_000;
 /**
  * How long graphs may be missing once GET /ok answers. The LangGraph.js server loads every
@@ -46,8 +46,12 @@ export async function waitHealthy(
     const probe = await probeOk(`${url}/ok`, context.signal);
     // Another process could have taken the port between allocation and the container's bind;
     // a 200 only counts while our container is the one still running.
-    if (probe === 200 && (await containerState(runtime, name))?.status === 'running') {
-      const missing = await missingGraphs(url, graphs, context);
+    // The state (a runtime command) and the graphs (a request) are asked side by side: both
+    // lie between the server listening and its first traffic.
+    const [ours, check] = probe === 200 ? await Promise.all([containerState(runtime, name), checkGraphs(url, graphs, context.signal)]) : [];
+    if (ours?.status === 'running' && check) {
+      const { missing, note } = check;
+      if (note) await safeLog(context, note.level, note.message);
       if (missing === null) return;
       answeredOkAt ??= Date.now();
       lastProblem = `GET /ok answered 200 but ${missing}`;
@@ -88,20 +92,26 @@ export async function waitHealthy(
   }
 }
 
-/** Null when every graph is served (or the server cannot be asked); else what is wrong. */
-async function missingGraphs(url: string, graphs: ExpectedGraph[], context: StepContext): Promise<string | null> {
-  if (graphs.length === 0) return null;
-  const listing = await listedGraphs(url, graphs, context.signal);
-  if (listing.kind === 'unverifiable') {
-    await safeLog(context, 'WARNING', `Could not check which graphs the agent server serves: ${listing.why}`);
-    return null;
-  }
-  if (listing.kind === 'failed') return `${listing.why}, so its graphs could not be checked`;
+interface GraphCheck {
+  /** Null when every graph is served (or the server cannot be asked); else what is wrong. */
+  missing: string | null;
+  /** What to say in the deploy log, once the container is known to be ours. */
+  note?: { level: 'INFO' | 'WARNING'; message: string };
+}
+
+async function checkGraphs(url: string, graphs: ExpectedGraph[], signal: AbortSignal): Promise<GraphCheck> {
+  if (graphs.length === 0) return { missing: null };
+  const listing = await listedGraphs(url, graphs, signal);
+  if (listing.kind === 'unverifiable')
+    return { missing: null, note: { level: 'WARNING', message: `Could not check which graphs the agent server serves: ${listing.why}` } };
+  if (listing.kind === 'failed') return { missing: `${listing.why}, so its graphs could not be checked` };
   if (listing.missing.length === 0) {
-    await safeLog(context, 'INFO', `The agent server serves every graph of its configuration: ${graphs.map((graph) => graph.id).join(', ')}`);
-    return null;
+    return {
+      missing: null,
+      note: { level: 'INFO', message: `The agent server serves every graph of its configuration: ${graphs.map((graph) => graph.id).join(', ')}` },
+    };
   }
-  return `it does not serve the graph(s) ${describeGraphs(listing.missing)} of its configuration (no assistant for them)`;
+  return { missing: `it does not serve the graph(s) ${describeGraphs(listing.missing)} of its configuration (no assistant for them)` };
 }
 
 async function probeOk(url: string, signal: AbortSignal): Promise<number | string> {

@@ -9,7 +9,8 @@ import { formatSeconds, safeLog, throwIfAborted } from './step.js';
 
 const PULL_TIMEOUT_MS = 10 * 60_000;
 
-export async function ensureImage(runtime: ResolvedRuntime, image: string, context: StepContext, pull?: RunRequest['pull']): Promise<void> {
+/** Pulls the image unless it is present; whether it pulled. */
+export async function ensureImage(runtime: ResolvedRuntime, image: string, context: StepContext, pull?: RunRequest['pull']): Promise<boolean> {
   const present =
     runtime.kind === 'podman'
       ? await runTool(runtime, ['image', 'exists', image], { signal: context.signal })
@@ -17,7 +18,7 @@ export async function ensureImage(runtime: ResolvedRuntime, image: string, conte
   throwIfAborted(context.signal, `checking image ${image}`);
   if (present.code === 0) {
     await context.log('INFO', `Image ${image} is present locally`);
-    return;
+    return false;
   }
   await context.log('INFO', `Image ${image} is not present locally; pulling it`);
   const startedAt = Date.now();
@@ -35,6 +36,7 @@ export async function ensureImage(runtime: ResolvedRuntime, image: string, conte
     );
   }
   await context.log('INFO', `Pulled ${image} in ${formatSeconds(Date.now() - startedAt)}`);
+  return true;
 }
 
 /**

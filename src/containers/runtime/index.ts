@@ -70,6 +70,13 @@ function explainStartFailure(error: unknown, lines: string[], graphs: ExpectedGr
 
 const DEFAULT_HEALTH_TIMEOUT_MS = 60_000;
 
+/** Pulls the image unless present, and reads its graphs; a pulled image's are read once it is there. */
+async function imageAndGraphs(runtime: ResolvedRuntime, request: RunRequest, context: StepContext): Promise<ExpectedGraph[]> {
+  const of = { image: request.image, env: request.env };
+  const [pulled, graphs] = await Promise.all([ensureImage(runtime, request.image, context, request.pull), expectedGraphs(runtime, of)]);
+  return pulled ? expectedGraphs(runtime, of) : graphs;
+}
+
 /**
  * Runs image revisions as containers on this machine with podman or docker, on a port of
  * 127.0.0.1 (or the address it is given), and checks `GET /ok` before reporting them running.
@@ -112,6 +119,11 @@ export class LocalContainerRuntime implements RuntimeDriver {
     validateRequest(request);
     const secrets = secretValues(request.env);
     const name = containerName(request.instanceName, request.revisionId);
+    // Each runtime command is a process of its own (a tenth of a second, more on a busy
+    // machine): those that do not depend on one another run side by side. A standby's image
+    // is present, so checking for it first costs a resumed standby nothing.
+    const imageReady = imageAndGraphs(runtime, request, context);
+    imageReady.catch(() => undefined);
     // A process that died mid-start (and whose lease was taken over) may have left this very container.
     if (await containerExists(runtime, name)) {
       await context.log('WARNING', `Removing container ${name} left over from an earlier attempt at this revision`);
@@ -119,11 +131,12 @@ export class LocalContainerRuntime implements RuntimeDriver {
     }
     if (this.standby) {
       const resumed = await this.resumeStandby(runtime, request, name, context);
-      if (resumed) return resumed;
+      if (resumed) {
+        await imageReady.catch(() => undefined);
+        return resumed;
+      }
     }
-
-    await ensureImage(runtime, request.image, context, request.pull);
-    const graphs = await expectedGraphs(runtime, { image: request.image, env: request.env });
+    const graphs = await imageReady;
 
     const port = await freePort(this.publishAddress);
     const url = `http://${this.host}:${port}`;
