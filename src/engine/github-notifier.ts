@@ -9,7 +9,7 @@ import type { Db } from '../store/database.js';
 import { findDeploymentById } from '../store/repositories/deployments.js';
 import * as notices from '../store/repositories/github-notices.js';
 import { findIntegrationById } from '../store/repositories/integrations.js';
-import { leaseOutboxRow, nextOutboxDueAt } from '../store/repositories/outbox.js';
+import { leaseOutboxRow } from '../store/repositories/outbox.js';
 import { findRevisionById } from '../store/repositories/revisions.js';
 import { startOutboxLoop } from './outbox-loop.js';
 
@@ -59,7 +59,7 @@ export function startGitHubNotifier(deps: NotifierDeps, overrides: Partial<Notif
   const apps = new Map<string, { updatedAt: string; app: GitHubAppProvider }>();
   return startOutboxLoop({
     pass: () => notifyPass(deps, settings, apps),
-    nextDueAt: () => nextOutboxDueAt(deps.db, 'github_notices'),
+    nextDueAt: () => notices.nextGitHubNoticeDueAt(deps.db),
     bus: deps.bus,
     logger: deps.logger,
     what: 'notifying GitHub',
@@ -101,15 +101,17 @@ async function send(deps: NotifierDeps, settings: NotifierSettings, apps: Apps, 
   const { db, logger } = deps;
   const startedAt = settings.now();
   if (!(await leaseOutboxRow(db, 'github_notices', notice.id, iso(startedAt), iso(startedAt + settings.leaseMs)))) return false;
-  const plan = notice.kind === 'preview_refused' ? await refusalPlan(deps, apps, notice) : await revisionPlan(deps, settings, apps, notice);
   const about = { notice: notice.id, revision: notice.revision_id, deployment: notice.deployment_id, status: notice.status };
-  if (typeof plan === 'string') {
-    logger.debug({ ...about, why: plan }, 'a GitHub notice was dropped');
-    await notices.deleteGitHubNotice(db, notice.id);
-    return true;
-  }
+  let what = notice.kind === 'preview_refused' ? 'why a preview was refused' : 'about a revision';
   let steps = notice.steps_done;
   try {
+    const plan = notice.kind === 'preview_refused' ? await refusalPlan(deps, apps, notice) : await revisionPlan(deps, settings, apps, notice);
+    if (typeof plan === 'string') {
+      logger.debug({ ...about, why: plan }, 'a GitHub notice was dropped');
+      await notices.deleteGitHubNotice(db, notice.id);
+      return true;
+    }
+    what = plan.what;
     await plan.run(steps, async (done) => {
       steps = done;
       await notices.updateGitHubNotice(db, notice.id, { steps_done: steps });
@@ -117,16 +119,19 @@ async function send(deps: NotifierDeps, settings: NotifierSettings, apps: Apps, 
     await notices.deleteGitHubNotice(db, notice.id);
     return true;
   } catch (error) {
+    // Whatever failed once the notice was leased (GitHub, the database, reading the
+    // integration) is retried with the backoff: left leased, the notice and every later one of
+    // its revision would wait for the lease to run out (minutes).
     const finishedAt = settings.now();
     const attempts = notice.attempts + 1;
     const retryAt = finishedAt + retryDelayMs(attempts, settings.firstRetryDelayMs, settings.random);
     const message = safeMessage(error);
     if (retryAt - Date.parse(notice.created_at) > settings.retryWindowMs) {
-      logger.warn({ ...about, attempts, error: message }, `gave up telling GitHub ${plan.what}`);
+      logger.warn({ ...about, attempts, error: message }, `gave up telling GitHub ${what}`);
       await notices.deleteGitHubNotice(db, notice.id);
       return true;
     }
-    logger.warn({ ...about, attempts, error: message }, `telling GitHub ${plan.what} failed; it is retried`);
+    logger.warn({ ...about, attempts, error: message }, `telling GitHub ${what} failed; it is retried`);
     await notices.updateGitHubNotice(db, notice.id, {
       steps_done: steps,
       attempts,

@@ -64,23 +64,48 @@ function noticeSequence(row: Pick<NoticeRow, 'revision_id' | 'deployment_id' | '
   return row.revision_id ?? `refused:${row.deployment_id}:${row.commit_sha ?? ''}`;
 }
 
-/**
- * Notices due now, at most one per sequence (noticeSequence) and only its oldest: GitHub
- * shows a commit's latest status, so a revision's notices are sent in the order they happened.
- */
-export async function dueGitHubNotices(db: Executor, now: string, limit: number): Promise<NoticeRow[]> {
+/** The oldest pending notice of each sequence (noticeSequence), oldest first: only it may be sent. */
+async function sequenceHeads(db: Executor): Promise<NoticeRow[]> {
   const rows = await db.selectFrom('github_notices').selectAll().where('state', '=', 'pending').orderBy('created_at').orderBy('position').limit(500).execute();
   const seen = new Set<string>();
-  const due: NoticeRow[] = [];
-  for (const row of rows) {
+  return rows.filter((row) => {
     const sequence = noticeSequence(row);
-    if (seen.has(sequence)) continue;
+    if (seen.has(sequence)) return false;
     seen.add(sequence);
-    const free = row.leased_until === null || row.leased_until < now;
-    if (free && row.next_attempt_at !== null && row.next_attempt_at <= now) due.push(row);
-    if (due.length === limit) break;
+    return true;
+  });
+}
+
+/** When a head can be sent next: at its attempt's time, or when its sender's lease runs out. */
+function sendableAt(row: NoticeRow): string | null {
+  if (row.next_attempt_at === null) return null;
+  return row.leased_until !== null && row.leased_until > row.next_attempt_at ? row.leased_until : row.next_attempt_at;
+}
+
+/**
+ * Notices due now, at most one per sequence and only its oldest: GitHub shows a commit's
+ * latest status, so a revision's notices are sent in the order they happened.
+ */
+export async function dueGitHubNotices(db: Executor, now: string, limit: number): Promise<NoticeRow[]> {
+  const due = (await sequenceHeads(db)).filter((row) => {
+    const at = sendableAt(row);
+    return at !== null && at <= now;
+  });
+  return due.slice(0, limit);
+}
+
+/**
+ * When the next notice can be sent: a later notice of a sequence waits for its head, and a
+ * leased one for its lease, so neither may wake the sender before then (it would find
+ * nothing to send, again and again, until then).
+ */
+export async function nextGitHubNoticeDueAt(db: Executor): Promise<string | undefined> {
+  let next: string | undefined;
+  for (const row of await sequenceHeads(db)) {
+    const at = sendableAt(row);
+    if (at !== null && (next === undefined || at < next)) next = at;
   }
-  return due;
+  return next;
 }
 
 export async function updateGitHubNotice(

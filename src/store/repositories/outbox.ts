@@ -7,14 +7,20 @@ import type { Executor } from '../database.js';
  */
 export type OutboxTable = 'webhook_deliveries' | 'github_notices';
 
-/** The earliest time a pending row is due, for the sender's next wake-up. */
+/**
+ * The earliest time a pending row can be sent, for the sender's next wake-up: its attempt's
+ * time, or the end of the lease another sender holds on it (a wake-up before then would find
+ * nothing to send, again and again).
+ */
 export async function nextOutboxDueAt(db: Executor, table: OutboxTable): Promise<string | undefined> {
   const row = await db
     .selectFrom(table)
-    .select((eb) => eb.fn.min('next_attempt_at').as('next'))
+    .select((eb) =>
+      eb.fn.min(eb.case().when('leased_until', '>', eb.ref('next_attempt_at')).then(eb.ref('leased_until')).else(eb.ref('next_attempt_at')).end()).as('next'),
+    )
     .where('state', '=', 'pending')
     .executeTakeFirst();
-  return row?.next ?? undefined;
+  return (row?.next as string | null | undefined) ?? undefined;
 }
 
 /** Holds a pending row while it is sent, so two senders never send it at once; false when another holds it or it is done with. */
