@@ -230,6 +230,42 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.ok(!logs.includes(github.privateKey.split('\n')[1] ?? 'unreachable'), 'the private key reached the logs');
     });
 
+    test('a notice that fails before its GitHub calls is retried with the backoff, not held for its lease, and then sent', async () => {
+      const deployment = await deploy(integrationId, repoUrl);
+      const [revision] = await settled(deployment.id, 'DEPLOYED');
+      assert.ok(revision);
+      // The revision's own notices go first (a revision's are sent in order).
+      await eventually(async () => statusesOf(deployment.id, revision.id).length >= 3, 'the revision has its statuses');
+      const before = statusesOf(deployment.id, revision.id).length;
+      const integrations = () => server.berth.db.updateTable('codehost_integrations').where('id', '=', integrationId);
+      const { credentials_encrypted: credentials } = await server.berth.db
+        .selectFrom('codehost_integrations')
+        .select('credentials_encrypted')
+        .where('id', '=', integrationId)
+        .executeTakeFirstOrThrow();
+      // Credentials that cannot be decrypted: reading the integration throws before any GitHub call.
+      await integrations().set({ credentials_encrypted: 'not-a-ciphertext', updated_at: new Date().toISOString() }).execute();
+      const restore = () => integrations().set({ credentials_encrypted: credentials, updated_at: new Date().toISOString() }).execute();
+      try {
+        const noticeId = randomUUID();
+        const notice = { id: noticeId, status: 'DEPLOYED' as const, message: null };
+        assert.equal(await insertGitHubNotices(server.berth.db, { id: revision.id, deployment_id: deployment.id }, [notice], new Date().toISOString()), true);
+        const row = () => server.berth.db.selectFrom('github_notices').selectAll().where('id', '=', noticeId).executeTakeFirst();
+        // A second attempt within the 3-minute lease shows the first one let the notice go.
+        const retried = await eventually(async () => {
+          const found = await row();
+          return found && found.attempts >= 2 && found;
+        }, 'the notice is attempted again');
+        assert.match(retried.last_error ?? '', /.+/);
+        await restore();
+        await eventually(async () => (await row()) === undefined, 'the notice is sent once the integration reads again');
+      } finally {
+        await restore();
+      }
+      assert.equal(statusesOf(deployment.id, revision.id).length, before + 1);
+      assert.equal(statusesOf(deployment.id, revision.id).at(-1)?.state, 'success');
+    });
+
     test('a deployment on a git integration queues nothing for GitHub', async () => {
       const plain = await gitIntegrationOf(api, repo.bare);
       const onGit = await deploy(plain.id, plain.repoUrl);
