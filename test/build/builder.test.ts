@@ -92,7 +92,9 @@ describe('image builder', () => {
   test('named build contexts besides the main one reach COPY --from', async () => {
     const extra = await mkdtemp(path.join(os.tmpdir(), 'berth-test-context-'));
     try {
-      await writeFile(path.join(extra, 'shared.txt'), 'from the shared library\n');
+      // Unique, so that no layer cached by an earlier run stands in for the RUN whose output is checked.
+      const shared = `from the shared library ${randomUUID()}`;
+      await writeFile(path.join(extra, 'shared.txt'), `${shared}\n`);
       const lines: string[] = [];
       await buildImage(builder, {
         contextDir: context,
@@ -101,7 +103,7 @@ describe('image builder', () => {
         tag: newTag(),
         log: (line) => void lines.push(line),
       });
-      assert.ok(lines.includes('from the shared library'), lines.join('\n'));
+      assert.ok(lines.includes(shared), lines.join('\n'));
     } finally {
       await rm(extra, { recursive: true, force: true });
     }

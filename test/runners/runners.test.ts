@@ -6,17 +6,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { containersEnv, run } from '../build/helpers.js';
-import type { Registry } from '../../src/registry/setup.js';
 import { createRepository, type FixtureRepository, tempDir, type TempDir } from '../support/git-repos.js';
 import { startCutProxy } from '../support/cut-proxy.js';
 import { type GitHttpServer, startGitHttpServer } from '../support/git-http-server.js';
 import { type Client, client } from '../support/http.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
 import { freePort } from '../support/process.js';
-import { startTokenRegistry, TOKEN_PATH, type TokenRegistry } from '../support/registry.js';
+import type { TokenRegistry } from '../support/registry.js';
 import { eventually } from '../support/runtimes.js';
 import { deadline } from '../support/deadline.js';
-import { type DatabaseKind, postgresUnavailable, startTestServer, type TestServer } from '../support/server.js';
+import { type DatabaseKind, postgresUnavailable, type TestServer } from '../support/server.js';
+import { startRunnerControlPlane } from '../support/runner-plane.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BASE = 'localhost/berth-test/runner-base:1';
@@ -87,28 +87,7 @@ describe('build runners', () => {
       const dataDirs: string[] = [];
 
       before(async () => {
-        const berthPort = await freePort();
-        const registryPort = await freePort();
-        server = await startTestServer(kind, {
-          configuredBuilder: true,
-          env: {
-            PORT: String(berthPort),
-            BERTH_BUILDER: 'runners',
-            BERTH_RUNNER_LEASE_SECONDS: '3',
-            BERTH_RUNNER_WAIT_SECONDS: '8',
-            BERTH_REGISTRY: `127.0.0.1:${registryPort}`,
-            BERTH_REGISTRY_TLS_VERIFY: 'off',
-            BERTH_GIT_ALLOW_LOCAL: 'on',
-          },
-        });
-        const berthRegistry = server.berth.registry as Registry;
-        registry = await startTokenRegistry({
-          port: registryPort,
-          realm: `http://127.0.0.1:${berthPort}${TOKEN_PATH}`,
-          service: berthRegistry.settings.service,
-          issuer: berthRegistry.settings.issuer,
-          rootCertBundle: berthRegistry.bundleFile,
-        });
+        ({ server, registry } = await startRunnerControlPlane(kind, { leaseSeconds: 3, waitSeconds: 8 }));
         api = client(server.url, { key: server.adminKey });
         repos = await tempDir('berth-runner-repos-');
         repo = await createRepository(repos.path, { owner: 'acme', name: 'agent', defaultBranch: 'main' });

@@ -8,7 +8,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { containersEnv, run, ROOT } from '../build/helpers.js';
-import type { Registry } from '../../src/registry/setup.js';
 import { BUILD_TEST_BASE_IMAGE, TEST_BASE_IMAGE_NODE } from '../support/base-image.js';
 import { buildSandboxUnavailable, type TestBuildDir, tempBuildDir } from '../support/build-sandbox.js';
 import { deadline } from '../support/deadline.js';
@@ -16,10 +15,10 @@ import { type GitHttpServer, startGitHttpServer } from '../support/git-http-serv
 import { createRepository, type FixtureRepository, git, type TempDir, tempDir } from '../support/git-repos.js';
 import { client, type Client } from '../support/http.js';
 import { holdMachineTurnForSuite } from '../support/machine-lock.js';
-import { freePort } from '../support/process.js';
-import { startTokenRegistry, TOKEN_PATH, type TokenRegistry } from '../support/registry.js';
+import type { TokenRegistry } from '../support/registry.js';
 import { eventually } from '../support/runtimes.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { startRunnerControlPlane } from '../support/runner-plane.js';
 
 const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
 const skip = await buildSandboxUnavailable();
@@ -69,27 +68,7 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
     async () => {
       const base = await run('bash', BUILD_TEST_BASE_IMAGE, 15 * 60_000);
       assert.equal(base.code, 0, `scripts/build-base-images.sh failed:\n${base.stderr}`);
-      const berthPort = await freePort();
-      const registryPort = await freePort();
-      server = await startTestServer('sqlite', {
-        configuredBuilder: true,
-        env: {
-          PORT: String(berthPort),
-          BERTH_BUILDER: 'runners',
-          BERTH_RUNNER_WAIT_SECONDS: '120',
-          BERTH_REGISTRY: `127.0.0.1:${registryPort}`,
-          BERTH_REGISTRY_TLS_VERIFY: 'off',
-          BERTH_GIT_ALLOW_LOCAL: 'on',
-        },
-      });
-      const berthRegistry = server.berth.registry as Registry;
-      registry = await startTokenRegistry({
-        port: registryPort,
-        realm: `http://127.0.0.1:${berthPort}${TOKEN_PATH}`,
-        service: berthRegistry.settings.service,
-        issuer: berthRegistry.settings.issuer,
-        rootCertBundle: berthRegistry.bundleFile,
-      });
+      ({ server, registry } = await startRunnerControlPlane('sqlite', { waitSeconds: 120 }));
       api = client(server.url, { key: server.adminKey });
 
       repos = await tempDir('berth-runner-sandbox-repos-');
