@@ -1,9 +1,11 @@
 // Runs the test files under the given roots (default test/ and test-reliability/, every suite
-// CI runs) with node's test runner, one process per file, in two tiers that run side by side:
+// CI runs) with node's test runner, one process per file, in two tiers:
 //   fast    every file that does not take the machine turn, BERTH_TEST_CONCURRENCY (default 2)
 //           at a time;
 //   images  the files that take the machine turn (they build images and time real
-//           processes), one at a time, in a lane of their own beside the fast tier's.
+//           processes), one at a time after the fast tier. (Run beside the fast tier, they
+//           made the whole run slower on this two-core machine, not faster: both tiers are
+//           CPU-bound, and each file's waits grew with the contention; bench/results.md.)
 // Within a tier, files run slowest first, by the times of earlier runs on this machine
 // (TIMES_FILE; a file never timed counts as slowest), so the run does not end on one long
 // file while the other lanes idle.
@@ -285,6 +287,8 @@ async function runTier(files: TestFile[], concurrency: number, stream: boolean, 
       const passed = outcome.code === 0 && outcome.problems.length === 0;
       process.stdout.write(`${passed ? '■' : '✖'} ${entry.file} ${passed ? 'passed' : 'failed'} in ${formatDuration(outcome.durationMs)}\n`);
       outcomes.push(outcome);
+      // Kept as each file ends, so that a run stopped early still orders the next one.
+      recordTimes([outcome]);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, lane));
@@ -317,21 +321,17 @@ async function main(): Promise<number> {
   const started = Date.now();
   const outcomes: Outcome[] = [];
   try {
-    const lanes = (['fast', 'images'] as const)
-      .map((tier) => ({ tier, files: files.filter((entry) => entry.tier === tier) }))
-      .filter(({ files: inTier }) => inTier.length > 0)
-      .map(({ tier, files: inTier }) => ({ tier, files: inTier, concurrency: tier === 'fast' ? fastConcurrency() : 1 }));
-    // Output of files run side by side is printed whole as each ends; a lone file streams.
-    const stream = lanes.reduce((sum, lane) => sum + Math.min(lane.concurrency, lane.files.length), 0) === 1;
-    const left = formatDuration(Math.max(0, endsAt - Date.now()));
-    for (const { tier, files: inTier, concurrency } of lanes) {
+    for (const tier of ['fast', 'images'] as const) {
+      const inTier = files.filter((entry) => entry.tier === tier);
+      if (inTier.length === 0) continue;
+      const concurrency = tier === 'fast' ? fastConcurrency() : 1;
+      const left = formatDuration(Math.max(0, endsAt - Date.now()));
       process.stdout.write(`== ${tier} tier: ${inTier.length} files, ${concurrency} at a time, deadline factor ${factor}, ${left} of the budget left\n`);
+      // Output of files run side by side is printed whole as each ends; a lone file streams.
+      outcomes.push(...(await runTier(inTier, concurrency, concurrency === 1, eventsDir, endsAt)));
     }
-    const results = await Promise.all(lanes.map(({ files: inTier, concurrency }) => runTier(inTier, concurrency, stream, eventsDir, endsAt)));
-    for (const result of results) outcomes.push(...result);
   } finally {
     fs.rmSync(eventsDir, { recursive: true, force: true });
-    recordTimes(outcomes);
   }
 
   const failed = outcomes.filter((outcome) => outcome.code !== 0 || outcome.problems.length > 0);
