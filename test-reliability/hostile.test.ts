@@ -25,6 +25,7 @@ import { HOSTILE_STRINGS, valueFor } from './arbitraries.js';
 import { EXAMPLE_BODIES, exampleRepository, SECRET_MARKER } from './examples.js';
 import {
   type Db,
+  encodeURIComponentSafe,
   errorFormProblem,
   type Operation,
   operationsOf,
@@ -725,11 +726,4 @@ function answerClass(res: RawResponse | undefined, detail: string): string {
   const code = /"code":"(FST_[A-Z_]+)"/.exec(res.text)?.[1];
   if (code) return code;
   return (res.contentType ?? 'no content-type').split(';')[0] as string;
-}
-
-/** encodeURIComponent that cannot throw (lone surrogates become U+FFFD first). */
-function encodeURIComponentSafe(value: string): string {
-  let wellFormed = '';
-  for (const char of value) wellFormed += char.length === 1 && char >= '\ud800' && char <= '\udfff' ? '\ufffd' : char;
-  return encodeURIComponent(wellFormed);
 }

@@ -16,7 +16,7 @@ import { startTestServer, type TestServer } from '../test/support/server.js';
 import { EXAMPLE_BODIES, exampleRepository, SECRET_MARKER, secretValue } from './examples.js';
 import { valueFor } from './arbitraries.js';
 import { disableSubscription, insertDeliveries } from '../src/store/repositories/webhooks.js';
-import { allRows, databasesToTest, type Operation, operationsOf, type RawResponse, sendRaw, tableNames, textCells } from './support.js';
+import { allRows, databasesToTest, encodeURIComponentSafe, type Operation, operationsOf, type RawResponse, sendRaw, tableNames, textCells } from './support.js';
 import { describeEachDatabase } from '../test/support/database.js';
 
 /** Routes of organization-wide resources: any key of the organization may use them by design. */
@@ -361,7 +361,7 @@ describeEachDatabase(
       });
       const query = op.query
         .filter((q) => q.required)
-        .map((q) => `${q.name}=${encodeURIComponent(String(q.schema.enum?.[0] ?? q.schema.default ?? fc.sample(valueFor(q.schema), 1)[0]))}`);
+        .map((q) => `${q.name}=${encodeURIComponentSafe(String(q.schema.enum?.[0] ?? q.schema.default ?? fc.sample(valueFor(q.schema), 1)[0]))}`);
       let payload: string | undefined;
       if (op.body) {
         const example = EXAMPLE_BODIES[`${op.method} ${op.path}`];

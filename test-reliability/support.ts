@@ -265,3 +265,10 @@ export function databasesToTest(): ('sqlite' | 'postgres')[] {
   const wanted = (process.env.RELIABILITY_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
   return (['sqlite', 'postgres'] as const).filter((kind) => wanted.includes(kind));
 }
+
+/** encodeURIComponent that cannot throw (lone surrogates, which generated strings hold, become U+FFFD first). */
+export function encodeURIComponentSafe(value: string): string {
+  let wellFormed = '';
+  for (const char of value) wellFormed += char.length === 1 && char >= '\ud800' && char <= '\udfff' ? '\ufffd' : char;
+  return encodeURIComponent(wellFormed);
+}
