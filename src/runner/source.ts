@@ -18,25 +18,8 @@ export interface FetchedSource {
  */
 export async function fetchSource(client: RunnerClient, jobId: string, answer: JobSourceView, archiveDir: string, signal: AbortSignal): Promise<FetchedSource> {
   if (answer.kind === 'git') {
-    const credentials = answer.credentials;
     return {
-      source: {
-        kind: 'git',
-        url: answer.url,
-        ref: answer.ref,
-        ...(credentials
-          ? {
-              auth:
-                credentials.kind === 'basic'
-                  ? { kind: 'basic' as const, username: credentials.username, password: credentials.password }
-                  : {
-                      kind: 'ssh-key' as const,
-                      privateKey: credentials.private_key,
-                      ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}),
-                    },
-            }
-          : {}),
-      },
+      source: gitSource(answer.url, answer.ref, answer.credentials),
       release: async () => {},
     };
   }
@@ -51,4 +34,25 @@ export async function fetchSource(client: RunnerClient, jobId: string, answer: J
     throw error;
   }
   return { source: { kind: 'archive', path: file }, release };
+}
+
+/** The git source a job names, with its short-lived credential in the form the fetch takes. */
+export function gitSource(url: string, ref: string, credentials: Extract<JobSourceView, { kind: 'git' }>['credentials']): BuildSource {
+  return {
+    kind: 'git',
+    url,
+    ref,
+    ...(credentials
+      ? {
+          auth:
+            credentials.kind === 'basic'
+              ? { kind: 'basic' as const, username: credentials.username, password: credentials.password }
+              : {
+                  kind: 'ssh-key' as const,
+                  privateKey: credentials.private_key,
+                  ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}),
+                },
+        }
+      : {}),
+  };
 }

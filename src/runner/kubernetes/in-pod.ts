@@ -5,6 +5,7 @@ import { LangGraphBuildDriver } from '../../engine/drivers/langgraph-build.js';
 import { type BuildRequest, type BuildSource, DriverError, type LogLevel } from '../../engine/drivers/types.js';
 import type { PodJob } from './manifests.js';
 import { fetchPodArchive } from './pod-archive.js';
+import { gitSource } from '../source.js';
 import { logLine, resultLine } from './pod-lines.js';
 
 /**
@@ -69,22 +70,5 @@ export async function podSource(
     await fetchPodArchive(source, file, signal);
     return { kind: 'archive', path: file };
   }
-  const credentials = source.credentials;
-  return {
-    kind: 'git',
-    url: source.url,
-    ref: source.ref,
-    ...(credentials
-      ? {
-          auth:
-            credentials.kind === 'basic'
-              ? { kind: 'basic' as const, username: credentials.username, password: credentials.password }
-              : {
-                  kind: 'ssh-key' as const,
-                  privateKey: credentials.private_key,
-                  ...(credentials.known_hosts ? { knownHosts: credentials.known_hosts } : {}),
-                },
-        }
-      : {}),
-  };
+  return gitSource(source.url, source.ref, source.credentials);
 }
