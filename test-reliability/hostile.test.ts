@@ -33,7 +33,10 @@ import {
   runSeed,
   databasesToTest,
   sendRaw,
+  changeMarks,
+  refreshSnapshot,
   snapshot,
+  tablesMarkedChanged,
   snapshotDifference,
   type Snapshot,
 } from './support.js';
@@ -270,6 +273,8 @@ class Hunt {
   /** Answers by status, to show the runs reached handlers (2xx) and not only validation. */
   readonly statuses = new Map<number, number>();
   #current: Snapshot | undefined;
+  /** The change marks `#current` was taken at: only the tables whose mark moved are read again. */
+  #currentMarks: Record<string, string> = {};
   /** The listener protocol's routes take a listener key (any other key is refused before the body is read). */
   listenerKey: string | undefined;
   /** The build runner routes take a runner key, likewise. */
@@ -281,7 +286,7 @@ class Hunt {
   ) {}
 
   async send(probe: Probe): Promise<RawResponse | undefined> {
-    this.#current ??= await snapshot(this.db);
+    const before = this.#current ?? (await this.#resnapshot());
     const key =
       this.listenerKey && probe.route.startsWith('/v1/listener-protocol')
         ? this.listenerKey
@@ -297,17 +302,19 @@ class Hunt {
       res = await sendRaw(this.server.url, { method: probe.method, path: fullPath, headers, body: probe.body });
     } catch (error) {
       this.#record('no answer', probe, undefined, (error as Error).message);
-      this.#current = await snapshot(this.db);
+      await this.#resnapshot();
       return undefined;
     }
     this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
-    const after = await snapshot(this.db);
+    const marks = await changeMarks(this.db, this.#currentMarks);
+    const written = await tablesMarkedChanged(this.db, this.#currentMarks, marks);
+    const after = written.length === 0 ? before : await refreshSnapshot(this.db, before, written);
     if (res.status >= 500) {
       this.#record('5xx', probe, res, this.#serverError(res));
     } else if (res.status >= 400) {
       const form = errorFormProblem(res.status, res.contentType, res.text);
       if (form) this.#record('not the API error form', probe, res, form);
-      const changed = snapshotDifference(this.#current, after);
+      const changed = snapshotDifference(before, after);
       if (changed) this.#record('rejected request changed the database', probe, res, changed);
       const secrets = (probe.body ?? '').match(new RegExp(`${SECRET_MARKER}-[0-9a-f-]{36}`, 'g')) ?? [];
       const echoed = secrets.find((s) => res.text.includes(s));
@@ -316,7 +323,14 @@ class Hunt {
       this.#record('unexpected status', probe, res, '');
     }
     this.#current = after;
+    this.#currentMarks = marks;
     return res;
+  }
+
+  async #resnapshot(): Promise<Snapshot> {
+    this.#currentMarks = await changeMarks(this.db);
+    this.#current = await snapshot(this.db);
+    return this.#current;
   }
 
   /** The error the server logged for a 5xx answer. */
@@ -408,8 +422,12 @@ describeEachDatabase(
       assert.equal(integration.status, 201, integration.text);
       // The snapshot sees a write (so "unchanged" below means something).
       const before = await snapshot(server.berth.db);
+      const marksBefore = await changeMarks(server.berth.db);
+      assert.deepEqual(await tablesMarkedChanged(server.berth.db, marksBefore, await changeMarks(server.berth.db)), [], 'a read moves no change mark');
       assert.equal((await api('PATCH', `/v2/deployments/${deployment.body.id}`, { body: { display_name: 'seen' } })).status, 200);
       assert.ok(snapshotDifference(before, await snapshot(server.berth.db)), 'a PATCH shows in the snapshot');
+      const moved = await tablesMarkedChanged(server.berth.db, marksBefore, await changeMarks(server.berth.db));
+      assert.ok(moved.includes('deployments'), `a PATCH moves the deployments table's change mark (moved: ${moved.join(', ')})`);
       Object.assign(fixtures, {
         deployment_id: deployment.body.id,
         revision_id: deployment.body.latest_revision_id,

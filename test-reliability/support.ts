@@ -102,15 +102,58 @@ export interface Snapshot {
 
 /** Row counts and a digest of the contents of every table (full rows of `keepRows`, to show a difference). */
 export async function snapshot(db: Db, keepRows: string[] = ['deployments', 'revisions']): Promise<Snapshot> {
-  const result: Snapshot = { counts: {}, digests: {}, rows: {} };
-  for (const table of await tableNames(db)) {
-    if (table.startsWith('kysely_migration')) continue;
+  return refreshSnapshot(db, { counts: {}, digests: {}, rows: {} }, await contentTables(db), keepRows);
+}
+
+/** A copy of `base` with the tables named read again (the others as they were in `base`). */
+export async function refreshSnapshot(db: Db, base: Snapshot, tables: readonly string[], keepRows: string[] = ['deployments', 'revisions']): Promise<Snapshot> {
+  const result: Snapshot = { counts: { ...base.counts }, digests: { ...base.digests }, rows: { ...base.rows } };
+  for (const table of tables) {
     const rows = canonicalRows(await allRows(db, table));
     result.counts[table] = rows.length;
     result.digests[table] = createHash('sha256').update(rows.join('\n')).digest('hex');
     if (keepRows.includes(table)) result.rows[table] = rows;
   }
   return result;
+}
+
+async function contentTables(db: Db): Promise<string[]> {
+  return (await tableNames(db)).filter((table) => !table.startsWith('kysely_migration'));
+}
+
+/**
+ * Cheap marks that move whenever a table's contents may have changed (a false alarm is allowed,
+ * a miss is not), so that a snapshot reads again only what a request may have written.
+ * SQLite has one mark for the whole database (`*`): the connection's own row changes
+ * (`total_changes()`, triggers included) and every other connection's commits (`data_version`).
+ * PostgreSQL has one per table: its row count and the newest row version's transaction id (an
+ * insert or an update makes a row version with a newer id than every earlier one when requests are
+ * sent one at a time, and a delete lowers the count). Those are read only when a transaction that
+ * wrote has ended anywhere in the cluster since `previous` (its snapshot's xmax moved).
+ */
+export async function changeMarks(db: Db, previous: Record<string, string> = {}): Promise<Record<string, string>> {
+  if (dialectOf(db) === 'sqlite') {
+    const own = await sql<{ changes: number }>`select total_changes() as changes`.execute(db);
+    const others = await sql<{ data_version: number }>`pragma data_version`.execute(db);
+    return { '*': `${own.rows[0]?.changes}/${others.rows[0]?.data_version}` };
+  }
+  const cluster = await sql<{ xmax: string }>`select pg_snapshot_xmax(pg_current_snapshot())::text as xmax`.execute(db);
+  const xmax = cluster.rows[0]?.xmax ?? '';
+  if (previous[CLUSTER_MARK] === xmax) return previous;
+  const marks = (await contentTables(db)).map(
+    (table) => sql`select ${table} as name, count(*) || '/' || coalesce(max(xmin::text::bigint), 0) as mark from ${sql.table(table)}`,
+  );
+  const { rows } = await sql<{ name: string; mark: string }>`${sql.join(marks, sql` union all `)}`.execute(db);
+  return { [CLUSTER_MARK]: xmax, ...Object.fromEntries(rows.map((row) => [row.name, row.mark])) };
+}
+
+const CLUSTER_MARK = '#cluster';
+
+/** The tables whose contents may differ between two sets of marks (every table, for a whole-database mark). */
+export async function tablesMarkedChanged(db: Db, before: Record<string, string>, after: Record<string, string>): Promise<string[]> {
+  const moved = Object.keys(after).filter((name) => name !== CLUSTER_MARK && before[name] !== after[name]);
+  if (moved.includes('*')) return contentTables(db);
+  return moved;
 }
 
 /** Names the first difference between two snapshots, or undefined when they are equal. */
