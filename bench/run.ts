@@ -839,8 +839,7 @@ async function runRunners(kind: 'sqlite' | 'postgres', baseEnv: NodeJS.ProcessEn
     // Runners push there; nothing listens, since no bench runner pushes, but each claim signs a push credential.
     BERTH_REGISTRY: `127.0.0.1:${await freePort()}`,
     BERTH_REGISTRY_TLS_VERIFY: 'off',
-    // A build held by a runner holds an engine slot for as long: the defaults (4, 3 per workspace) would keep a fourth runner idle.
-    BERTH_ENGINE_CONCURRENCY: '8',
+    // Every bench build is one workspace's, and a workspace's builds on runners count in its share (3 by default).
     BERTH_ENGINE_WORKSPACE_SLOTS: '8',
     ...(postgres ? { DATABASE_URL: postgres.url } : {}),
   };

@@ -40,8 +40,8 @@ export function runnersReport(r: RunnersResult, root: string): string[] {
   const worstPickup = Math.max(...r.rounds.map((round) => round.pickup.p99));
   const worstCpu = Math.max(...r.rounds.map((round) => round.burst.serverCpuMsPerBuild));
   return [
-    'Build runners (bench/runners.ts), BERTH_BUILDER=runners, default rate limit, BERTH_ENGINE_CONCURRENCY=8 and BERTH_ENGINE_WORKSPACE_SLOTS=8 ' +
-      '(a build on a runner holds an engine slot: with the defaults, 4 and 3 per workspace, one workspace keeps at most 3 runners busy). ' +
+    'Build runners (bench/runners.ts), BERTH_BUILDER=runners, default rate limit and engine concurrency (4), BERTH_ENGINE_WORKSPACE_SLOTS=8 ' +
+      '(every build is one workspace’s, and a workspace’s builds on runners count in its share, 3 by default; a build on a runner lends its engine slot while the runner builds). ' +
       'The runners are bench runner processes (bench/runner-client.ts), not `berth builder`: the real protocol over HTTP with the runner’s own client ' +
       '(claim with wait=30, source, download of the uploaded archive, two log batches of 20 lines with a heartbeat between them, the image reported), ' +
       'and a build that costs nothing, so the figures are the protocol’s and the control plane’s, not buildah’s. Each build is an `internal_source` revision ' +

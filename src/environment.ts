@@ -72,7 +72,9 @@ export const ENVIRONMENT = Type.Object({
     }),
   ),
   BERTH_ENGINE: Switch('on', { description: '`off` runs the API only; run `berth engine` (`npm run engine`) elsewhere' }),
-  BERTH_ENGINE_CONCURRENCY: Integer(4, 1, 64, { description: 'deployments one process works on at once' }),
+  BERTH_ENGINE_CONCURRENCY: Integer(4, 1, 64, {
+    description: 'deployments one process works on at once (a build on a runner does not count while the runner builds)',
+  }),
   BERTH_ENGINE_WORKSPACE_SLOTS: optional(
     Integer(undefined, 1, 64, {
       description:

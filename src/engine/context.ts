@@ -18,6 +18,11 @@ import type { BuildDriver, LogLevel, RuntimeDriver, StepContext } from './driver
  */
 export interface EngineStepContext extends StepContext {
   logOnce(lines: readonly { level: LogLevel; message: string }[], claim: (trx: Executor) => Promise<boolean>): Promise<boolean>;
+  /**
+   * Runs `wait` (a build another machine does) with this work's engine slot lent to other
+   * work meanwhile, and answers once the slot is taken back.
+   */
+  awayFromSlot<T>(wait: () => Promise<T>): Promise<T>;
 }
 
 /** Whether the step comes from the engine (the runner build driver runs under nothing else). */
@@ -79,6 +84,8 @@ export interface WorkAssignment extends EngineDeps {
   deploymentId: string;
   /** Aborted with a StopSignal when the whole work must stop. */
   work: AbortController;
+  /** Lends this work's engine slot while it waits on another machine; the function answered takes it back. */
+  lendSlot?: () => () => Promise<void>;
 }
 
 /** What the worker last read of its deployment, so steps need not read it again. */

@@ -75,6 +75,12 @@ export class Engine {
   readonly #full = new Set<string>();
   /** Successful claims since start, for tests and metrics. */
   claims = 0;
+  /**
+   * Work whose build on a runner ended, waiting to take a slot back: served before any new
+   * claim, so that a slot freed goes to the deploy of a build already done first. While this
+   * list is not empty every slot is taken (see #offerFreeSlots).
+   */
+  readonly #returning: (() => void)[] = [];
 
   constructor(
     private readonly deps: EngineDeps,
@@ -149,8 +155,33 @@ export class Engine {
     const slot = this.#slot().finally(() => {
       this.#slots -= 1;
       this.#running.delete(slot);
+      this.#offerFreeSlots();
     });
     this.#running.add(slot);
+  }
+
+  /**
+   * Gives a slot back while its work waits for a build on a runner (another machine does the
+   * work, so it should not bound how many runners this engine keeps busy); the function
+   * answered takes a slot again, once one is free, before the work goes on.
+   */
+  #lendSlot(): () => Promise<void> {
+    this.#slots -= 1;
+    this.#offerFreeSlots();
+    this.wake();
+    let taken: Promise<void> | undefined;
+    return () =>
+      (taken ??= new Promise<void>((resolve) => {
+        this.#returning.push(resolve);
+        this.#offerFreeSlots();
+      }));
+  }
+
+  #offerFreeSlots(): void {
+    while (this.#returning.length > 0 && this.#slots < this.settings.concurrency) {
+      this.#slots += 1;
+      (this.#returning.shift() as () => void)();
+    }
   }
 
   async #slot(): Promise<void> {
@@ -176,7 +207,7 @@ export class Engine {
       this.#work.add(work);
       setEngineSlots(this.#work.size, this.settings.concurrency);
       try {
-        const outcome = await workOnDeployment({ ...this.deps, settings: this.settings, deploymentId: claimed, work });
+        const outcome = await workOnDeployment({ ...this.deps, settings: this.settings, deploymentId: claimed, work, lendSlot: () => this.#lendSlot() });
         if (outcome === 'idle') this.#park(claimed);
       } catch (error) {
         this.deps.logger.error({ err: error, deploymentId: claimed }, 'engine work failed');
@@ -188,6 +219,8 @@ export class Engine {
       // On SQLite every query resolves as a microtask: without this, a slot that keeps
       // finding work would never let the event loop serve requests or signals.
       await yieldToEventLoop();
+      // Work back from a runner build goes first: this slot ends, and its end hands it over.
+      if (this.#returning.length > 0) return;
     }
   }
 

@@ -55,10 +55,20 @@ export async function runStep<T>(
   ctx.step = { revisionId: revision.id, controller };
   const started = performance.now();
   const elapsedSeconds = () => (performance.now() - started) / 1000;
+  // Set while the step's slot is lent (awayFromSlot): the step ends only once it is taken back.
+  let takeBack: (() => Promise<void>) | undefined;
   const step: EngineStepContext = {
     signal: controller.signal,
     log: (level: LogLevel, message: string) => writeLog(ctx, revision, spec.logType, level, message),
     logOnce: (lines, claim) => writeLogsOnce(ctx, revision, spec.logType, lines, claim),
+    awayFromSlot: async (wait) => {
+      takeBack ??= ctx.lendSlot?.();
+      try {
+        return await wait();
+      } finally {
+        await takeBack?.();
+      }
+    },
     note: async (message: string | null) => {
       // What waits to be written first, so the note lands on the status the database holds.
       if ((await flush(ctx)) === 'stale') return;
@@ -67,7 +77,7 @@ export async function runStep<T>(
   };
   const work = body(step);
   try {
-    const value = await Promise.race([work, aborted<T>(controller.signal)]);
+    const value = await Promise.race([work, aborted<T>(controller.signal)]).finally(() => takeBack?.());
     endStepRun(ctx, revision, { id: runId, outcome: 'succeeded', at: nowIso() });
     observeStep(spec.name, 'succeeded', elapsedSeconds());
     return { ok: true, value };

@@ -55,8 +55,13 @@ export class RunnerBuildDriver implements BuildDriver {
   constructor(private readonly options: RunnerBuildOptions) {}
 
   async build(request: BuildRequest, step: StepContext): Promise<BuiltImage> {
-    const { db, bus } = this.options;
     if (!isEngineStep(step)) throw new Error('the runner build driver runs under the engine only: it relays log lines with the engine step’s logOnce');
+    // A runner does the work: the engine's slot serves other deployments meanwhile.
+    return step.awayFromSlot(() => this.#awaitRunner(request, step));
+  }
+
+  async #awaitRunner(request: BuildRequest, step: EngineStepContext): Promise<BuiltImage> {
+    const { db, bus } = this.options;
     const job = (await findBuildJobToAnswer(db, request.revisionId)) ?? (await this.#queue(request));
     let wake: () => void = () => {};
     const unsubscribe = bus.subscribe((message) => {

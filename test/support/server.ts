@@ -110,11 +110,24 @@ function migratedTemplate(adminUrl: string): Promise<string> {
         await db.destroy();
       }
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+      await dropOtherTemplates(admin, name);
     });
     return name;
   })();
   templateName.catch(() => (templateName = undefined));
   return templateName;
+}
+
+/**
+ * Templates of earlier sets of migrations are dropped when a new one is made, so that they do
+ * not pile up on the machine. One in use (a checkout of another tree copying it now) refuses
+ * the drop and is left; that tree makes it again if it is gone when it next needs it.
+ */
+async function dropOtherTemplates(admin: pg.Client, keep: string): Promise<void> {
+  const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^berth_template_[0-9a-f]{16}$' AND datname <> $1`, [
+    keep,
+  ]);
+  for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => {});
 }
 
 export interface TestServer {
