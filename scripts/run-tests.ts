@@ -1,12 +1,15 @@
 // Runs the test files under the given roots (default test/ and test-reliability/, every suite
-// CI runs) with node's test runner, one process per file, in two tiers:
-//   fast    every file that does not take the machine turn, BERTH_TEST_CONCURRENCY (default 2)
-//           at a time;
-//   images  the files that take the machine turn (they build images and time real
-//           processes), one at a time after the fast tier. (Run beside the fast tier, they
-//           made the whole run slower on this two-core machine, not faster: both tiers are
-//           CPU-bound, and each file's waits grew with the contention; bench/results.md.)
-// Within a tier, files run slowest first, by the times of earlier runs on this machine
+// CI runs) with node's test runner, one process per file, BERTH_TEST_CONCURRENCY (default 2)
+// at a time, in lanes:
+//   the first lane runs the image files first (those that take the machine turn: they build
+//           images and time real processes), one after another, then fast files;
+//   the others run only fast files.
+// An image file spends much of its time waiting (a container's start, a registry, a
+// build's I/O): alone it left about half of the two cores idle, so one fast lane beside it
+// uses them. (Two fast lanes beside it oversubscribed the cores and stretched every file, and
+// the image files one after the other after the fast ones left the cores half idle for
+// their whole length; bench/results.md.)
+// Within a lane's list, files run slowest first, by the times of earlier runs on this machine
 // (TIMES_FILE; a file never timed counts as slowest), so the run does not end on one long
 // file while the other lanes idle.
 // The one timeout policy: a file may run for what it declares (the sum of its tests'
@@ -277,11 +280,15 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
   return { ...entry, limitMs, code, durationMs, counts, problems };
 }
 
-async function runTier(files: TestFile[], concurrency: number, stream: boolean, eventsDir: string, endsAt: number): Promise<Outcome[]> {
-  const queue = slowestFirst(files);
+async function runLanes(files: TestFile[], lanes: number, eventsDir: string, endsAt: number): Promise<Outcome[]> {
+  const images = slowestFirst(files.filter((entry) => entry.tier === 'images'));
+  const fast = slowestFirst(files.filter((entry) => entry.tier === 'fast'));
   const outcomes: Outcome[] = [];
-  const lane = async () => {
-    for (let entry = queue.shift(); entry; entry = queue.shift()) {
+  // Output of files run side by side is printed whole as each ends; a lone file streams.
+  const stream = lanes === 1;
+  const lane = async (takesImages: boolean) => {
+    const next = () => (takesImages ? (images.shift() ?? fast.shift()) : fast.shift());
+    for (let entry = next(); entry; entry = next()) {
       process.stdout.write(`▶ ${entry.file} (limit ${formatDuration(Math.max(0, Math.min(entry.limitMs, endsAt - Date.now())))})\n`);
       const outcome = await runFile(entry, stream, eventsDir, endsAt);
       const passed = outcome.code === 0 && outcome.problems.length === 0;
@@ -291,7 +298,7 @@ async function runTier(files: TestFile[], concurrency: number, stream: boolean, 
       recordTimes([outcome]);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, lane));
+  await Promise.all(Array.from({ length: Math.min(lanes, files.length) }, (_, i) => lane(i === 0)));
   return outcomes;
 }
 
@@ -299,7 +306,7 @@ function formatDuration(ms: number): string {
   return ms >= 120_000 ? `${(ms / 60_000).toFixed(1)} min` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-function fastConcurrency(): number {
+function laneCount(): number {
   const raw = process.env.BERTH_TEST_CONCURRENCY ?? '2';
   const lanes = Number(raw);
   if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`BERTH_TEST_CONCURRENCY must be a whole number of at least 1, not ${JSON.stringify(raw)}`);
@@ -321,15 +328,13 @@ async function main(): Promise<number> {
   const started = Date.now();
   const outcomes: Outcome[] = [];
   try {
-    for (const tier of ['fast', 'images'] as const) {
-      const inTier = files.filter((entry) => entry.tier === tier);
-      if (inTier.length === 0) continue;
-      const concurrency = tier === 'fast' ? fastConcurrency() : 1;
-      const left = formatDuration(Math.max(0, endsAt - Date.now()));
-      process.stdout.write(`== ${tier} tier: ${inTier.length} files, ${concurrency} at a time, deadline factor ${factor}, ${left} of the budget left\n`);
-      // Output of files run side by side is printed whole as each ends; a lone file streams.
-      outcomes.push(...(await runTier(inTier, concurrency, concurrency === 1, eventsDir, endsAt)));
-    }
+    const lanes = laneCount();
+    const count = (tier: TestFile['tier']) => files.filter((entry) => entry.tier === tier).length;
+    const left = formatDuration(Math.max(0, endsAt - Date.now()));
+    process.stdout.write(
+      `== ${files.length} files (image tier: ${count('images')}, first in the first lane; fast: ${count('fast')}), ${lanes} at a time, deadline factor ${factor}, ${left} of the budget left\n`,
+    );
+    outcomes.push(...(await runLanes(files, lanes, eventsDir, endsAt)));
   } finally {
     fs.rmSync(eventsDir, { recursive: true, force: true });
   }
