@@ -92,6 +92,10 @@ describe('LangGraph.js agent image on the local base image', () => {
     const client = new Client({ apiUrl: url });
     const [assistant] = await client.assistants.search({ graphId: 'echo' });
     assert.ok(assistant, 'the echo graph has no assistant');
+    // The schemas are read from the graph's TypeScript source at run time: the bundled server must still reach it.
+    const schemas = await client.assistants.getSchemas(assistant.assistant_id);
+    const stateFields = Object.keys((schemas.state_schema as { properties?: Record<string, unknown> } | null | undefined)?.properties ?? {});
+    assert.deepEqual(stateFields.sort(), ['input', 'output'], `the echo graph's state schema: ${JSON.stringify(schemas)}`);
     const thread = await client.threads.create();
     const values = (await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: { input } })) as { output?: unknown };
     return values.output;
