@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { setTimeout as delayed } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { isTerminal, IN_PROGRESS_STATUSES } from '../src/domain/revision-status.js';
 import { loadEncryptionKey, parseEncryptionKey, Encryptor } from '../src/security/encryption.js';
@@ -99,6 +100,15 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
       const deploymentNames = new Map<string, string>();
       const failures: string[] = [];
       let counter = 0;
+      /** Resolves once `acks` holds this many writes (the round's kill waits for answers, not for a time). */
+      const ackWaiters: { count: number; resolve: () => void }[] = [];
+      const acknowledged = (count: number) => new Promise<void>((resolve) => (acks.length >= count ? resolve() : ackWaiters.push({ count, resolve })));
+      const noteAck = () => {
+        for (const waiter of ackWaiters.filter((w) => acks.length >= w.count)) {
+          ackWaiters.splice(ackWaiters.indexOf(waiter), 1);
+          waiter.resolve();
+        }
+      };
 
       const outputs: string[][] = [];
       async function start(): Promise<BerthProcess> {
@@ -156,6 +166,7 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
           if (!sameSecretSet(body.secrets, secrets)) failures.push(`round ${round}: ${attempt.kind} of ${body.id} answered other secrets than sent`);
           acks.push({ reqId, kind: attempt.kind, deploymentId: body.id, revisionId: body.latest_revision_id as string });
           if (create) deploymentNames.set(body.id, attempt.name as string);
+          noteAck();
         }
       }
 
@@ -210,23 +221,44 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
       }
 
       const started = Date.now();
+      let midLoadRounds = 0;
       for (let round = 1; round <= KILLS; round += 1) {
         const berth = await start();
         const api = client(berth.url, { key });
         await checkVisible(api, round);
         const state = { dead: false };
         const loops = [...Array.from({ length: CLIENT_LOOPS }, () => clientLoop(api, round, state)), readerLoop(api, round, state)];
-        // Mostly mid-load; sometimes right after start, while the engine resumes the last round's work.
-        const delay = rnd() < 0.2 ? Math.floor(rnd() * 100) : 150 + Math.floor(rnd() * 2000);
+        // Mostly mid-load: once this round has had a number of writes answered (a count, not a
+        // time, so that a busy machine answering fewer per second still kills under load), then
+        // a moment more, so that the kill lands among requests in flight. Sometimes right after
+        // start, while the engine resumes the last round's work.
+        const early = rnd() < 0.2;
+        const waitFor = early ? 0 : 5 + Math.floor(rnd() * 20);
+        const delay = early ? Math.floor(rnd() * 100) : Math.floor(rnd() * 300);
+        if (!early) {
+          const giveUp = new AbortController();
+          const answered = await Promise.race([
+            acknowledged(acks.length + waitFor).then(() => true),
+            berth.exited.then(() => false),
+            delayed(deadline(120_000), false, { signal: giveUp.signal }).catch(() => false),
+          ]).finally(() => giveUp.abort());
+          assert.ok(
+            answered,
+            `round ${round}: ${waitFor} writes were not answered (the server ${berth.child.exitCode === null ? 'is up' : 'exited'}); ${failures.slice(0, 3).join('; ')}`,
+          );
+          midLoadRounds += 1;
+        }
         await sleep(delay);
         state.dead = true;
         berth.child.kill('SIGKILL');
         await berth.exited;
         await Promise.all(loops);
-        t.diagnostic(`round ${round}: killed after ${delay} ms; ${attempts.size} requests sent, ${acks.length} acknowledged so far`);
+        t.diagnostic(
+          `round ${round}: killed ${early ? `${delay} ms after start` : `${delay} ms after ${waitFor} more writes were answered`}; ${attempts.size} requests sent, ${acks.length} acknowledged so far`,
+        );
       }
       assert.deepEqual(failures, [], 'requests failed while the server was up');
-      assert.ok(acks.length > KILLS * 5, `enough acknowledged writes to mean something (${acks.length})`);
+      assert.ok(acks.length >= midLoadRounds * 5, `every round under load had its writes answered (${acks.length} over ${midLoadRounds} rounds)`);
 
       // The last restart: it must carry every revision to a terminal status, and lose nothing.
       const final = await start();
