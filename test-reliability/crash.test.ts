@@ -221,7 +221,7 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
       }
 
       const started = Date.now();
-      let midLoadRounds = 0;
+      let earlyRounds = 0;
       for (let round = 1; round <= KILLS; round += 1) {
         const berth = await start();
         const api = client(berth.url, { key });
@@ -232,8 +232,11 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
         // time, so that a busy machine answering fewer per second still kills under load), then
         // a moment more, so that the kill lands among requests in flight. Sometimes right after
         // start, while the engine resumes the last round's work.
-        const early = rnd() < 0.2;
-        const waitFor = early ? 0 : 5 + Math.floor(rnd() * 20);
+        // At most a fifth of the rounds are early, and a round under load waits for at least 7
+        // writes: so the run has more than KILLS * 5 acknowledged writes, on any machine.
+        const early = earlyRounds < Math.floor(KILLS / 5) && rnd() < 0.2;
+        if (early) earlyRounds += 1;
+        const waitFor = early ? 0 : 7 + Math.floor(rnd() * 18);
         const delay = early ? Math.floor(rnd() * 100) : Math.floor(rnd() * 300);
         if (!early) {
           const giveUp = new AbortController();
@@ -246,7 +249,6 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
             answered,
             `round ${round}: ${waitFor} writes were not answered (the server ${berth.child.exitCode === null ? 'is up' : 'exited'}); ${failures.slice(0, 3).join('; ')}`,
           );
-          midLoadRounds += 1;
         }
         await sleep(delay);
         state.dead = true;
@@ -258,7 +260,7 @@ describe('crash safety: SIGKILL at random points under concurrent creates and PA
         );
       }
       assert.deepEqual(failures, [], 'requests failed while the server was up');
-      assert.ok(acks.length >= midLoadRounds * 5, `every round under load had its writes answered (${acks.length} over ${midLoadRounds} rounds)`);
+      assert.ok(acks.length > KILLS * 5, `enough acknowledged writes to mean something (${acks.length})`);
 
       // The last restart: it must carry every revision to a terminal status, and lose nothing.
       const final = await start();
