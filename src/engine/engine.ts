@@ -81,6 +81,8 @@ export class Engine {
    * list is not empty every slot is taken (see #offerFreeSlots).
    */
   readonly #returning: (() => void)[] = [];
+  /** Work whose slot is lent now: it is not busy in a slot (the slots metric leaves it out). */
+  #lent = 0;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -167,14 +169,24 @@ export class Engine {
    */
   #lendSlot(): () => Promise<void> {
     this.#slots -= 1;
+    this.#lent += 1;
+    this.#reportSlots();
     this.#offerFreeSlots();
     this.wake();
     let taken: Promise<void> | undefined;
     return () =>
       (taken ??= new Promise<void>((resolve) => {
-        this.#returning.push(resolve);
+        this.#returning.push(() => {
+          this.#lent -= 1;
+          this.#reportSlots();
+          resolve();
+        });
         this.#offerFreeSlots();
       }));
+  }
+
+  #reportSlots(): void {
+    setEngineSlots(this.#work.size - this.#lent, this.settings.concurrency);
   }
 
   #offerFreeSlots(): void {
@@ -205,7 +217,7 @@ export class Engine {
       this.claims += 1;
       const work = new AbortController();
       this.#work.add(work);
-      setEngineSlots(this.#work.size, this.settings.concurrency);
+      this.#reportSlots();
       try {
         const outcome = await workOnDeployment({ ...this.deps, settings: this.settings, deploymentId: claimed, work, lendSlot: () => this.#lendSlot() });
         if (outcome === 'idle') this.#park(claimed);
@@ -213,7 +225,7 @@ export class Engine {
         this.deps.logger.error({ err: error, deploymentId: claimed }, 'engine work failed');
       } finally {
         this.#work.delete(work);
-        setEngineSlots(this.#work.size, this.settings.concurrency);
+        this.#reportSlots();
         this.#full.delete(candidate.workspaceId);
       }
       // On SQLite every query resolves as a microtask: without this, a slot that keeps

@@ -86,6 +86,10 @@ describeEachDatabase('builds on runners and the engine’s slots', (kind) => {
       jobs.push(job);
     }
     assert.deepEqual(jobs.map((job) => job.revision_id).sort(), deployments.map((d) => d.revisionId).sort(), 'each runner builds one of the two revisions');
+    // Builds on runners are not busy slots: the metric never shows more than the engine has.
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const busy = Number(/^berth_engine_busy_slots (\d+)/m.exec(metrics)?.[1]);
+    assert.ok(busy <= 1, `berth_engine_busy_slots is ${busy} with one slot and both builds on runners`);
 
     // Both come back to the one slot in turn, and both reach their deploy.
     await Promise.all(jobs.map((job, i) => finish(runners[i] as RunnerClient, job)));
