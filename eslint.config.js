@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'data/', 'node_modules/', 'test/fixtures/', 'scripts/base-images/', 'deploy/'] },
+  { ignores: ['dist/', 'data/', 'node_modules/', '.test-build/', 'test/fixtures/', 'scripts/base-images/', 'deploy/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -18,15 +18,19 @@
 // FILE_CAP_MS and at what is left of the run's budget (RUN_BUDGET_MS, below). Past its limit
 // its process group is stopped and the file fails, naming the tests still running; a file
 // with no budget left is not started and fails.
+// Test processes run the checkout compiled to JavaScript (scripts/test-tree.ts: built once per
+// run, about 3 s), not the sources through tsx, whose loader cost every process ~1.5 s of CPU;
+// --source runs them from the sources through tsx, as a checkout that is not a git one does.
 // Ends with the time of every file, slowest first, and node's counts summed over all files.
 //
-//   node --import tsx scripts/run-tests.ts [--tier=fast|images] [--list] [root or file …]
+//   node --import tsx scripts/run-tests.ts [--tier=fast|images] [--list] [--source] [root or file …]
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { deadline, deadlineFactor } from '../test/support/deadline.js';
 import { TURN_TIMEOUT_MS } from '../test/support/machine-lock.js';
+import { buildTestTree, type TestTree } from './test-tree.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const REPORTER = path.join(ROOT, 'scripts/test-events-reporter.mjs');
@@ -73,18 +77,20 @@ interface Outcome extends TestFile {
   problems: string[];
 }
 
-function parseArguments(argv: string[]): { roots: string[]; tiers: TestFile['tier'][]; list: boolean } {
+function parseArguments(argv: string[]): { roots: string[]; tiers: TestFile['tier'][]; list: boolean; source: boolean } {
   const roots: string[] = [];
   let tiers: TestFile['tier'][] = ['fast', 'images'];
   let list = false;
+  let source = false;
   for (const arg of argv) {
     const tier = /^--tier=(fast|images)$/.exec(arg);
     if (tier) tiers = [tier[1] as TestFile['tier']];
     else if (arg === '--list') list = true;
-    else if (arg.startsWith('--')) throw new Error(`unknown option ${arg} (known: --tier=fast|images, --list)`);
+    else if (arg === '--source') source = true;
+    else if (arg.startsWith('--')) throw new Error(`unknown option ${arg} (known: --tier=fast|images, --list, --source)`);
     else roots.push(arg);
   }
-  return { roots, tiers, list };
+  return { roots, tiers, list, source };
 }
 
 /** Every suite: CI runs them all in one run, so that they share its lanes. */
@@ -103,7 +109,8 @@ function discover(roots: string[]): string[] {
     if (fs.statSync(root).isDirectory()) walk(root);
     else files.push(root);
   }
-  return files.sort();
+  // Named from the checkout's root, as the compiled tree names its copies.
+  return files.map((file) => path.relative(ROOT, path.resolve(file))).sort();
 }
 
 function readTimes(): Record<string, number> {
@@ -203,7 +210,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-async function runFile(entry: TestFile, stream: boolean, eventsDir: string, endsAt: number): Promise<Outcome> {
+/** How node runs a test file: its compiled copy in this run's tree, or its source through tsx. */
+function testProcessArguments(file: string, tree: TestTree | undefined): { args: string[]; cwd: string } {
+  if (!tree) return { args: ['--import', 'tsx', path.join(ROOT, file)], cwd: ROOT };
+  return { args: ['--enable-source-maps', path.join(tree.root, file.replace(/\.ts$/, '.js'))], cwd: tree.root };
+}
+
+async function runFile(entry: TestFile, stream: boolean, eventsDir: string, endsAt: number, tree: TestTree | undefined): Promise<Outcome> {
   const limitMs = Math.min(entry.limitMs, endsAt - Date.now());
   if (limitMs <= 0) {
     const problem = `not started: the run's budget of ${formatDuration(RUN_BUDGET_MS)} is spent`;
@@ -219,19 +232,13 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
   }
   const eventsFile = path.join(eventsDir, `${entry.file.replaceAll(path.sep, '_')}.jsonl`);
   const started = Date.now();
+  const { args, cwd } = testProcessArguments(entry.file, tree);
+  const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${REPORTER}`, `--test-reporter-destination=${eventsFile}`];
   const child = spawn(
     process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--test-reporter=spec',
-      '--test-reporter-destination=stdout',
-      `--test-reporter=${REPORTER}`,
-      `--test-reporter-destination=${eventsFile}`,
-      entry.file,
-    ],
+    [...reporters, ...args],
     // Its own process group, so whatever the file starts can be stopped with it.
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   running.add(child.pid as number);
   const output: Buffer[] = [];
@@ -280,7 +287,7 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
   return { ...entry, limitMs, code, durationMs, counts, problems };
 }
 
-async function runLanes(files: TestFile[], lanes: number, eventsDir: string, endsAt: number): Promise<Outcome[]> {
+async function runLanes(files: TestFile[], lanes: number, eventsDir: string, endsAt: number, tree: TestTree | undefined): Promise<Outcome[]> {
   const images = slowestFirst(files.filter((entry) => entry.tier === 'images'));
   const fast = slowestFirst(files.filter((entry) => entry.tier === 'fast'));
   const outcomes: Outcome[] = [];
@@ -290,7 +297,7 @@ async function runLanes(files: TestFile[], lanes: number, eventsDir: string, end
     const next = () => (takesImages ? (images.shift() ?? fast.shift()) : fast.shift());
     for (let entry = next(); entry; entry = next()) {
       process.stdout.write(`▶ ${entry.file} (limit ${formatDuration(Math.max(0, Math.min(entry.limitMs, endsAt - Date.now())))})\n`);
-      const outcome = await runFile(entry, stream, eventsDir, endsAt);
+      const outcome = await runFile(entry, stream, eventsDir, endsAt, tree);
       const passed = outcome.code === 0 && outcome.problems.length === 0;
       process.stdout.write(`${passed ? '■' : '✖'} ${entry.file} ${passed ? 'passed' : 'failed'} in ${formatDuration(outcome.durationMs)}\n`);
       outcomes.push(outcome);
@@ -314,7 +321,7 @@ function laneCount(): number {
 }
 
 async function main(): Promise<number> {
-  const { roots, tiers, list } = parseArguments(process.argv.slice(2));
+  const { roots, tiers, list, source } = parseArguments(process.argv.slice(2));
   const factor = deadlineFactor();
   const files = discover(roots)
     .map(classify)
@@ -327,16 +334,24 @@ async function main(): Promise<number> {
   const eventsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-test-events-'));
   const started = Date.now();
   const outcomes: Outcome[] = [];
+  let tree: TestTree | undefined;
   try {
+    tree = source ? undefined : await buildTestTree(ROOT);
+    process.stdout.write(
+      tree
+        ? `== the files run compiled, from ${path.relative(ROOT, tree.root)}/ (built in ${formatDuration(Date.now() - started)})\n`
+        : '== the files run from their TypeScript sources through tsx\n',
+    );
     const lanes = laneCount();
     const count = (tier: TestFile['tier']) => files.filter((entry) => entry.tier === tier).length;
     const left = formatDuration(Math.max(0, endsAt - Date.now()));
     process.stdout.write(
       `== ${files.length} files (image tier: ${count('images')}, first in the first lane; fast: ${count('fast')}), ${lanes} at a time, deadline factor ${factor}, ${left} of the budget left\n`,
     );
-    outcomes.push(...(await runLanes(files, lanes, eventsDir, endsAt)));
+    outcomes.push(...(await runLanes(files, lanes, eventsDir, endsAt, tree)));
   } finally {
     fs.rmSync(eventsDir, { recursive: true, force: true });
+    tree?.remove();
   }
 
   const failed = outcomes.filter((outcome) => outcome.code !== 0 || outcome.problems.length > 0);

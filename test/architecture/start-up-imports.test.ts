@@ -6,13 +6,14 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { deadline } from '../support/deadline.js';
+import { moduleFile, RUNS_COMPILED } from '../support/entry.js';
 import { groupOf, probeImport } from '../support/module-graph.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** What importing (or, with argv, running) a file of the tree loads: its packages and its files. */
+/** What importing (or, with argv, running) a module of the tree (its .ts path) loads, as this process runs the tree: its packages and its files. */
 function loadedBy(file: string, argv?: string[]): { packages: Set<string>; files: string[] } {
-  const { urls } = probeImport({ tsx: true, file: path.join(ROOT, file), argv, count: true, cwd: ROOT, timeout: deadline(120 * 1000) });
+  const { urls } = probeImport({ tsx: !RUNS_COMPILED, file: moduleFile(file), argv, count: true, cwd: ROOT, timeout: deadline(120 * 1000) });
   return {
     packages: new Set(urls.map((url) => groupOf(url, ROOT))),
     files: urls.filter((url) => url.startsWith('file:')).map((url) => path.relative(ROOT, fileURLToPath(url))),
@@ -47,7 +48,7 @@ test('`berth --help` loads neither the server nor the listener, the builder or t
     [],
   );
   assert.deepEqual(
-    files.filter((file) => /^src\/(server\.ts|agent\/agent\.ts|runner\/runner\.ts|store\/)/.test(file)),
+    files.filter((file) => /^src\/(server|agent\/agent|runner\/runner)\.[jt]s$|^src\/store\//.test(file)),
     [],
   );
 });

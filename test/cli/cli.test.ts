@@ -9,6 +9,7 @@ import { runCli } from '../../src/cli/index.js';
 import type { CliIo } from '../../src/cli/io.js';
 import { GatedRuntime } from '../support/runtimes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { nodeArguments } from '../support/entry.js';
 
 interface Run {
   code: number;
@@ -350,12 +351,11 @@ describe('the berth CLI, against a real server', () => {
   });
 
   test('the berth program itself: `berth server` is `serve`, and bad usage exits 3', () => {
-    const main = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../src/main.ts');
-    const help = execFileSync(process.execPath, ['--import', 'tsx', main, 'server', '--help'], { encoding: 'utf8' });
+    const help = execFileSync(process.execPath, [...nodeArguments('src/main.ts'), 'server', '--help'], { encoding: 'utf8' });
     assert.match(help, /Usage: berth serve\|server/);
     let code = 0;
     try {
-      execFileSync(process.execPath, ['--import', 'tsx', main, 'deploy', '--name', 'x'], {
+      execFileSync(process.execPath, [...nodeArguments('src/main.ts'), 'deploy', '--name', 'x'], {
         encoding: 'utf8',
         stdio: 'pipe',
         env: { ...process.env, BERTH_URL: server.url, BERTH_API_KEY: 'x' },

@@ -12,11 +12,12 @@ import { client } from '../support/http.js';
 import { spawnBerth, stopBerth } from '../support/process.js';
 import { eventually } from '../support/runtimes.js';
 import { deadline } from '../support/deadline.js';
+import { nodeArguments } from '../support/entry.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 const backupCli = (env: Record<string, string>, file: string) =>
-  runCommand(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'backup', file], {
+  runCommand(process.execPath, [...nodeArguments('src/main.ts'), 'backup', file], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     check: false,

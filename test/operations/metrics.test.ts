@@ -12,6 +12,7 @@ import { freePort, spawnBerth, stopBerth } from '../support/process.js';
 import { eventually } from '../support/runtimes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { spawn } from 'node:child_process';
+import { nodeArguments } from '../support/entry.js';
 
 interface Sample {
   name: string;
@@ -278,7 +279,7 @@ test('berth engine serves its metrics and /ok on BERTH_ENGINE_METRICS_PORT', asy
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-engine-metrics-'));
   const port = await freePort();
   const root = path.resolve(import.meta.dirname, '../..');
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src/main.ts'), 'engine'], {
+  const child = spawn(process.execPath, [...nodeArguments('src/main.ts'), 'engine'], {
     cwd: root,
     env: { ...process.env, BERTH_DATA_DIR: dataDir, BERTH_ENGINE_METRICS_PORT: String(port), HOST: '127.0.0.1', BERTH_CONTAINER_RUNTIME: 'none' },
     stdio: ['ignore', 'pipe', 'pipe'],

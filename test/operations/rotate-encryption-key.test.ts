@@ -22,12 +22,13 @@ import { eventually } from '../support/runtimes.js';
 import { createPostgresDatabase, type DatabaseKind } from '../support/server.js';
 import { deadline } from '../support/deadline.js';
 import { skippedWithout } from '../support/database.js';
+import { nodeArguments } from '../support/entry.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const TERMINAL = new Set(['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED']);
 
 const rotateCli = (env: Record<string, string>) =>
-  runCommand(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'rotate-encryption-key'], {
+  runCommand(process.execPath, [...nodeArguments('src/main.ts'), 'rotate-encryption-key'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     check: false,

@@ -14,6 +14,7 @@ import { containersEnv, ROOT } from '../build/helpers.js';
 import { deadline } from '../support/deadline.js';
 import { eventually } from '../support/runtimes.js';
 import { claimedJob } from './kubernetes-fixtures.js';
+import { nodeArguments } from '../support/entry.js';
 
 const SETTINGS = { user: 'berth-build', dir: '/var/lib/berth-build', memoryMb: 4096, cpus: 2, pids: 2048, diskMb: 0, denyNetworks: [] };
 
@@ -103,7 +104,7 @@ test(
       BERTH_BUILD_USER: 'berth-no-such-build-user',
       BERTH_BUILD_DIR: path.join(dataDir, 'builds'),
     };
-    const args = ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'builder'];
+    const args = [...nodeArguments('src/main.ts'), 'builder'];
     const refused = spawnSync(process.execPath, args, { cwd: ROOT, env, encoding: 'utf8' });
     assert.equal(refused.status, 2, refused.stderr);
     // Not root: that; root: the missing build user. Either way the sandbox is named, and how to do without it.

@@ -15,6 +15,7 @@ import { eventually } from '../support/runtimes.js';
 import { deadline } from '../support/deadline.js';
 import { type DatabaseKind, postgresUnavailable, type TestServer } from '../support/server.js';
 import { startRunnerControlPlane } from '../support/runner-plane.js';
+import { nodeArguments } from '../support/entry.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The base image the runner's identify finds for a Node project (BERTH_BASE_IMAGE_NODE, tagged `:20` as the CLI tags it). */
@@ -111,7 +112,7 @@ describe('build reuse under build runners', () => {
       function startRunner(healthPort: number): RunnerProcess {
         const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-reuse-runner-'));
         dataDirs.push(dataDir);
-        const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/runner-process.ts')], {
+        const child = spawn(process.execPath, [...nodeArguments('test/support/runner-process.ts')], {
           cwd: ROOT,
           env: {
             ...containersEnv(),

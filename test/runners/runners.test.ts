@@ -17,6 +17,7 @@ import { eventually } from '../support/runtimes.js';
 import { deadline } from '../support/deadline.js';
 import { type DatabaseKind, postgresUnavailable, type TestServer } from '../support/server.js';
 import { startRunnerControlPlane } from '../support/runner-plane.js';
+import { nodeArguments } from '../support/entry.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BASE = 'localhost/berth-test/runner-base:1';
@@ -54,7 +55,7 @@ describe('build runners', () => {
 
   test('berth builder refuses to start without its settings, naming them and never the key', () => {
     const key = `berth_${randomBytes(16).toString('hex')}`;
-    const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'builder'], {
+    const result = spawnSync(process.execPath, [...nodeArguments('src/main.ts'), 'builder'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', BERTH_RUNNER_KEY: key, BERTH_RUNNER_CONCURRENCY: 'lots' },
       encoding: 'utf8',
@@ -127,7 +128,7 @@ describe('build runners', () => {
       ): RunnerProcess {
         const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'berth-runner-'));
         dataDirs.push(dataDir);
-        const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/runner-process.ts')], {
+        const child = spawn(process.execPath, [...nodeArguments('test/support/runner-process.ts')], {
           cwd: ROOT,
           env: {
             ...containersEnv(),

@@ -19,6 +19,7 @@ import type { TokenRegistry } from '../support/registry.js';
 import { eventually } from '../support/runtimes.js';
 import type { TestServer } from '../support/server.js';
 import { startRunnerControlPlane } from '../support/runner-plane.js';
+import { nodeArguments } from '../support/entry.js';
 
 const FIXTURE = path.join(ROOT, 'test/fixtures/agents/echo-agent');
 const skip = await buildSandboxUnavailable();
@@ -105,7 +106,7 @@ describe('berth builder builds in the sandbox', { skip: skip ?? false }, () => {
       await new Promise<void>((resolve) => machineService?.listen(0, '0.0.0.0', resolve));
       machinePort = (machineService.address() as net.AddressInfo).port;
 
-      runner = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'builder'], {
+      runner = spawn(process.execPath, [...nodeArguments('src/main.ts'), 'builder'], {
         cwd: ROOT,
         env: {
           ...containersEnv(),

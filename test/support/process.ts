@@ -3,6 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { tempBuildDir } from './build-sandbox.js';
 import { deadline } from './deadline.js';
+import { nodeArguments } from './entry.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -38,7 +39,7 @@ export interface BerthProcess {
 export async function spawnBerth(env: Record<string, string>, options: { compiled?: boolean; port?: number } = {}): Promise<BerthProcess> {
   const port = options.port ?? (await freePort());
   const builds = env.BERTH_BUILD_DIR === undefined ? await tempBuildDir() : undefined;
-  const entry = options.compiled ? [path.join(ROOT, 'dist/main.js')] : ['--import', 'tsx', path.join(ROOT, 'src/main.ts')];
+  const entry = options.compiled ? [path.join(ROOT, 'dist/main.js')] : nodeArguments('src/main.ts');
   const child = spawn(process.execPath, [...entry, 'serve'], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...(builds ? { BERTH_BUILD_DIR: builds.path } : {}), ...env, PORT: String(port), HOST: '127.0.0.1' },

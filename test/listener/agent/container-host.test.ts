@@ -8,6 +8,7 @@ import { LocalContainerRuntime } from '../../../src/containers/runtime/index.js'
 import { holdMachineTurnForSuite } from '../../support/machine-lock.js';
 import { eventually } from '../../support/runtimes.js';
 import { ProtocolStandIn } from './protocol-stand-in.js';
+import { nodeArguments } from '../../support/entry.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const IMAGE = 'localhost/berth-test-agent:v1';
@@ -63,7 +64,7 @@ describe('berth listener on a container host (real podman, protocol stand-in)', 
   }
 
   function startAgent(): AgentProcess {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'listener', '--runtime', 'podman'], {
+    const child = spawn(process.execPath, [...nodeArguments('src/main.ts'), 'listener', '--runtime', 'podman'], {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -10,6 +10,7 @@ import { client } from '../../support/http.js';
 import { holdMachineTurnForSuite } from '../../support/machine-lock.js';
 import { type BerthProcess, freePort, spawnBerth, stopBerth } from '../../support/process.js';
 import { eventually } from '../../support/runtimes.js';
+import { nodeArguments } from '../../support/entry.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const IMAGE = 'localhost/berth-test-agent:v1';
@@ -48,7 +49,7 @@ describe('berth listener against a real control plane (two processes, real podma
     );
 
   function startAgent() {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), 'listener', '--runtime', 'podman'], {
+    const child = spawn(process.execPath, [...nodeArguments('src/main.ts'), 'listener', '--runtime', 'podman'], {
       cwd: ROOT,
       env: {
         ...process.env,
