@@ -18,9 +18,8 @@
  *   first PATCH to the last result reported) and the server's CPU per build (from the
  *   first PATCH until every revision has left BUILDING, divided by the builds).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +28,7 @@ import { RunnerClient } from '../src/runner/client.js';
 import type { RunnersResult, RunnersRound } from './runners-report.js';
 import { pauseWindow } from './server-metrics.js';
 import { percentile } from './stats.js';
+import { gzippedTar } from '../test/support/archives.js';
 
 const { values } = parseArgs({
   options: {
@@ -179,18 +179,6 @@ async function deployments(count: number, archive: Buffer): Promise<Deployment[]
     },
   );
   return made;
-}
-
-function projectArchive(): Buffer {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-project-'));
-  try {
-    fs.mkdirSync(path.join(dir, 'agent'));
-    fs.writeFileSync(path.join(dir, 'agent', 'langgraph.json'), '{"graphs":{}}');
-    execFileSync('tar', ['-czf', path.join(dir, 'project.tar.gz'), '-C', path.join(dir, 'agent'), '.']);
-    return fs.readFileSync(path.join(dir, 'project.tar.gz'));
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 interface RunnerEvent {
@@ -357,7 +345,7 @@ async function main(): Promise<void> {
   }
   const keys = await Promise.all(Array.from({ length: Math.max(...PROCESSES) }, (_, i) => runnerKey(`bench-${runId}-${i}`)));
   const setup0 = performance.now();
-  const all = await deployments(PROCESSES.length * (BUILDS + PACED), projectArchive());
+  const all = await deployments(PROCESSES.length * (BUILDS + PACED), await gzippedTar([{ name: 'langgraph.json', body: '{"graphs":{}}' }]));
   const setupSeconds = (performance.now() - setup0) / 1000;
   await sleep(2000);
   const rounds: RunnersRound[] = [];

@@ -5,9 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
 import { BerthApiError, createBerthClient, type DeploymentEvent } from '../../src/client/index.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { deadlineSeconds } from '../support/deadline.js';
+import { moduleFile } from '../support/entry.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -63,8 +65,13 @@ describe('the typed client, against a real server', () => {
     const markdown = fs.readFileSync(path.join(root, 'docs/client.md'), 'utf8');
     const example = /```ts\n([\s\S]*?)```/.exec(markdown)?.[1];
     assert.ok(example, 'docs/client.md has no ts example');
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-example-')), 'example.mts');
-    fs.writeFileSync(file, example.replace("from 'berth/client'", `from ${JSON.stringify(path.join(root, 'src/client/index.ts'))}`));
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-example-')), 'example.mjs');
+    // Types stripped as a reader's toolchain would: this process may run compiled, with no TypeScript loader.
+    const { code } = await esbuild.transform(example.replace("from 'berth/client'", `from ${JSON.stringify(moduleFile('src/client/index.ts'))}`), {
+      loader: 'ts',
+      format: 'esm',
+    });
+    fs.writeFileSync(file, code);
     const printed: string[] = [];
     const log = console.log;
     Object.assign(process.env, { BERTH_URL: server.url, BERTH_API_KEY: server.adminKey });

@@ -1,7 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { test } from 'node:test';
 import { RunnerClient } from '../../src/runner/client.js';
 import type { RunnerJobView } from '../../src/contract/build-runners.js';
@@ -9,20 +6,7 @@ import { describeEachDatabase } from '../support/database.js';
 import { type Client, client } from '../support/http.js';
 import { eventually } from '../support/runtimes.js';
 import { startTestServer } from '../support/server.js';
-import { tempDir } from '../support/git-repos.js';
-
-/** A project archive as `langgraph deploy --remote` uploads one (its contents are never built here). */
-async function projectArchive(): Promise<Buffer> {
-  const dir = await tempDir('berth-runner-slots-');
-  try {
-    fs.mkdirSync(path.join(dir.path, 'agent'));
-    fs.writeFileSync(path.join(dir.path, 'agent', 'langgraph.json'), '{"graphs":{}}');
-    execFileSync('tar', ['-czf', path.join(dir.path, 'project.tar.gz'), '-C', path.join(dir.path, 'agent'), '.']);
-    return fs.readFileSync(path.join(dir.path, 'project.tar.gz'));
-  } finally {
-    await dir.remove();
-  }
-}
+import { gzippedTar } from '../support/archives.js';
 
 /** An uploaded-archive deployment on a listener with no agent: once built, its revision waits in AWAITING_DEPLOY. */
 async function uploadedDeployment(api: Client, name: string, listenerId: string, archive: Buffer): Promise<{ id: string; revisionId: string }> {
@@ -70,7 +54,7 @@ describeEachDatabase('builds on runners and the engine’s slots', (kind) => {
     assert.equal(key.status, 201, key.text);
     const listener = await api('POST', '/v2/listeners', { body: { compute_type: 'docker', compute_id: 'runner-slots', compute_config: {} } });
     assert.equal(listener.status, 201, listener.text);
-    const archive = await projectArchive();
+    const archive = await gzippedTar([{ name: 'langgraph.json', body: '{"graphs":{}}' }]);
     const deployments = [
       await uploadedDeployment(api, 'runner-slots-a', listener.body.id, archive),
       await uploadedDeployment(api, 'runner-slots-b', listener.body.id, archive),

@@ -7,9 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, type TestContext, test } from 'node:test';
-import { gzipSync } from 'node:zlib';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import tar from 'tar-stream';
 import { DriverError } from '../../src/engine/drivers/types.js';
 import { RunnerClient } from '../../src/runner/client.js';
 import { runJob } from '../../src/runner/job.js';
@@ -26,6 +24,7 @@ import { type KubeObject, KubeStandIn } from '../support/kube-stand-in.js';
 import { freePort } from '../support/process.js';
 import { eventually } from '../support/runtimes.js';
 import { CONFIG, capturedLogger, claimedJob, FakeControlPlane, NAMESPACE, PUSH_PASSWORD } from './kubernetes-fixtures.js';
+import { type ArchiveEntry, gzippedTar } from '../support/archives.js';
 
 /**
  * Uploaded projects (`langgraph deploy --remote`) under the Kubernetes executor: the runner
@@ -37,23 +36,7 @@ import { CONFIG, capturedLogger, claimedJob, FakeControlPlane, NAMESPACE, PUSH_P
 const RUNNER_KEY = 'berth_runnerKeyNeverInAPod0123456789';
 const BERTH_ARCHIVE_TOKEN = 'signed-archive-token-of-berth-abcdef';
 
-type Entry = { name: string; body?: string; type?: 'file' | 'symlink'; linkname?: string };
-
-function archiveOf(entries: Entry[]): Promise<Buffer> {
-  const pack = tar.pack();
-  for (const entry of entries) {
-    if (entry.type === 'symlink') pack.entry({ name: entry.name, type: 'symlink', linkname: entry.linkname ?? '' });
-    else pack.entry({ name: entry.name }, entry.body ?? '');
-  }
-  pack.finalize();
-  return (async () => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of pack) chunks.push(chunk as Buffer);
-    return gzipSync(Buffer.concat(chunks));
-  })();
-}
-
-const PROJECT: Entry[] = [
+const PROJECT: ArchiveEntry[] = [
   { name: 'langgraph.json', body: JSON.stringify({ node_version: '20', graphs: { agent: './agent.ts:graph' } }) },
   { name: 'agent.ts', body: 'export const graph = {};\n' },
 ];
@@ -137,7 +120,7 @@ const IMAGE_RESULT = { image: claimedJob().image, digest: 'sha256:0123', commitS
 
 describe('uploaded projects built as Kubernetes Jobs (against the API-server stand-in)', () => {
   test('the pod gets the archive from the runner, with no key or long-lived token in any manifest, and the build is reported', async (t) => {
-    const archive = await archiveOf(PROJECT);
+    const archive = await gzippedTar(PROJECT);
     const build = await startUpload(t, archive);
     const job = await created(build, 'Job');
     const secret = await created(build, 'Secret');
@@ -189,7 +172,7 @@ describe('uploaded projects built as Kubernetes Jobs (against the API-server sta
   });
 
   test('a hostile archive is refused by the safe unpacking in the pod, and the build fails saying so', async (t) => {
-    const archive = await archiveOf([...PROJECT, { name: 'escape', type: 'symlink', linkname: '../../../etc' }, { name: 'escape/passwd', body: 'root::0:0' }]);
+    const archive = await gzippedTar([...PROJECT, { name: 'escape', type: 'symlink', linkname: '../../../etc' }, { name: 'escape/passwd', body: 'root::0:0' }]);
     const build = await startUpload(t, archive);
     const secret = await created(build, 'Secret');
     const pod = build.standIn.addPod('Job', NAMESPACE, build.name, { phase: 'Running' });
@@ -211,7 +194,7 @@ describe('uploaded projects built as Kubernetes Jobs (against the API-server sta
   });
 
   test('a runner without BERTH_BUILDER_ARCHIVE_URL fails an upload saying what to set, and creates nothing', async (t) => {
-    const build = await startUpload(t, await archiveOf(PROJECT), { archiveUrl: undefined });
+    const build = await startUpload(t, await gzippedTar(PROJECT), { archiveUrl: undefined });
     await build.done;
     assert.match(build.plane.results[0]?.message ?? '', /set BERTH_BUILDER_ARCHIVE_URL/);
     assert.equal(build.standIn.requests.filter((r) => r.method === 'PATCH').length, 0);
@@ -225,8 +208,8 @@ describe("the runner's archive offers (hostile pods)", () => {
     const server = new ArchiveServer(`http://127.0.0.1:${port}`, port, '127.0.0.1');
     const ours = path.join(dir, 'ours.tar.gz');
     const theirs = path.join(dir, 'theirs.tar.gz');
-    fs.writeFileSync(ours, await archiveOf(PROJECT));
-    fs.writeFileSync(theirs, await archiveOf([{ name: 'langgraph.json', body: '{"graphs": {"secret": "./other-workspace.py:g"}}' }]));
+    fs.writeFileSync(ours, await gzippedTar(PROJECT));
+    fs.writeFileSync(theirs, await gzippedTar([{ name: 'langgraph.json', body: '{"graphs": {"secret": "./other-workspace.py:g"}}' }]));
     const mine = await server.offer(ours);
     const other = await server.offer(theirs);
     t.after(() => Promise.all([mine.revoke(), other.revoke()]));
