@@ -16,6 +16,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
+import { processAlive } from '../src/locks/process-alive.js';
 
 /** Where the runs' trees live, relative to the checkout (ignored by git, the linters and the Dockerfile). */
 const TREES = '.test-build';
@@ -39,15 +40,6 @@ function checkoutFiles(root: string): string[] | undefined {
       .filter(Boolean);
   } catch {
     return undefined;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

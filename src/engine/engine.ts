@@ -9,6 +9,7 @@ import { defaultWorkspaceSlots } from '../domain/fair-share.js';
 import { markWaitingForShare } from './fair-share.js';
 import { failOverdueHandovers } from './listener-deadlines.js';
 import { workOnDeployment } from './worker.js';
+import { processAlive } from '../locks/process-alive.js';
 
 export const DEFAULT_ENGINE_SETTINGS: Omit<EngineSettings, 'workerId' | 'workspaceSlots'> = {
   leaseMs: 15_000,
@@ -334,14 +335,5 @@ export class Engine {
       await releaseLeasesOf(this.deps.db, owner);
       this.deps.logger.info({ worker: owner }, 'released the leases of a Berth process that is gone');
     }
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
