@@ -59,7 +59,6 @@ export function startGitHubNotifier(deps: NotifierDeps, overrides: Partial<Notif
   const apps = new Map<string, { updatedAt: string; app: GitHubAppProvider }>();
   return startOutboxLoop({
     pass: () => notifyPass(deps, settings, apps),
-    nextDueAt: () => notices.nextGitHubNoticeDueAt(deps.db),
     bus: deps.bus,
     logger: deps.logger,
     what: 'notifying GitHub',
@@ -70,10 +69,11 @@ export function startGitHubNotifier(deps: NotifierDeps, overrides: Partial<Notif
 
 type Apps = Map<string, { updatedAt: string; app: GitHubAppProvider }>;
 
-async function notifyPass(deps: NotifierDeps, settings: NotifierSettings, apps: Apps): Promise<void> {
+/** Sends what is due until nothing is; answers when the next notice can be sent. */
+async function notifyPass(deps: NotifierDeps, settings: NotifierSettings, apps: Apps): Promise<string | undefined> {
   for (;;) {
-    const due = await notices.dueGitHubNotices(deps.db, iso(settings.now()), settings.concurrency);
-    if (due.length === 0) return;
+    const { due, nextDueAt } = await notices.githubNoticeSchedule(deps.db, iso(settings.now()), settings.concurrency);
+    if (due.length === 0) return nextDueAt;
     const results = await Promise.all(
       due.map((notice) =>
         send(deps, settings, apps, notice).catch((error: unknown) => {
@@ -83,7 +83,7 @@ async function notifyPass(deps: NotifierDeps, settings: NotifierSettings, apps: 
       ),
     );
     // Notices that were all put off (taken by another sender, or waiting to retry) end the pass.
-    if (!results.some(Boolean)) return;
+    if (!results.some(Boolean)) return (await notices.githubNoticeSchedule(deps.db, iso(settings.now()), 0)).nextDueAt;
   }
 }
 

@@ -2,10 +2,11 @@ import type { Logger } from 'pino';
 import type { EventBus } from '../events/bus.js';
 
 export interface OutboxLoop {
-  /** One pass over what is due. */
-  pass: () => Promise<void>;
-  /** When the next row is due (ISO time), for the next wake-up; undefined when none waits. */
-  nextDueAt: () => Promise<string | undefined>;
+  /**
+   * One pass over what is due; answers when the next row is due (ISO time), for the next
+   * wake-up, or undefined when none waits (the pass read the rows last, so it knows).
+   */
+  pass: () => Promise<string | undefined>;
   bus: EventBus;
   logger: Logger;
   /** What the loop sends, for its log line when a pass fails. */
@@ -39,10 +40,7 @@ export function startOutboxLoop(loop: OutboxLoop): { stop(): Promise<void> } {
     }
     running = loop
       .pass()
-      .then(async () => {
-        const next = await loop.nextDueAt();
-        schedule(next ? Date.parse(next) - loop.now() : loop.sweepMs);
-      })
+      .then((next) => schedule(next ? Date.parse(next) - loop.now() : loop.sweepMs))
       .catch((error: unknown) => {
         loop.logger.warn({ err: error }, `${loop.what} failed`);
         schedule(loop.sweepMs);

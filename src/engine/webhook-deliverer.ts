@@ -64,8 +64,10 @@ const printable = (text: string) => text.replaceAll('\u0000', '\uFFFD');
 export function startWebhookDeliverer(deps: DelivererDeps, overrides: Partial<DelivererSettings> = {}): { stop(): Promise<void> } {
   const settings = { ...DEFAULT_DELIVERER_SETTINGS, ...overrides };
   return startOutboxLoop({
-    pass: () => deliverPass(deps, settings),
-    nextDueAt: () => nextOutboxDueAt(deps.db, 'webhook_deliveries'),
+    pass: async () => {
+      await deliverPass(deps, settings);
+      return nextOutboxDueAt(deps.db, 'webhook_deliveries');
+    },
     bus: deps.bus,
     logger: deps.logger,
     what: 'delivering webhooks',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type Db, migrateToLatest } from '../../src/store/database.js';
-import { dueGitHubNotices } from '../../src/store/repositories/github-notices.js';
+import { githubNoticeSchedule } from '../../src/store/repositories/github-notices.js';
 import { describeEachDatabase } from '../support/database.js';
 import { databaseAt } from '../support/migrations.js';
 
@@ -70,7 +70,7 @@ describeEachDatabase('migration 026 on notices queued by an earlier version', (k
         next_attempt_at: at,
       })
       .execute();
-    const due = await dueGitHubNotices(db, new Date(Date.parse(at) + 1000).toISOString(), 10);
+    const { due } = await githubNoticeSchedule(db, new Date(Date.parse(at) + 1000).toISOString(), 10);
     assert.deepEqual(due.map((row) => [row.id, row.kind]).sort(), [
       ['queued', 'revision'],
       ['refusal', 'preview_refused'],

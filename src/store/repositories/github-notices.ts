@@ -83,29 +83,24 @@ function sendableAt(row: NoticeRow): string | null {
 }
 
 /**
- * Notices due now, at most one per sequence and only its oldest: GitHub shows a commit's
- * latest status, so a revision's notices are sent in the order they happened.
+ * From one read of the pending notices: those due now (at most `limit`), at most one per
+ * sequence and only its oldest, since GitHub shows a commit's latest status and a revision's
+ * notices are sent in the order they happened; and when the next of the others can be sent
+ * (a later notice of a sequence waits for its head, and a leased one for its lease, so
+ * neither may wake the sender before then: it would find nothing to send, again and again).
+ * `limit` 0 answers only the time.
  */
-export async function dueGitHubNotices(db: Executor, now: string, limit: number): Promise<NoticeRow[]> {
-  const due = (await sequenceHeads(db)).filter((row) => {
-    const at = sendableAt(row);
-    return at !== null && at <= now;
-  });
-  return due.slice(0, limit);
-}
-
-/**
- * When the next notice can be sent: a later notice of a sequence waits for its head, and a
- * leased one for its lease, so neither may wake the sender before then (it would find
- * nothing to send, again and again, until then).
- */
-export async function nextGitHubNoticeDueAt(db: Executor): Promise<string | undefined> {
-  let next: string | undefined;
+export async function githubNoticeSchedule(db: Executor, now: string, limit: number): Promise<{ due: NoticeRow[]; nextDueAt: string | undefined }> {
+  const due: NoticeRow[] = [];
+  let nextDueAt: string | undefined;
   for (const row of await sequenceHeads(db)) {
     const at = sendableAt(row);
-    if (at !== null && (next === undefined || at < next)) next = at;
+    if (at === null) continue;
+    if (at <= now && due.length < limit) due.push(row);
+    // Those due now beyond the limit count too: the sender comes back for them at once.
+    else if (nextDueAt === undefined || at < nextDueAt) nextDueAt = at;
   }
-  return next;
+  return { due, nextDueAt };
 }
 
 export async function updateGitHubNotice(
