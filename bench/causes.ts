@@ -105,24 +105,25 @@ const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', strin
   },
   'tail-get': {
     any:
-      'measured on a machine whose other work held 1.5–1.9 of its 2 cores (bench/results.md, issue 24): the bare node:http ' +
-      'ceiling had p99 80–350 ms in the same runs, so most of that p99 is the server waiting for a core. Of the stalls ' +
-      "inside Berth, the engine's lease counts (~300 ms of the event loop each at 100,000 deployments) were the longest and are " +
-      'gone; the CPU profile then shows no call path holding the loop for more than ~50 ms outside start-up, and ' +
-      'scavenges of up to ~30 ms (bench/long-tasks.ts). Re-measure on a quiet machine before anything else.',
+      'the server is one process saturated by a closed loop of 50 connections, so its median is the queue (Little: p50 ≈ ' +
+      '50 / rate) and its p99 about two turns of the event loop: a request that arrives just after a turn began waits for ' +
+      "that turn and its own (the loop's p99 beside it says so; no stall of 50 ms or more in the window). p99 under 25 ms " +
+      'needs the median near 12 ms, ~4,200 GETs/s: less CPU per GET or a second process. Until 2026-11-27 the window also ' +
+      "held each new connection's first answer, which libuv (one accept per turn of a busy loop) delayed by up to ~1 s; it is " +
+      'reported apart now.',
   },
   'tail-list': {
     any:
-      'as for GET: the machine was loaded (see the GET target). A page costs ~0.5 ms of CPU and allocates ~0.3 MB, so 50 ' +
-      'connections keep ~25 ms of pages queued in one process and a 4 MB young generation is scavenged every ~13 pages ' +
-      '(berth_gc_pause_seconds in the run: 44–56 scavenges per 3 s window, no mark-compact).',
+      'as for GET: one saturated process, p99 about two turns of the loop. A page costs ~0.5 ms of CPU and allocates ~0.3 MB, ' +
+      'so 50 connections keep ~30 pages queued in one process and a 4 MB young generation is scavenged every ~13 pages.',
   },
   'tail-create': {
     any:
-      'a create is one write transaction on the one SQLite connection, so 50 creates in flight queue behind each other; before ' +
-      "issue 24's fix each create also woke the engine, whose claim ran two lease counts of ~300 ms each at 100,000 deployments on " +
-      'the event loop (0 creates completed in a 3 s window). With them gone the engine drains the backlog at once; what ' +
-      'remains of the p99 under this load is the machine (see the GET target).',
+      'as for GET: one saturated process, and a turn of the loop serves every create that is ready (~2.4 ms of CPU each, ' +
+      "the API's transaction and the engine's work on the revision), so turns last 100–200 ms and the p99 is about two of " +
+      'them. p99 under 100 ms needs creates at about twice the rate (less CPU each, or the engine on the other core). The ' +
+      "earlier 0.6–2 s p99s were mostly each new connection's first answer: libuv accepts one connection per turn of the " +
+      'loop, so the last of 50 connections opened at once while creates saturate the server waits ~3 s (now reported apart).',
   },
 };
 
