@@ -107,7 +107,7 @@ const CAUSES: Record<string, Partial<Record<'sqlite' | 'postgres' | 'any', strin
     any:
       'the server is one process saturated by a closed loop of 50 connections, so its median is the queue (Little: p50 ≈ ' +
       '50 / rate) and its p99 about two turns of the event loop: a request that arrives just after a turn began waits for ' +
-      "that turn and its own (the loop's p99 beside it says so; no stall of 50 ms or more in the window). p99 under 25 ms " +
+      "that turn and its own (the loop's p99 and stall counts beside it show whether anything else held it; on 2026-11-27 nothing did). p99 under 25 ms " +
       'needs the median near 12 ms, ~4,200 GETs/s: less CPU per GET or a second process. Until 2026-11-27 the window also ' +
       "held each new connection's first answer, which libuv (one accept per turn of a busy loop) delayed by up to ~1 s; it is " +
       'reported apart now.',

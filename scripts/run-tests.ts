@@ -19,7 +19,7 @@
 // its process group is stopped and the file fails, naming the tests still running; a file
 // with no budget left is not started and fails.
 // Test processes run the checkout compiled to JavaScript (scripts/test-tree.ts: built once per
-// run, about 3 s), not the sources through tsx, whose loader cost every process ~1.5 s of CPU;
+// run, 1–2 s on a quiet machine), not the sources through tsx, whose loader cost every process ~1.5 s of CPU;
 // --source runs them from the sources through tsx, as a checkout that is not a git one does.
 // Ends with the time of every file, slowest first, and node's counts summed over all files.
 //
