@@ -1,13 +1,16 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import standaloneCode from 'ajv/dist/standalone/index.js';
 import type { FastifyInstance } from 'fastify';
 import fastJsonStringify from 'fast-json-stringify';
+import { openSchemaCodeCache, type SchemaCodeCache } from './schema-code-cache.js';
 
 // Compiled once per process and schema, not once per app: the API is registered twice (with
 // and without the self-hosted prefix), and a process that builds several apps (a test file
 // starts a server per suite or per test) would compile every route's schemas again, about a
 // second of CPU for each app. Compiling is a pure function of the schema and of the options
-// below, which never change, so the compiled function can be shared.
+// below, which never change, so the compiled function can be shared, within the process and,
+// through the code cache on disk, with the processes that start after it.
 const validators = new Map<string, ValidateFunction>();
 const serializers = new Map<string, (data: unknown) => string>();
 
@@ -16,19 +19,29 @@ const serializers = new Map<string, (data: unknown) => string>();
  * ("20" → 20); JSON bodies are typed already, and a wrong type there is an error.
  */
 // strictNumbers: `strict: false` would otherwise let Infinity and NaN pass as numbers.
-const AJV_OPTIONS = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false, strictNumbers: true } as const;
+// code.source: ajv keeps each function's source, which its standalone code is made from.
+const AJV_OPTIONS = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false, strictNumbers: true, code: { source: true } } as const;
 let compilers: { coercing: Ajv.default; exact: Ajv.default } | undefined;
+let codeCache: SchemaCodeCache | undefined;
+
+function cache(): SchemaCodeCache {
+  codeCache ??= openSchemaCodeCache();
+  return codeCache;
+}
 
 function compileValidator(schema: object, httpPart: string | undefined): ValidateFunction {
   const exact = httpPart === 'body';
   const key = `${exact ? 'exact' : 'coercing'} ${JSON.stringify(schema)}`;
   let validate = validators.get(key);
   if (!validate) {
-    compilers ??= {
-      coercing: addFormats.default(new Ajv.default({ ...AJV_OPTIONS, coerceTypes: 'array' })),
-      exact: addFormats.default(new Ajv.default({ ...AJV_OPTIONS, coerceTypes: false })),
-    };
-    validate = (exact ? compilers.exact : compilers.coercing).compile(schema);
+    validate = cache().load<ValidateFunction>(`ajv ${JSON.stringify(AJV_OPTIONS)} ${key}`, () => {
+      compilers ??= {
+        coercing: addFormats.default(new Ajv.default({ ...AJV_OPTIONS, coerceTypes: 'array' })),
+        exact: addFormats.default(new Ajv.default({ ...AJV_OPTIONS, coerceTypes: false })),
+      };
+      const compiler = exact ? compilers.exact : compilers.coercing;
+      return standaloneCode.default(compiler, compiler.compile(schema));
+    });
     validators.set(key, validate);
   }
   return validate;
@@ -38,7 +51,7 @@ function compileSerializer(schema: object): (data: unknown) => string {
   const key = JSON.stringify(schema);
   let serialize = serializers.get(key);
   if (!serialize) {
-    serialize = fastJsonStringify(schema);
+    serialize = cache().load<(data: unknown) => string>(`fast-json-stringify ${key}`, () => fastJsonStringify(schema, { mode: 'standalone' }));
     serializers.set(key, serialize);
   }
   return serialize;
