@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { type Db, migrateToLatest, openDatabase } from '../../src/store/database.js';
-import { createPostgresDatabase, type DatabaseKind, postgresUnavailable } from './server.js';
+import { type Db, openDatabase } from '../../src/store/database.js';
+import { copyMigratedSqlite, createPostgresDatabase, type DatabaseKind, postgresUnavailable } from './server.js';
 
 /** Every database Berth runs on; store-facing tests run on each. */
 export const DATABASE_KINDS: readonly DatabaseKind[] = ['sqlite', 'postgres'];
@@ -72,8 +72,8 @@ export async function openTestDatabase(kind: DatabaseKind, options: Parameters<t
     };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-db-'));
+  await copyMigratedSqlite(path.join(dir, 'berth.sqlite'));
   const db = openDatabase({ kind: 'sqlite', file: path.join(dir, 'berth.sqlite') }, options);
-  await migrateToLatest(db);
   return {
     db,
     close: async () => {
