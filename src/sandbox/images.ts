@@ -28,6 +28,15 @@ const UNCOMPRESSED = '--dest-oci-accept-uncompressed-layers';
 export async function provideBaseImage(sandbox: BuildSandbox, host: ResolvedBuilder, image: string, log: (line: string) => Promise<void>): Promise<void> {
   const bases = sandbox.basesBuilder;
   const hostId = await imageId(host, image);
+  if (hostId && hostId === (await imageId(bases, image))) return;
+  // Builds that start at once on a base the store lacks would each copy it into the same store
+  // and layout, and fail on each other's half-written files: one copies, the others wait for
+  // it (in this process and any other sharing the build directory), then find it there.
+  await withDirectoryLock(path.join(sandbox.settings.dir, 'bases'), {}, () => provideLocked(sandbox, hostId, image, log));
+}
+
+async function provideLocked(sandbox: BuildSandbox, hostId: string | null, image: string, log: (line: string) => Promise<void>): Promise<void> {
+  const bases = sandbox.basesBuilder;
   const basesId = await imageId(bases, image);
   if (hostId && hostId === basesId) return;
   if (!hostId) {

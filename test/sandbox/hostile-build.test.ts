@@ -89,7 +89,8 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
         BERTH_BASE_IMAGE_NODE: TEST_BASE_IMAGE_NODE,
         BERTH_BUILD_MEMORY_MB: String(MEMORY_MB),
         BERTH_BUILD_PIDS: String(PIDS),
-        BERTH_ENGINE_CONCURRENCY: '3',
+        BERTH_ENGINE_CONCURRENCY: '4',
+        BERTH_ENGINE_WORKSPACE_SLOTS: '3',
       });
       api = client(berth.url, { key: KEY });
       const integration = await api('POST', '/v1/integrations/codehost', {
@@ -102,6 +103,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
       repoUrl = listed.url;
       // Generated on first start (no BERTH_ENCRYPTION_KEY): a root-only file of the data directory.
       encryptionKey = (await readFile(path.join(data.path, 'encryption.key'), 'utf8')).trim();
+      await launchAttacks();
     },
     { timeout: deadline(20 * 60_000) },
   );
@@ -159,15 +161,73 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
     return { status: revision.body.status, message: revision.body.status_message ?? '', log };
   }
 
+  /**
+   * The attacks' builds, started together once Berth is up (three at a time, the workspace's
+   * slots), each test awaiting its own: one after another they took five minutes, mostly
+   * waiting on the builder's I/O. The limits' builds are not among them: one fills the
+   * workspace's build disk, which would fail the others.
+   */
+  const attacks = new Map<string, Promise<Outcome>>();
+  function launch(name: string, lines: string[], sourceConfig: Record<string, unknown> = {}): void {
+    const outcome = deployWith(name, lines, sourceConfig);
+    outcome.catch(() => undefined); // awaited, and so reported, by its test
+    attacks.set(name, outcome);
+  }
+  function attack(name: string): Promise<Outcome> {
+    const outcome = attacks.get(name);
+    assert.ok(outcome, `the attack ${name} was launched`);
+    return outcome;
+  }
+
   const hostAddress = () =>
     Object.values(os.networkInterfaces())
       .flat()
       .find((address) => address && address.family === 'IPv4' && !address.internal)?.address ?? '127.0.0.1';
 
+  const loopbackTargets = () => [
+    `127.0.0.1:${listenerPort}`,
+    `10.0.2.2:${listenerPort}`,
+    `${hostAddress()}:${listenerPort}`,
+    `10.0.2.2:${new URL(berth.url).port}`,
+    '169.254.169.254:80',
+  ];
+  let daemonPort: number;
+
+  async function launchAttacks(): Promise<void> {
+    const keyFile = path.join(data.path, 'encryption.key');
+    const probe = `for (const t of ${JSON.stringify(loopbackTargets())}) { const [h, p] = t.split(':'); await new Promise((done) => { const s = require('net').connect(Number(p), h); s.setTimeout(4000, () => { console.log('blocked', t, 'timeout'); s.destroy(); done(); }); s.on('connect', () => { console.log('CONNECTED', t); s.destroy(); done(); }); s.on('error', (e) => { console.log('blocked', t, e.code); done(); }); }); }`;
+    daemonPort = await freePort();
+    launch('clean', ['RUN id && cat /proc/self/uid_map && grep CapEff /proc/self/status']);
+    launch('read-host', [
+      // Through any process's root: unconfined (chroot isolation in the host's PID namespace) that is Berth's own.
+      `RUN cat ${keyFile} /proc/*/root${keyFile} /proc/*/cwd/encryption.key /etc/shadow 2>&1 | head -c 4000; echo read-attempted`,
+      `RUN ls -la ${data.path} 2>&1 | head -5; ls /proc | grep -c . ; echo listed`,
+    ]);
+    launch('write-host', [
+      `RUN echo pwned > /tmp/berth-pwned-${marker} && mkdir -p ${data.path} && echo pwned > ${data.path}/pwned-${marker} && echo wrote-in-step`,
+      `RUN for root in /proc/*/root; do echo pwned > $root/tmp/berth-pwned-${marker} 2>/dev/null; done; echo wrote-through-proc`,
+    ]);
+    launch('mount-symlink', [
+      `FROM ${TEST_BASE_IMAGE_NODE}:20 AS link`,
+      'RUN ln -s / /rootlink',
+      `FROM ${TEST_BASE_IMAGE_NODE}:20`,
+      `RUN --mount=type=bind,from=link,source=/rootlink,target=/host cat /host${keyFile}`,
+      `RUN --mo\\`,
+      `unt=type=bind,from=link,source=/rootlink,target=/host,rw sh -c 'echo x > /host/tmp/berth-pwned-mount-${marker}'`,
+    ]);
+    launch('kill-host', [`RUN kill -TERM ${victim.pid} ; kill -KILL ${victim.pid} ; echo kill-attempted`]);
+    launch('loopback', [`RUN node -e "(async () => { ${probe.replaceAll('"', '\\"')} })()"`]);
+    launch('daemon', [
+      `RUN setsid sh -c 'exec sleep 7${tag}' </dev/null >/dev/null 2>&1 & echo started-sleeper`,
+      `RUN setsid node -e "require('net').createServer(s => s.end('hi')).listen(${daemonPort}, '0.0.0.0')" </dev/null >/dev/null 2>&1 & sleep 1; echo started-server`,
+    ]);
+    launch('timeout', [`RUN sleep 8${tag}`], { build_timeout_seconds: 20 });
+  }
+
   // Each build here took under a minute on a loaded machine; ten minutes (times the deadline
   // factor) only bounds a hung one, and keeps the file's limit in the runner meaningful.
   test('the project without an attack builds in the sandbox and deploys', { timeout: deadline(10 * 60_000) }, async () => {
-    const outcome = await deployWith('clean', ['RUN id && cat /proc/self/uid_map && grep CapEff /proc/self/status']);
+    const outcome = await attack('clean');
     assert.equal(outcome.status, 'DEPLOYED', `${outcome.message}\n${outcome.log}`);
     assert.match(outcome.log, /with buildah as the build user/);
     // Root in the step is an unprivileged user of the host.
@@ -180,12 +240,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
   });
 
   test("a step cannot read a host file, even root-owned ones through another process's root", { timeout: deadline(10 * 60_000) }, async () => {
-    const keyFile = path.join(data.path, 'encryption.key');
-    const outcome = await deployWith('read-host', [
-      // Through any process's root: unconfined (chroot isolation in the host's PID namespace) that is Berth's own.
-      `RUN cat ${keyFile} /proc/*/root${keyFile} /proc/*/cwd/encryption.key /etc/shadow 2>&1 | head -c 4000; echo read-attempted`,
-      `RUN ls -la ${data.path} 2>&1 | head -5; ls /proc | grep -c . ; echo listed`,
-    ]);
+    const outcome = await attack('read-host');
     assert.equal(outcome.status, 'DEPLOYED', outcome.message);
     assert.match(outcome.log, /read-attempted/);
     assert.ok(!outcome.log.includes(KEY), 'the API key never reaches the build log');
@@ -193,10 +248,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
   });
 
   test('a step cannot write a host file', { timeout: deadline(10 * 60_000) }, async () => {
-    const outcome = await deployWith('write-host', [
-      `RUN echo pwned > /tmp/berth-pwned-${marker} && mkdir -p ${data.path} && echo pwned > ${data.path}/pwned-${marker} && echo wrote-in-step`,
-      `RUN for root in /proc/*/root; do echo pwned > $root/tmp/berth-pwned-${marker} 2>/dev/null; done; echo wrote-through-proc`,
-    ]);
+    const outcome = await attack('write-host');
     assert.equal(outcome.status, 'DEPLOYED', outcome.message);
     assert.match(outcome.log, /wrote-in-step/, 'the step wrote into its own file system');
     assert.equal(await stat(`/tmp/berth-pwned-${marker}`).catch(() => null), null, "nothing appears in the host's /tmp");
@@ -207,14 +259,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
     'RUN --mount through a symbolic link in another stage (CVE-2024-1753) is refused before the builder sees it',
     { timeout: deadline(10 * 60_000) },
     async () => {
-      const outcome = await deployWith('mount-symlink', [
-        `FROM ${TEST_BASE_IMAGE_NODE}:20 AS link`,
-        'RUN ln -s / /rootlink',
-        `FROM ${TEST_BASE_IMAGE_NODE}:20`,
-        `RUN --mount=type=bind,from=link,source=/rootlink,target=/host cat /host${path.join(data.path, 'encryption.key')}`,
-        `RUN --mo\\`,
-        `unt=type=bind,from=link,source=/rootlink,target=/host,rw sh -c 'echo x > /host/tmp/berth-pwned-mount-${marker}'`,
-      ]);
+      const outcome = await attack('mount-symlink');
       assert.equal(outcome.status, 'BUILD_FAILED');
       assert.match(outcome.message, /may not use --mount/);
       assert.ok(!outcome.log.includes(encryptionKey));
@@ -224,7 +269,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
   );
 
   test('a step cannot signal a host process', { timeout: deadline(10 * 60_000) }, async () => {
-    const outcome = await deployWith('kill-host', [`RUN kill -TERM ${victim.pid} ; kill -KILL ${victim.pid} ; echo kill-attempted`]);
+    const outcome = await attack('kill-host');
     assert.equal(outcome.status, 'DEPLOYED', outcome.message);
     assert.match(outcome.log, /kill-attempted/);
     assert.equal(victim.exitCode, null, 'the host process is alive');
@@ -232,16 +277,8 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
   });
 
   test("a step reaches no address of the host (loopback through slirp4netns, its own address, Berth's API)", { timeout: deadline(10 * 60_000) }, async () => {
-    const berthPort = new URL(berth.url).port;
-    const targets = [
-      `127.0.0.1:${listenerPort}`,
-      `10.0.2.2:${listenerPort}`,
-      `${hostAddress()}:${listenerPort}`,
-      `10.0.2.2:${berthPort}`,
-      '169.254.169.254:80',
-    ];
-    const probe = `for (const t of ${JSON.stringify(targets)}) { const [h, p] = t.split(':'); await new Promise((done) => { const s = require('net').connect(Number(p), h); s.setTimeout(4000, () => { console.log('blocked', t, 'timeout'); s.destroy(); done(); }); s.on('connect', () => { console.log('CONNECTED', t); s.destroy(); done(); }); s.on('error', (e) => { console.log('blocked', t, e.code); done(); }); }); }`;
-    const outcome = await deployWith('loopback', [`RUN node -e "(async () => { ${probe.replaceAll('"', '\\"')} })()"`]);
+    const targets = loopbackTargets();
+    const outcome = await attack('loopback');
     assert.equal(outcome.status, 'DEPLOYED', outcome.message);
     for (const target of targets)
       assert.match(outcome.log, new RegExp(`^blocked ${target.replaceAll('.', '\\.')}`, 'm'), `${target} is unreachable:\n${outcome.log}`);
@@ -251,11 +288,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
   });
 
   test('nothing a step starts outlives its build', { timeout: deadline(10 * 60_000) }, async () => {
-    const daemonPort = await freePort();
-    const outcome = await deployWith('daemon', [
-      `RUN setsid sh -c 'exec sleep 7${tag}' </dev/null >/dev/null 2>&1 & echo started-sleeper`,
-      `RUN setsid node -e "require('net').createServer(s => s.end('hi')).listen(${daemonPort}, '0.0.0.0')" </dev/null >/dev/null 2>&1 & sleep 1; echo started-server`,
-    ]);
+    const outcome = await attack('daemon');
     assert.equal(outcome.status, 'DEPLOYED', outcome.message);
     assert.match(outcome.log, /started-server/);
     assert.deepEqual(await liveProcessesWith(`sleep 7${tag}`), [], 'no sleeper is left');
@@ -269,6 +302,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
   });
 
   test('a build past its memory, process or disk limit fails and says which', { timeout: deadline(10 * 60_000) }, async () => {
+    await Promise.allSettled(attacks.values());
     const [memory, processes, disk] = await Promise.all([
       deployWith('memory', [`RUN node -e "const a = []; for (;;) a.push(Buffer.alloc(1 << 24, 1))"`]),
       deployWith('processes', [
@@ -287,7 +321,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
 
   test('a build past its timeout is stopped with everything it started', { timeout: deadline(10 * 60_000) }, async () => {
     const sleeper = `sleep 8${tag}`;
-    const outcome = await deployWith('timeout', [`RUN ${sleeper}`], { build_timeout_seconds: 20 });
+    const outcome = await attack('timeout');
     assert.equal(outcome.status, 'BUILD_FAILED');
     assert.match(outcome.message, /timed out after 20 s/);
     assert.deepEqual(await liveProcessesWith(sleeper), [], 'the step was killed with the build');
