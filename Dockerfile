@@ -30,9 +30,10 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.client.json ./
+COPY scripts/build.mjs ./scripts/
 COPY src ./src
-RUN npm run build && rm -f dist/.tsbuildinfo
+RUN npm run build
 
 FROM ${NODE_IMAGE}
 # The young generation kept small, as `npm start` does (README: about 200 MB under load).

@@ -56,10 +56,10 @@ function cpuSeconds(pid: number): number {
 
 /** The baseline's sources, compiled against this checkout's node_modules (a superset of its dependencies). */
 function buildBaseline(ref: string, dir: string): string {
-  const archive = execFileSync('git', ['-C', ROOT, 'archive', ref, 'src', 'package.json', 'tsconfig.json', 'tsconfig.build.json']);
+  const archive = execFileSync('git', ['-C', ROOT, 'archive', ref, 'src', 'package.json']);
   execFileSync('tar', ['-x', '-C', dir], { input: archive });
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.build.json')], { stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), '--js-only', dir], { stdio: 'inherit' });
   return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', ref], { encoding: 'utf8' }).trim();
 }
 
