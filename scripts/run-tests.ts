@@ -21,9 +21,11 @@
 // Test processes run the checkout compiled to JavaScript (scripts/test-tree.ts: built once per
 // run, 1–2 s on a quiet machine), not the sources through tsx, whose loader cost every process ~1.5 s of CPU;
 // --source runs them from the sources through tsx, as a checkout that is not a git one does.
+// --checks runs `npm run check` (types, lint, layering, dead code, formatting) as one more fast
+// task, beside the files: alone before them it held one core for ~2 min while the other idled.
 // Ends with the time of every file, slowest first, and node's counts summed over all files.
 //
-//   node --import tsx scripts/run-tests.ts [--tier=fast|images] [--list] [--source] [root or file …]
+//   node --import tsx scripts/run-tests.ts [--tier=fast|images] [--checks] [--list] [--source] [root or file …]
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -64,33 +66,43 @@ const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo
 type Count = (typeof COUNTS)[number];
 
 interface TestFile {
+  /** The test file, or the name of a command that is not one (`npm run check`). */
   file: string;
   tier: 'fast' | 'images';
   limitMs: number;
+  /** Run instead of a test file: passes when it exits 0. */
+  command?: string[];
 }
+
+/** The checks as a task of the run: they take ~2 min of one core, far under this. */
+const CHECKS: TestFile = { file: 'npm run check', tier: 'fast', limitMs: deadline(UNDECLARED_BASE_MS), command: ['npm', 'run', 'check', '--silent'] };
 
 interface Outcome extends TestFile {
   code: number | null;
   durationMs: number;
+  /** CPU time of the file's process and the processes it waited for (its servers, git, the CLI); not of containers. */
+  cpuMs: number | undefined;
   counts: Record<Count, number>;
   /** Why the file failed beyond its tests' own failures. */
   problems: string[];
 }
 
-function parseArguments(argv: string[]): { roots: string[]; tiers: TestFile['tier'][]; list: boolean; source: boolean } {
+function parseArguments(argv: string[]): { roots: string[]; tiers: TestFile['tier'][]; checks: boolean; list: boolean; source: boolean } {
   const roots: string[] = [];
   let tiers: TestFile['tier'][] = ['fast', 'images'];
+  let checks = false;
   let list = false;
   let source = false;
   for (const arg of argv) {
     const tier = /^--tier=(fast|images)$/.exec(arg);
     if (tier) tiers = [tier[1] as TestFile['tier']];
+    else if (arg === '--checks') checks = true;
     else if (arg === '--list') list = true;
     else if (arg === '--source') source = true;
-    else if (arg.startsWith('--')) throw new Error(`unknown option ${arg} (known: --tier=fast|images, --list, --source)`);
+    else if (arg.startsWith('--')) throw new Error(`unknown option ${arg} (known: --tier=fast|images, --checks, --list, --source)`);
     else roots.push(arg);
   }
-  return { roots, tiers, list, source };
+  return { roots, tiers, checks, list, source };
 }
 
 /** Every suite: CI runs them all in one run, so that they share its lanes. */
@@ -201,6 +213,34 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * The CPU time of the children reaped since the last call, from this process's cumulative
+ * child times (Linux's /proc/self/stat: a child's own and its waited-for descendants'). The
+ * runner's only children are test files, and it reads this as each one's exit is reported,
+ * so the difference is that file's; undefined where /proc is not there.
+ */
+const reapedChildrenCpu = (() => {
+  const TICK_MS = 10; // USER_HZ is 100 on Linux
+  const read = (): number | undefined => {
+    try {
+      const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[13]) + Number(fields[14])) * TICK_MS; // cutime and cstime
+    } catch {
+      return undefined;
+    }
+  };
+  let last = read();
+  return {
+    take(): number | undefined {
+      const now = read();
+      const taken = now === undefined || last === undefined ? undefined : now - last;
+      last = now;
+      return taken;
+    },
+  };
+})();
+
 /** Process groups of the files running now: an interrupted run stops them too. */
 const running = new Set<number>();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -211,9 +251,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /** How node runs a test file: its compiled copy in this run's tree, or its source through tsx. */
-function testProcessArguments(file: string, tree: TestTree | undefined): { args: string[]; cwd: string } {
-  if (!tree) return { args: ['--import', 'tsx', path.join(ROOT, file)], cwd: ROOT };
-  return { args: ['--enable-source-maps', path.join(tree.root, file.replace(/\.ts$/, '.js'))], cwd: tree.root };
+function testProcessArguments(file: string, tree: TestTree | undefined, reporters: string[]): { command: string; args: string[]; cwd: string } {
+  if (!tree) return { command: process.execPath, args: [...reporters, '--import', 'tsx', path.join(ROOT, file)], cwd: ROOT };
+  return { command: process.execPath, args: [...reporters, '--enable-source-maps', path.join(tree.root, file.replace(/\.ts$/, '.js'))], cwd: tree.root };
 }
 
 async function runFile(entry: TestFile, stream: boolean, eventsDir: string, endsAt: number, tree: TestTree | undefined): Promise<Outcome> {
@@ -226,20 +266,23 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
       limitMs: 0,
       code: null,
       durationMs: 0,
+      cpuMs: undefined,
       counts: Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<Count, number>,
       problems: [problem],
     };
   }
   const eventsFile = path.join(eventsDir, `${entry.file.replaceAll(path.sep, '_')}.jsonl`);
   const started = Date.now();
-  const { args, cwd } = testProcessArguments(entry.file, tree);
-  const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${REPORTER}`, `--test-reporter-destination=${eventsFile}`];
-  const child = spawn(
-    process.execPath,
-    [...reporters, ...args],
-    // Its own process group, so whatever the file starts can be stopped with it.
-    { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-  );
+  const { command, args, cwd } = entry.command
+    ? { command: entry.command[0] as string, args: entry.command.slice(1), cwd: ROOT }
+    : testProcessArguments(entry.file, tree, [
+        '--test-reporter=spec',
+        '--test-reporter-destination=stdout',
+        `--test-reporter=${REPORTER}`,
+        `--test-reporter-destination=${eventsFile}`,
+      ]);
+  // Its own process group, so whatever the file starts can be stopped with it.
+  const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   running.add(child.pid as number);
   const output: Buffer[] = [];
   const collect = (chunk: Buffer) => (stream ? process.stdout.write(chunk) : output.push(chunk));
@@ -253,6 +296,7 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
     setTimeout(() => signalGroup(child.pid as number, 'SIGKILL'), STOP_GRACE_MS).unref();
   }, limitMs);
   const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
+  const cpuMs = reapedChildrenCpu.take();
   clearTimeout(limit);
   running.delete(child.pid as number);
   const durationMs = Date.now() - started;
@@ -280,11 +324,15 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
     }
     problems.push(`stopped at its limit of ${formatDuration(limitMs)}; still running:\n${unfinished.join('\n') || '(no test had started)'}`);
   } else if (code !== 0 && counts.fail === 0 && counts.cancelled === 0) {
-    problems.push(`exited with code ${code} (signal ${child.signalCode ?? 'none'}) with no failing test`);
+    problems.push(
+      entry.command
+        ? `exited with code ${code} (signal ${child.signalCode ?? 'none'})`
+        : `exited with code ${code} (signal ${child.signalCode ?? 'none'}) with no failing test`,
+    );
   }
   if (!stream) process.stdout.write(Buffer.concat(output));
   for (const problem of problems) process.stdout.write(`✖ ${entry.file}: ${problem}\n`);
-  return { ...entry, limitMs, code, durationMs, counts, problems };
+  return { ...entry, limitMs, code, durationMs, cpuMs, counts, problems };
 }
 
 async function runLanes(files: TestFile[], lanes: number, eventsDir: string, endsAt: number, tree: TestTree | undefined): Promise<Outcome[]> {
@@ -321,11 +369,9 @@ function laneCount(): number {
 }
 
 async function main(): Promise<number> {
-  const { roots, tiers, list, source } = parseArguments(process.argv.slice(2));
+  const { roots, tiers, checks, list, source } = parseArguments(process.argv.slice(2));
   const factor = deadlineFactor();
-  const files = discover(roots)
-    .map(classify)
-    .filter((entry) => tiers.includes(entry.tier));
+  const files = [...discover(roots).map(classify), ...(checks ? [CHECKS] : [])].filter((entry) => tiers.includes(entry.tier));
   if (list) {
     for (const entry of files) process.stdout.write(`${entry.tier}\t${formatDuration(entry.limitMs)}\t${entry.file}\n`);
     return 0;
@@ -356,13 +402,16 @@ async function main(): Promise<number> {
 
   const failed = outcomes.filter((outcome) => outcome.code !== 0 || outcome.problems.length > 0);
   const width = Math.max(...outcomes.map((outcome) => outcome.file.length), 0);
-  process.stdout.write('\n# time per file, slowest first (tier, limit)\n');
+  process.stdout.write('\n# time per file, slowest first: wall, CPU (tier, limit)\n');
   for (const outcome of [...outcomes].sort((a, b) => b.durationMs - a.durationMs)) {
     const mark = failed.includes(outcome) ? '✖' : ' ';
+    const cpu = outcome.cpuMs === undefined ? '' : formatDuration(outcome.cpuMs);
     process.stdout.write(
-      `# ${mark} ${formatDuration(outcome.durationMs).padStart(9)}  ${outcome.file.padEnd(width)}  ${outcome.tier}, ${formatDuration(outcome.limitMs)}\n`,
+      `# ${mark} ${formatDuration(outcome.durationMs).padStart(9)} ${cpu.padStart(9)}  ${outcome.file.padEnd(width)}  ${outcome.tier}, ${formatDuration(outcome.limitMs)}\n`,
     );
   }
+  const cpuTotal = outcomes.reduce((sum, outcome) => sum + (outcome.cpuMs ?? 0), 0);
+  process.stdout.write(`# CPU of all files ${formatDuration(cpuTotal)}, over ${formatDuration(Date.now() - started)}\n`);
   // The same closing lines node's own runner prints (CI reads `# pass` and `# fail`), summed;
   // a file that failed without a failing test (stopped, crashed, leaked) counts as a failure.
   const totals = Object.fromEntries(COUNTS.map((name) => [name, outcomes.reduce((sum, outcome) => sum + outcome.counts[name], 0)])) as Record<Count, number>;

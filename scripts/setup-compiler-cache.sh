@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Puts Debian's ccache in front of the C and C++ compilers for `npm ci`, and prints the
+# environment that does it (eval its output): better-sqlite3 has no prebuilt binary reachable
+# here, so every install compiles SQLite from source, ~110 s of one core. With ccache a
+# machine compiles it once; a later install (CI's fresh clones) takes a few seconds.
+# The cache holds compiler output only, keyed by the preprocessed source and the flags, so a
+# changed package or compiler compiles again. Idempotent and non-interactive; prints
+# nothing (and the compilers stay as they are) where ccache cannot be installed.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+log() { printf 'setup-compiler-cache: %s\n' "$*" >&2; }
+
+if ! command -v ccache >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=(sudo -n)
+  else
+    log "not root and no passwordless sudo: native modules compile without a cache"
+    exit 0
+  fi
+  APT_OPTS=(-y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold --no-install-recommends)
+  if ! "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" ccache </dev/null >/dev/null 2>&1; then
+    "${SUDO[@]}" apt-get update -q </dev/null >/dev/null 2>&1 || true
+    "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" ccache </dev/null >/dev/null 2>&1 || {
+      log "could not install ccache: native modules compile without a cache"
+      exit 0
+    }
+  fi
+fi
+
+# Paths below the checkout are hashed relative to it, so clones in other folders share the cache.
+root=$(cd "$(dirname "$0")/.." && pwd)
+cc=${CC:-gcc}; cxx=${CXX:-g++}
+case $cc in ccache\ *) ;; *) cc="ccache $cc" ;; esac
+case $cxx in ccache\ *) ;; *) cxx="ccache $cxx" ;; esac
+printf 'export CC=%q CXX=%q CCACHE_BASEDIR=%q CCACHE_NOHASHDIR=1\n' "$cc" "$cxx" "$root"
