@@ -88,7 +88,11 @@ export async function buildTestTree(checkout: string): Promise<TestTree | undefi
     for (const directory of LINKED_DIRECTORIES) {
       if (fs.existsSync(path.join(checkout, directory))) fs.symlinkSync(path.join(checkout, directory), path.join(root, directory), 'dir');
     }
-    const entryPoints = files.filter((file) => COMPILED.test(file) && !NOT_COMPILED.test(file)).map((file) => path.join(checkout, file));
+    // A file deleted in the checkout but not yet from git's index is listed, and is not there.
+    const entryPoints = files
+      .filter((file) => COMPILED.test(file) && !NOT_COMPILED.test(file))
+      .map((file) => path.join(checkout, file))
+      .filter((file) => fs.existsSync(file));
     // What tsx does to each module, done once: types stripped, module syntax kept, and a source
     // map inline so that a failure's stack names the .ts line.
     await esbuild.build({
