@@ -78,9 +78,16 @@ module.exports = {
       name: 'config-is-the-bottom',
       severity: 'error',
       comment:
-        'The settings are read by every layer, so they read only the environment schema and the domain (BERTH_REGISTRY is parsed by domain/registry-location.ts for that reason).',
+        'The settings are read by every layer, so they read only the environment schema, the domain (BERTH_REGISTRY is parsed by domain/registry-location.ts for that reason) and the schema code cache (a leaf, which validates the environment as it does the routes).',
       from: { path: '^src/(config|environment)\\.ts$' },
-      to: { path: '^src/', pathNot: ['^src/domain/', '^src/(config|environment)\\.ts$'] },
+      to: { path: '^src/', pathNot: ['^src/domain/', '^src/(config|environment|schema-code-cache)\\.ts$'] },
+    },
+    {
+      name: 'schema-code-cache-is-a-leaf',
+      severity: 'error',
+      comment: 'The settings and the routes load their validators through it, so it imports nothing of Berth.',
+      from: { path: '^src/schema-code-cache\\.ts$' },
+      to: { path: '^src/' },
     },
     {
       name: 'operations-are-maintenance',

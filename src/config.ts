@@ -1,10 +1,11 @@
 import net from 'node:net';
 import path from 'node:path';
-import { Ajv, type ErrorObject } from 'ajv';
-import envSchema from 'env-schema';
+import { createRequire } from 'node:module';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { UploadLimits } from './domain/upload-quota.js';
 import { BUILDERS, ENVIRONMENT, type Environment, isOn, RUNTIMES } from './environment.js';
 import { parseRegistryLocation, type RegistryLocation, RegistryLocationError } from './domain/registry-location.js';
+import { schemaCodeCache } from './schema-code-cache.js';
 
 /** BERTH_REGISTRY and the registry's token authentication (registry/setup.ts opens it). */
 export interface RegistrySettings {
@@ -258,19 +259,17 @@ function readEnvironment(env: NodeJS.ProcessEnv, problems: string[]): Environmen
     const value = schema.secret ? raw : raw.trim();
     given[name] = schema.enum ? value.toLowerCase() : value;
   }
-  try {
-    return envSchema<Environment>({ schema: ENVIRONMENT_SCHEMA, data: given, env: false, ajv: environmentAjv() });
-  } catch (error) {
-    const issues = (error as { errors?: ErrorObject[] }).errors;
-    if (!issues) throw error;
-    for (const issue of issues) {
-      const name = issue.instancePath.replace(/^\//, '');
-      const schema = properties[name];
-      const rule = schema ? ruleOf(schema) : (issue.message ?? 'is invalid');
-      problems.push(`${name} ${rule}${schema?.secret ? ' (value not shown)' : ` (got '${given[name]}')`}`);
-    }
-    return undefined;
+  // The validator coerces the strings it is given and fills in defaults, in place.
+  const values: Record<string, unknown> = { ...given };
+  const validate = environmentValidator();
+  if (validate(values)) return values as unknown as Environment;
+  for (const issue of (validate.errors ?? []) as ErrorObject[]) {
+    const name = issue.instancePath.replace(/^\//, '');
+    const schema = properties[name];
+    const rule = schema ? ruleOf(schema) : (issue.message ?? 'is invalid');
+    problems.push(`${name} ${rule}${schema?.secret ? ' (value not shown)' : ` (got '${given[name]}')`}`);
   }
+  return undefined;
 }
 
 interface VariableSchema {
@@ -295,27 +294,33 @@ function ruleOf(schema: VariableSchema): string {
   return schema.minLength ? `must be at least ${schema.minLength} characters long` : 'is invalid';
 }
 
-/** What env-schema validates: its copy of the schema, which it marks `additionalProperties: false` on every call. */
-const ENVIRONMENT_SCHEMA = structuredClone(ENVIRONMENT) as unknown as typeof ENVIRONMENT;
-let ENVIRONMENT_AJV: Ajv | undefined;
+let validateEnvironment: ValidateFunction | undefined;
 
 /**
- * env-schema's own Ajv options, knowing the annotations `ENVIRONMENT` carries. One instance,
- * given the same schema object every time, compiles it once per process: left to env-schema,
- * each reading made a new instance and compiled the schema again (~0.2 s of CPU, for every
- * configuration a process reads; a test process reads one per server it starts).
+ * ENVIRONMENT's validator: every problem reported, strings coerced to the schema's types,
+ * defaults filled in, and the annotations the schema carries (`defaultText`, `secret`, `rule`)
+ * known to ajv. Its code is generated once and kept (`schema-code-cache.ts`), as the routes'
+ * are: compiling it took ~0.2 s of CPU in every process that reads a configuration, and every
+ * server reads one. (env-schema did this before; it compiled its own options' schema on import
+ * as well, and read nothing here that it was needed for.)
  */
-function environmentAjv(): Ajv {
-  ENVIRONMENT_AJV ??= new Ajv({
-    allErrors: true,
-    removeAdditional: true,
-    useDefaults: true,
-    coerceTypes: true,
-    allowUnionTypes: true,
-    addUsedSchema: false,
-    keywords: [envSchema.keywords.separator, 'defaultText', 'secret', 'rule'],
+function environmentValidator(): ValidateFunction {
+  validateEnvironment ??= schemaCodeCache().load<ValidateFunction>(`environment ${JSON.stringify(ENVIRONMENT)}`, () => {
+    // Loaded only to generate the code: a process that finds it kept never loads the compiler.
+    const require = createRequire(import.meta.url);
+    const { Ajv } = require('ajv') as typeof import('ajv');
+    const standaloneCode = (require('ajv/dist/standalone/index.js') as typeof import('ajv/dist/standalone/index.js')).default;
+    const ajv = new Ajv({
+      allErrors: true,
+      useDefaults: true,
+      coerceTypes: true,
+      allowUnionTypes: true,
+      keywords: ['defaultText', 'secret', 'rule'],
+      code: { source: true },
+    });
+    return standaloneCode(ajv, ajv.compile(ENVIRONMENT));
   });
-  return ENVIRONMENT_AJV;
+  return validateEnvironment;
 }
 
 function registrySettings(vars: Environment, problems: string[]): RegistrySettings | undefined {

@@ -1,9 +1,7 @@
-import Ajv, { type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
-import standaloneCode from 'ajv/dist/standalone/index.js';
+import { createRequire } from 'node:module';
+import type { ValidateFunction } from 'ajv';
 import type { FastifyInstance } from 'fastify';
-import fastJsonStringify from 'fast-json-stringify';
-import { openSchemaCodeCache, type SchemaCodeCache } from './schema-code-cache.js';
+import { schemaCodeCache } from '../schema-code-cache.js';
 
 // Compiled once per process and schema, not once per app: the API is registered twice (with
 // and without the self-hosted prefix), and a process that builds several apps (a test file
@@ -21,12 +19,24 @@ const serializers = new Map<string, (data: unknown) => string>();
 // strictNumbers: `strict: false` would otherwise let Infinity and NaN pass as numbers.
 // code.source: ajv keeps each function's source, which its standalone code is made from.
 const AJV_OPTIONS = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false, strictNumbers: true, code: { source: true } } as const;
-let compilers: { coercing: Ajv.default; exact: Ajv.default } | undefined;
-let codeCache: SchemaCodeCache | undefined;
 
-function cache(): SchemaCodeCache {
-  codeCache ??= openSchemaCodeCache();
-  return codeCache;
+// The generators are loaded only to generate code: a process that finds every schema's code
+// kept (every server after a machine's first) never loads them.
+const require = createRequire(import.meta.url);
+let generators:
+  { coercing: import('ajv').default; exact: import('ajv').default; standaloneCode: typeof import('ajv/dist/standalone/index.js').default } | undefined;
+
+function validatorGenerators(): NonNullable<typeof generators> {
+  if (!generators) {
+    const Ajv = (require('ajv') as typeof import('ajv')).default;
+    const addFormats = (require('ajv-formats') as typeof import('ajv-formats')).default;
+    generators = {
+      coercing: addFormats(new Ajv({ ...AJV_OPTIONS, coerceTypes: 'array' })),
+      exact: addFormats(new Ajv({ ...AJV_OPTIONS, coerceTypes: false })),
+      standaloneCode: (require('ajv/dist/standalone/index.js') as typeof import('ajv/dist/standalone/index.js')).default,
+    };
+  }
+  return generators;
 }
 
 function compileValidator(schema: object, httpPart: string | undefined): ValidateFunction {
@@ -34,13 +44,10 @@ function compileValidator(schema: object, httpPart: string | undefined): Validat
   const key = `${exact ? 'exact' : 'coercing'} ${JSON.stringify(schema)}`;
   let validate = validators.get(key);
   if (!validate) {
-    validate = cache().load<ValidateFunction>(`ajv ${JSON.stringify(AJV_OPTIONS)} ${key}`, () => {
-      compilers ??= {
-        coercing: addFormats.default(new Ajv.default({ ...AJV_OPTIONS, coerceTypes: 'array' })),
-        exact: addFormats.default(new Ajv.default({ ...AJV_OPTIONS, coerceTypes: false })),
-      };
-      const compiler = exact ? compilers.exact : compilers.coercing;
-      return standaloneCode.default(compiler, compiler.compile(schema));
+    validate = schemaCodeCache().load<ValidateFunction>(`ajv ${JSON.stringify(AJV_OPTIONS)} ${key}`, () => {
+      const { coercing, exact: typed, standaloneCode } = validatorGenerators();
+      const compiler = exact ? typed : coercing;
+      return standaloneCode(compiler, compiler.compile(schema));
     });
     validators.set(key, validate);
   }
@@ -51,7 +58,10 @@ function compileSerializer(schema: object): (data: unknown) => string {
   const key = JSON.stringify(schema);
   let serialize = serializers.get(key);
   if (!serialize) {
-    serialize = cache().load<(data: unknown) => string>(`fast-json-stringify ${key}`, () => fastJsonStringify(schema, { mode: 'standalone' }));
+    serialize = schemaCodeCache().load<(data: unknown) => string>(`fast-json-stringify ${key}`, () => {
+      const fastJsonStringify = require('fast-json-stringify') as typeof import('fast-json-stringify').default;
+      return fastJsonStringify(schema, { mode: 'standalone' });
+    });
     serializers.set(key, serialize);
   }
   return serialize;

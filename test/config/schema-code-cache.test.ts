@@ -7,7 +7,7 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import fastJsonStringify from 'fast-json-stringify';
-import { diskSchemaCodeCache } from '../../src/http/schema-code-cache.js';
+import { diskSchemaCodeCache } from '../../src/schema-code-cache.js';
 
 const SCHEMA = {
   type: 'object',

@@ -77,8 +77,13 @@ function defaultDirectory(): string | undefined {
   return path.basename(nodeModules) === 'node_modules' ? path.join(nodeModules, '.cache', 'berth-schemas') : undefined;
 }
 
-/** The cache on disk beside the generators, or, where there is no such folder, code evaluated and not kept. */
-export function openSchemaCodeCache(): SchemaCodeCache {
-  const directory = defaultDirectory();
-  return directory ? diskSchemaCodeCache(directory) : { load: (_identity, generate) => evaluateModule(generate()) };
+let shared: SchemaCodeCache | undefined;
+
+/** The process's cache: on disk beside the generators, or, where there is no such folder, code evaluated and not kept. */
+export function schemaCodeCache(): SchemaCodeCache {
+  if (!shared) {
+    const directory = defaultDirectory();
+    shared = directory ? diskSchemaCodeCache(directory) : { load: (_identity, generate) => evaluateModule(generate()) };
+  }
+  return shared;
 }
