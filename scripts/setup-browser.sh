@@ -8,17 +8,11 @@ export DEBIAN_FRONTEND=noninteractive
 log() { printf 'setup-browser: %s\n' "$*" >&2; }
 
 if [ -x /usr/bin/chromium ]; then exit 0; fi
-if [ "$(id -u)" -eq 0 ]; then
-  SUDO=()
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-  SUDO=(sudo -n)
-else
+# shellcheck source=scripts/install-helpers.sh
+. "$(dirname "$0")/install-helpers.sh"
+if ! root_or_sudo; then
   log "not root and no passwordless sudo: cannot install chromium (the browser tests will skip)"
   exit 0
 fi
-APT_OPTS=(-y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold --no-install-recommends)
 log "installing chromium"
-if ! "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" chromium </dev/null >/dev/null 2>&1; then
-  "${SUDO[@]}" apt-get update -q </dev/null >/dev/null 2>&1
-  "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" chromium </dev/null >/dev/null
-fi
+apt_install chromium

@@ -12,21 +12,15 @@ export DEBIAN_FRONTEND=noninteractive
 log() { printf 'setup-compiler-cache: %s\n' "$*" >&2; }
 
 if ! command -v ccache >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    SUDO=(sudo -n)
-  else
+  # shellcheck source=scripts/install-helpers.sh
+  . "$(dirname "$0")/install-helpers.sh"
+  if ! root_or_sudo; then
     log "not root and no passwordless sudo: native modules compile without a cache"
     exit 0
   fi
-  APT_OPTS=(-y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold --no-install-recommends)
-  if ! "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" ccache </dev/null >/dev/null 2>&1; then
-    "${SUDO[@]}" apt-get update -q </dev/null >/dev/null 2>&1 || true
-    "${SUDO[@]}" apt-get install "${APT_OPTS[@]}" ccache </dev/null >/dev/null 2>&1 || {
-      log "could not install ccache: native modules compile without a cache"
-      exit 0
-    }
+  if ! apt_install ccache 2>/dev/null; then
+    log "could not install ccache: native modules compile without a cache"
+    exit 0
   fi
 fi
 

@@ -23,11 +23,9 @@ BUILD_DIR=${BERTH_BUILD_DIR:-/var/lib/berth-build}
 
 log() { printf 'setup-containers: %s\n' "$*" >&2; }
 
-if [ "$(id -u)" -eq 0 ]; then
-  SUDO=()
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-  SUDO=(sudo -n)
-else
+# shellcheck source=scripts/install-helpers.sh
+. "$(dirname "$0")/install-helpers.sh"
+if ! root_or_sudo; then
   log "must run as root (or with passwordless sudo) to install packages and write $CONF_DIR"
   exit 1
 fi
