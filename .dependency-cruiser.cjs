@@ -85,7 +85,7 @@ module.exports = {
     {
       name: 'schema-code-cache-is-a-leaf',
       severity: 'error',
-      comment: 'The settings and the routes load their validators through it, so it imports nothing of Berth.',
+      comment: 'The settings, the routes and the langgraph.json reader load their validators through it, so it imports nothing of Berth.',
       from: { path: '^src/schema-code-cache\\.ts$' },
       to: { path: '^src/' },
     },

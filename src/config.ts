@@ -1,11 +1,10 @@
 import net from 'node:net';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { UploadLimits } from './domain/upload-quota.js';
 import { BUILDERS, ENVIRONMENT, type Environment, isOn, RUNTIMES } from './environment.js';
 import { parseRegistryLocation, type RegistryLocation, RegistryLocationError } from './domain/registry-location.js';
-import { schemaCodeCache } from './schema-code-cache.js';
+import { cachedValidator } from './schema-code-cache.js';
 
 /** BERTH_REGISTRY and the registry's token authentication (registry/setup.ts opens it). */
 export interface RegistrySettings {
@@ -305,21 +304,10 @@ let validateEnvironment: ValidateFunction | undefined;
  * as well, and read nothing here that it was needed for.)
  */
 function environmentValidator(): ValidateFunction {
-  validateEnvironment ??= schemaCodeCache().load<ValidateFunction>(`environment ${JSON.stringify(ENVIRONMENT)}`, () => {
-    // Loaded only to generate the code: a process that finds it kept never loads the compiler.
-    const require = createRequire(import.meta.url);
-    const { Ajv } = require('ajv') as typeof import('ajv');
-    const standaloneCode = (require('ajv/dist/standalone/index.js') as typeof import('ajv/dist/standalone/index.js')).default;
-    const ajv = new Ajv({
-      allErrors: true,
-      useDefaults: true,
-      coerceTypes: true,
-      allowUnionTypes: true,
-      keywords: ['defaultText', 'secret', 'rule'],
-      code: { source: true },
-    });
-    return standaloneCode(ajv, ajv.compile(ENVIRONMENT));
-  });
+  validateEnvironment ??= cachedValidator(
+    { allErrors: true, useDefaults: true, coerceTypes: true, allowUnionTypes: true, keywords: ['defaultText', 'secret', 'rule'] },
+    ENVIRONMENT,
+  );
   return validateEnvironment;
 }
 

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import type { Options as AjvOptions, ValidateFunction } from 'ajv';
 
 const require = createRequire(import.meta.url);
 
@@ -86,4 +87,34 @@ export function schemaCodeCache(): SchemaCodeCache {
     shared = directory ? diskSchemaCodeCache(directory) : { load: (_identity, generate) => evaluateModule(generate()) };
   }
   return shared;
+}
+
+export interface ValidatorOptions extends Omit<AjvOptions, 'code' | 'formats'> {
+  /** ajv-formats' formats (date-time, uri, …) known to the validator. */
+  standardFormats?: boolean;
+}
+
+// One compiler per set of options, made only when some schema's code must be generated: a
+// process that finds every schema's code kept never loads ajv's compiler.
+const compilers = new Map<string, { compile(schema: object): string }>();
+
+function ajvCompiler(options: ValidatorOptions): { compile(schema: object): string } {
+  const key = JSON.stringify(options);
+  let compiler = compilers.get(key);
+  if (!compiler) {
+    const { standardFormats = false, ...ajvOptions } = options;
+    const Ajv = (require('ajv') as typeof import('ajv')).default;
+    const standaloneCode = (require('ajv/dist/standalone/index.js') as typeof import('ajv/dist/standalone/index.js')).default;
+    // code.source: ajv keeps each function's source, which its standalone code is made from.
+    const ajv = new Ajv({ ...ajvOptions, code: { source: true } });
+    if (standardFormats) (require('ajv-formats') as typeof import('ajv-formats')).default(ajv);
+    compiler = { compile: (schema) => standaloneCode(ajv, ajv.compile(schema)) };
+    compilers.set(key, compiler);
+  }
+  return compiler;
+}
+
+/** An ajv validator of `schema` with these options, from the code cache when an earlier process generated it. */
+export function cachedValidator(options: ValidatorOptions, schema: object): ValidateFunction {
+  return schemaCodeCache().load<ValidateFunction>(`ajv ${JSON.stringify(options)} ${JSON.stringify(schema)}`, () => ajvCompiler(options).compile(schema));
 }

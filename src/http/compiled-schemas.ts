@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { ValidateFunction } from 'ajv';
 import type { FastifyInstance } from 'fastify';
-import { schemaCodeCache } from '../schema-code-cache.js';
+import { cachedValidator, schemaCodeCache } from '../schema-code-cache.js';
 
 // Compiled once per process and schema, not once per app: the API is registered twice (with
 // and without the self-hosted prefix), and a process that builds several apps (a test file
@@ -17,38 +17,20 @@ const serializers = new Map<string, (data: unknown) => string>();
  * ("20" → 20); JSON bodies are typed already, and a wrong type there is an error.
  */
 // strictNumbers: `strict: false` would otherwise let Infinity and NaN pass as numbers.
-// code.source: ajv keeps each function's source, which its standalone code is made from.
-const AJV_OPTIONS = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false, strictNumbers: true, code: { source: true } } as const;
+const AJV_OPTIONS = { allErrors: true, allowUnionTypes: true, useDefaults: true, strict: false, strictNumbers: true, standardFormats: true } as const;
+const COERCING = { ...AJV_OPTIONS, coerceTypes: 'array' } as const;
+const EXACT = { ...AJV_OPTIONS, coerceTypes: false } as const;
 
-// The generators are loaded only to generate code: a process that finds every schema's code
-// kept (every server after a machine's first) never loads them.
+// fast-json-stringify is loaded only to generate code: a process that finds every schema's
+// code kept (every server after a machine's first) never loads it.
 const require = createRequire(import.meta.url);
-let generators:
-  { coercing: import('ajv').default; exact: import('ajv').default; standaloneCode: typeof import('ajv/dist/standalone/index.js').default } | undefined;
-
-function validatorGenerators(): NonNullable<typeof generators> {
-  if (!generators) {
-    const Ajv = (require('ajv') as typeof import('ajv')).default;
-    const addFormats = (require('ajv-formats') as typeof import('ajv-formats')).default;
-    generators = {
-      coercing: addFormats(new Ajv({ ...AJV_OPTIONS, coerceTypes: 'array' })),
-      exact: addFormats(new Ajv({ ...AJV_OPTIONS, coerceTypes: false })),
-      standaloneCode: (require('ajv/dist/standalone/index.js') as typeof import('ajv/dist/standalone/index.js')).default,
-    };
-  }
-  return generators;
-}
 
 function compileValidator(schema: object, httpPart: string | undefined): ValidateFunction {
   const exact = httpPart === 'body';
   const key = `${exact ? 'exact' : 'coercing'} ${JSON.stringify(schema)}`;
   let validate = validators.get(key);
   if (!validate) {
-    validate = schemaCodeCache().load<ValidateFunction>(`ajv ${JSON.stringify(AJV_OPTIONS)} ${key}`, () => {
-      const { coercing, exact: typed, standaloneCode } = validatorGenerators();
-      const compiler = exact ? typed : coercing;
-      return standaloneCode(compiler, compiler.compile(schema));
-    });
+    validate = cachedValidator(exact ? EXACT : COERCING, schema);
     validators.set(key, validate);
   }
   return validate;

@@ -2,8 +2,9 @@
 // fields newer than this list). Each schema's `description` is the phrase an error shows
 // ("must be …"). Nulls are accepted where the LangGraph CLI treats null as absent, and
 // refused where the CLI would write a broken Dockerfile (`:None` tags) or crash.
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { type Static, type TSchema, Type } from 'typebox';
+import { cachedValidator } from '../schema-code-cache.js';
 
 const text = (description: string) => Type.String({ description });
 const nullable = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description });
@@ -50,11 +51,11 @@ export const LangGraphConfigSchema = Type.Object(
 export type LangGraphConfigDocument = Partial<Static<typeof LangGraphConfigSchema>>;
 
 // Compiled on first use, not on import: most processes that load this module (every server)
-// never read a langgraph.json, and compiling it costs ~0.15 s of CPU.
+// never read a langgraph.json, and compiling it costs ~0.15 s of CPU (kept by the code cache).
 let validateDocument: ValidateFunction | undefined;
 
 function documentValidator(): ValidateFunction {
-  validateDocument ??= new Ajv.default({ allErrors: false, verbose: true, strict: false, allowUnionTypes: true }).compile(Type.Partial(LangGraphConfigSchema));
+  validateDocument ??= cachedValidator({ allErrors: false, verbose: true, strict: false, allowUnionTypes: true }, Type.Partial(LangGraphConfigSchema));
   return validateDocument;
 }
 

@@ -7,7 +7,7 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import fastJsonStringify from 'fast-json-stringify';
-import { diskSchemaCodeCache } from '../../src/schema-code-cache.js';
+import { cachedValidator, diskSchemaCodeCache } from '../../src/schema-code-cache.js';
 
 const SCHEMA = {
   type: 'object',
@@ -98,4 +98,16 @@ test('where the folder cannot be made, the code is generated and used, and nothi
   assert.equal(cache.load<ValidateFunction>('query', calls.generate)({ since: 'x' }), false);
   assert.equal(calls.calls(), 2);
   assert.deepEqual(fs.readdirSync(directory), ['a-file']);
+});
+
+test('a cached validator applies the options it is given: coercion as set, formats only when asked', () => {
+  const schema = { type: 'object', properties: { count: { type: 'integer' }, at: { type: 'string', format: 'date-time' } } };
+  const coercing = cachedValidator({ allErrors: true, coerceTypes: true, standardFormats: true }, schema);
+  const data: Record<string, unknown> = { count: '3' };
+  assert.equal(coercing(data), true);
+  assert.equal(data.count, 3);
+  assert.equal(coercing({ at: 'yesterday' }), false);
+  const exact = cachedValidator({ allErrors: true, coerceTypes: false, standardFormats: true }, schema);
+  assert.equal(exact({ count: '3' }), false, 'another set of options is another validator');
+  assert.equal(cachedValidator({ strict: false }, schema)({ at: 'yesterday' }), true, 'no format is checked unless asked');
 });
