@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
@@ -154,7 +153,10 @@ export class UploadStore {
     try {
       // Refused as soon as it is known: from the declared length before a byte is read.
       if (contentLength !== undefined) await guard.reserveDeclared(contentLength);
-      await pipeline(body, guard, fs.createWriteStream(part, { flags: 'wx', mode: 0o600 }), { signal: options.signal });
+      // The file is made before the body is read: a stream that opened it itself could create it
+      // after a refusal had already removed it, leaving a partial file behind on a busy machine.
+      const file = await open(part, 'wx', 0o600);
+      await pipeline(body, guard, file.createWriteStream(), { signal: options.signal }).finally(() => file.close().catch(() => undefined));
       guard.checkComplete(contentLength);
       await syncFile(part);
       await rename(part, files.archive);
