@@ -1,7 +1,7 @@
-import { createWriteStream } from 'node:fs';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { newFileSink } from '../sources/new-file.js';
 import { MAX_UPLOAD_BYTES } from '../sources/uploads.js';
 import { DriverError } from '../engine/drivers/types.js';
 import type { HeartbeatView, JobSourceView, LogBatch, RunnerInputsAnswer, RunnerInputsReport, RunnerJobView, RunnerResult } from '../contract/build-runners.js';
@@ -77,12 +77,8 @@ export class RunnerClient {
       if (response.status === 403 || response.status === 410) throw new DriverError(`the uploaded archive could not be downloaded: ${detail}`);
       throw new RunnerCallError(`GET ${target.pathname} answered ${response.status}: ${detail}`);
     }
-    await pipeline(
-      Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
-      new ByteLimit(MAX_UPLOAD_BYTES),
-      createWriteStream(file, { flags: 'wx', mode: 0o600 }),
-      { signal },
-    );
+    const sink = await newFileSink(file);
+    await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), new ByteLimit(MAX_UPLOAD_BYTES), sink, { signal });
   }
 
   async #call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal, timeoutMs = 30_000): Promise<T> {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { TokenError, type TokenSigner } from '../security/signed-tokens.js';
+import { newFileSink } from './new-file.js';
 
 /**
  * Source archives uploaded by `langgraph deploy --remote`, kept under one directory
@@ -153,10 +154,7 @@ export class UploadStore {
     try {
       // Refused as soon as it is known: from the declared length before a byte is read.
       if (contentLength !== undefined) await guard.reserveDeclared(contentLength);
-      // The file is made before the body is read: a stream that opened it itself could create it
-      // after a refusal had already removed it, leaving a partial file behind on a busy machine.
-      const file = await open(part, 'wx', 0o600);
-      await pipeline(body, guard, file.createWriteStream(), { signal: options.signal }).finally(() => file.close().catch(() => undefined));
+      await pipeline(body, guard, await newFileSink(part), { signal: options.signal });
       guard.checkComplete(contentLength);
       await syncFile(part);
       await rename(part, files.archive);

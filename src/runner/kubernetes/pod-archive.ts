@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { DriverError } from '../../engine/drivers/types.js';
+import { newFileSink } from '../../sources/new-file.js';
 import { MAX_UPLOAD_BYTES } from '../../sources/uploads.js';
 import { ByteLimit } from '../client.js';
 
@@ -28,6 +28,7 @@ export async function fetchPodArchive(source: { url: string; sha256: string }, f
     throw new DriverError(`the build runner did not hand over the uploaded archive (${response.status}): the build it was offered for has ended.`);
   const hash = createHash('sha256');
   try {
+    const sink = await newFileSink(file);
     await pipeline(
       Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
       new ByteLimit(MAX_UPLOAD_BYTES),
@@ -37,7 +38,7 @@ export async function fetchPodArchive(source: { url: string; sha256: string }, f
           yield chunk;
         }
       },
-      createWriteStream(file, { flags: 'wx', mode: 0o600 }),
+      sink,
       { signal },
     );
   } catch (error) {
