@@ -438,14 +438,10 @@ class PeerServer(uvicorn.Server):
         if self.should_exit:
             return
         port = self.servers[0].sockets[0].getsockname()[1]
-        loop = type(asyncio.get_running_loop())
-        protocol = self.config.http_protocol_class
-        line = {
-            "port": port,
-            **self.announce,
-            "loop": f"{loop.__module__}.{loop.__name__}",
-            "http": f"{protocol.__module__}.{protocol.__name__}",
-        }
+        # What uvicorn's "auto" chose: uvloop or asyncio's loop, httptools or h11.
+        loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
+        http = self.config.http_protocol_class.__module__.split(".")[-1].replace("_impl", "")
+        line = {"port": port, **self.announce, "loop": loop, "http": http}
         sys.stdout.write(json.dumps(line) + "\n")
         sys.stdout.flush()
 
