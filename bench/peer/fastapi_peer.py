@@ -4,9 +4,11 @@ Issue 24 asks Berth to serve every phase of the bench (GET one deployment, the l
 `name_contains`, create) at five times the rate of an honest Python implementation of the same
 endpoints, measured in the same run on the same machine. This is that implementation, as one
 would write it with FastAPI's documented idioms: pydantic models for the bodies and the answers,
-an `X-Api-Key` dependency, `async def` routes on one uvicorn worker (uvloop when installed) and
-Python's sqlite3 in WAL mode with one table whose configurations and secrets are JSON columns.
-It serves image deployments only, keeps secrets as given (Berth encrypts them) and makes no
+an `X-Api-Key` dependency, `async def` routes on one uvicorn worker (uvloop and httptools when
+installed, as `uvicorn[standard]` runs; Debian has uvloop, and an httptools too old for uvicorn) and
+Python's sqlite3 in WAL mode: one table whose configurations and secrets are JSON columns, indexed
+on the workspace and name (unique) and on the workspace and creation time (the listing's newest
+first, as Berth orders it), and a list that is a `LIKE` over the name in the workspace. It serves image deployments only, keeps secrets as given (Berth encrypts them) and makes no
 revision rows: what it leaves out is work Berth does. `--seed N` fills the workspace with the
 names, statuses and dates of bench/seed.ts, so the listing reads the same rows. Prints one JSON
 line (`{"port": N, ...}` with a sample of the seeded ids) once listening.
@@ -426,6 +428,17 @@ def create_app(db: sqlite3.Connection, api_key: str) -> FastAPI:
     return app
 
 
+def http_implementation() -> str:
+    """uvicorn's "auto" (httptools when importable, else h11), but only with an httptools that uvicorn
+    supports (`uvicorn[standard]` asks for 0.4 or newer; Debian bookworm's python3-httptools is 0.1.1)."""
+    try:
+        import httptools
+
+        return "httptools" if tuple(int(part) for part in httptools.__version__.split(".")[:2]) >= (0, 4) else "h11"
+    except (ImportError, AttributeError, ValueError):
+        return "h11"
+
+
 class PeerServer(uvicorn.Server):
     """uvicorn's server, printing the JSON line once its socket listens."""
 
@@ -438,7 +451,7 @@ class PeerServer(uvicorn.Server):
         if self.should_exit:
             return
         port = self.servers[0].sockets[0].getsockname()[1]
-        # What uvicorn's "auto" chose: uvloop or asyncio's loop, httptools or h11.
+        # What ran: uvloop (uvicorn's "auto" when installed) or asyncio's loop, httptools or h11.
         loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
         http = self.config.http_protocol_class.__module__.split(".")[-1].replace("_impl", "")
         line = {"port": port, **self.announce, "loop": loop, "http": http}
@@ -462,7 +475,7 @@ def main() -> None:
         port=options.port,
         workers=1,
         loop="auto",
-        http="auto",
+        http=http_implementation(),
         lifespan="off",
         access_log=False,
         log_level="warning",
