@@ -5,8 +5,9 @@
  * default and, when DATABASE_URL is a postgres URL or with `--postgres`, on a throwaway
  * PostgreSQL database; fills a workspace with 100,000 deployments (bench/seed.ts); drives
  * each scenario with autocannon, and the same load against a bare node:http server
- * (bench/ceiling.ts); runs the engine scenario (bench/engine.ts); appends the results to
- * bench/results.md. Flags: see `usage` below.
+ * (bench/ceiling.ts) and the get, list and create loads against a FastAPI peer on a seeded
+ * SQLite file of its own at each size (bench/peer.ts); runs the engine scenario (bench/engine.ts);
+ * appends the results to bench/results.md. Flags: see `usage` below.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -23,6 +24,7 @@ import type { DashboardResult } from './dashboard.js';
 import { runnersReport, type RunnersResult } from './runners-report.js';
 import type { Flow, FlowsResult } from './flows.js';
 import { causeOf } from './causes.js';
+import { type Peer, PEER_MISSING, peerPython, startPeer } from './peer.js';
 import { TEAMS } from './seed.js';
 import { percentile, Samples } from './stats.js';
 import { pauseWindow, type PauseFigures } from './server-metrics.js';
@@ -49,6 +51,8 @@ const usage = `npm run bench -- [flags]
   --agents N             simulated listener agents in the listeners scenario (default 1000)
   --runner-builds N      builds in each burst of the runners scenario, per count of runner processes (default 60; 20 with --quick)
   --api-only             the same as --engine off
+  --no-peer              leave out the FastAPI peer (bench/peer/fastapi_peer.py: get, list and create at each size, for
+                         issue 24's 5× targets; needs python3-fastapi and python3-uvicorn: scripts/setup-bench-peer.sh)
   --cpu-prof             write a CPU profile of each Berth server to bench/profiles/ and summarise it
   --label TEXT           a line saying what this run measures (e.g. which change), written with the results
   --no-write             print the results without appending them to bench/results.md`;
@@ -73,6 +77,7 @@ const { values: flags } = parseArgs({
     scenarios: { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
+    'no-peer': { type: 'boolean', default: false },
     'api-only': { type: 'boolean', default: false },
     label: { type: 'string' },
     help: { type: 'boolean', default: false },
@@ -106,6 +111,8 @@ const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 
 /** Scenarios with a script of their own rather than autocannon against the seeded server. */
 const SCRIPTED: readonly string[] = ['engine', 'fairness', 'listeners', 'runners'];
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
+/** The phases of issue 24's 5× targets, also driven against the FastAPI peer. */
+const PEER_SCENARIOS: readonly ScenarioName[] = ['get', 'list', 'create'];
 /** Not per database: builds and deploys the sample agent with podman (bench/build.ts). */
 const BUILD_SCENARIO = 'build';
 /** Not per database either: the sample agent behind a `git` integration, push to answer and the rest (bench/flows.ts). */
@@ -617,6 +624,8 @@ interface DatabaseRun {
   startupSeededMs?: number;
   seedSeconds?: number;
   results: Partial<Record<ScenarioName, LoadResult>>;
+  /** The FastAPI peer at the same size, in the same run. */
+  peer?: Partial<Record<ScenarioName, LoadResult>>;
   drains: Partial<Record<ScenarioName, number>>;
   memory?: { hwmMb: number; rssMb: number };
   engine?: EngineResult;
@@ -811,6 +820,45 @@ async function startCeiling(): Promise<{ ceiling: ReturnType<typeof spawnNode>; 
     ceiling.process.once('exit', () => reject(new Error(`ceiling server exited: ${ceiling.output.join('')}`)));
   });
   return { ceiling, port };
+}
+
+/**
+ * The FastAPI peer (bench/peer.ts) at each size, seeded as Berth is, under the get, list and
+ * create loads; with a line saying what ran, or why it did not. Never fails the bench.
+ */
+async function measurePeer(): Promise<{ note: string; bySize: Map<number, Partial<Record<ScenarioName, LoadResult>>> }> {
+  const bySize = new Map<number, Partial<Record<ScenarioName, LoadResult>>>();
+  if (flags['no-peer']) return { note: 'left out (--no-peer)', bySize };
+  if (!PEER_SCENARIOS.some((name) => SELECTED.has(name))) return { note: 'not run (none of get, list and create selected)', bySize };
+  const python = peerPython();
+  if (!python) {
+    log(`FastAPI peer: ${PEER_MISSING}; going on without it`);
+    return { note: PEER_MISSING, bySize };
+  }
+  let ran = '';
+  let failure = '';
+  for (const size of SIZES) {
+    let peer: Peer | undefined;
+    try {
+      peer = await startPeer(python, size, (cleanup) => cleanups.push(cleanup));
+      ran = `${peer.describe} (\`${python}\`)`;
+      log(`FastAPI peer, ${size.toLocaleString('en')} deployments: ${peer.describe}`);
+      const results: Partial<Record<ScenarioName, LoadResult>> = {};
+      const ids = [...peer.sampleIds].sort(() => Math.random() - 0.5);
+      for (const scenario of scenarios(ids, randomBytes(3).toString('hex'), size)) {
+        if (!PEER_SCENARIOS.includes(scenario.name) || !SELECTED.has(scenario.name)) continue;
+        results[scenario.name] = await measure(peer.url, peer.pid, scenario, { 'x-api-key': peer.apiKey });
+      }
+      bySize.set(size, results);
+    } catch (error) {
+      failure = `failed at ${size.toLocaleString('en')} deployments (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`;
+      log(`FastAPI peer: ${failure}; going on without it`);
+      break;
+    } finally {
+      await peer?.stop();
+    }
+  }
+  return { note: bySize.size === 0 ? failure : `${ran}${failure ? `; ${failure}` : ''}`, bySize };
 }
 
 /**
@@ -1096,6 +1144,25 @@ for (const [name, limit] of TAIL_TARGETS) {
   });
 }
 
+/** Issue 24: Berth at least 5 times the FastAPI peer's rate (bench/peer/fastapi_peer.py) in every phase, in the same run. */
+TARGETS.push({
+  id: 'peer',
+  issue: 24,
+  text: (n) => `every phase (get, list, create) ≥ 5× the FastAPI peer's rate at ${n} deployments, measured in the same run`,
+  check: (run) => {
+    const phases = PEER_SCENARIOS.filter((name) => run.results[name] && run.peer?.[name]);
+    if (phases.length === 0) return null;
+    const ratios = phases.map((name) => ({ name, berth: run.results[name]!.rps, peer: run.peer![name]!.rps }));
+    const unmeasured = PEER_SCENARIOS.filter((name) => !phases.includes(name));
+    return {
+      met: ratios.every((r) => r.berth >= 5 * r.peer),
+      measured:
+        ratios.map((r) => `${r.name} ${(r.berth / r.peer).toFixed(2)}× (${r.berth.toFixed(0)} against ${r.peer.toFixed(0)} req/s)`).join(', ') +
+        (unmeasured.length > 0 ? `; ${unmeasured.join(' and ')} not run: only the phases measured are judged` : ''),
+    };
+  },
+});
+
 function machine(): string {
   const cpus = os.cpus();
   const git = (...args: string[]) => {
@@ -1134,7 +1201,7 @@ function num(value: number | undefined, digits = 1): string {
   return value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
 }
 
-function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, LoadResult>>, startedAt: Date, elapsedS: number): string {
+function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, LoadResult>>, peerNote: string, startedAt: Date, elapsedS: number): string {
   const autocannonVersion = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')).version as string;
   const lines: string[] = [];
   lines.push(`## ${startedAt.toISOString().slice(0, 10)} ${startedAt.toISOString().slice(11, 16)} UTC`, '');
@@ -1156,6 +1223,13 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
   lines.push(
     `- Ceiling: bare \`node:http\` server (bench/ceiling.ts) answering the same paths with fixed bodies of the same shape. ` +
       `Whole run: ${(elapsedS / 60).toFixed(1)} min.${flags['cpu-prof'] ? ' Servers ran with --cpu-prof (slower).' : ''}`,
+  );
+  const peered = runs.some((run) => run.peer);
+  lines.push(
+    peered
+      ? `- FastAPI peer: bench/peer/fastapi_peer.py on ${peerNote}, one worker, a SQLite file of its own (WAL) seeded with bench/seed.ts's ` +
+          'names, statuses and dates at each size; the same get, list and create loads (peer columns; "× peer" is Berth\'s rate over the peer\'s).'
+      : `- FastAPI peer: ${peerNote}.`,
     '',
   );
   const ceilingRows = ALL_SCENARIOS.filter((s) => ceilings[s]);
@@ -1166,19 +1240,24 @@ function report(runs: DatabaseRun[], ceilings: Partial<Record<ScenarioName, Load
       '',
     );
     if (ceilingRows.length > 0) {
+      const peerHeads = run.peer ? ' peer req/s | peer p50 | peer p99 | × peer |' : '';
       lines.push(
-        `| scenario | Berth req/s | p50 ms | p99 ms | ceiling req/s | ceiling p50 | ceiling p99 | ratio | load gen CPU | server CPU |${run.kind === 'postgres' ? ' postgres CPU |' : ''} other CPU | failed | ` +
+        `| scenario | Berth req/s | p50 ms | p99 ms | ceiling req/s | ceiling p50 | ceiling p99 | ratio |${peerHeads} load gen CPU | server CPU |${run.kind === 'postgres' ? ' postgres CPU |' : ''} other CPU | failed | ` +
           'loop p50 / p99 / max ms | stalls ≥25 / 50 / 100 ms | GC pauses (major) | GC total / longest ms | old space MB | peak RSS MB |',
       );
-      lines.push(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${run.kind === 'postgres' ? '---:|' : ''}---:|---:|---:|---:|---:|---:|---:|`);
+      lines.push(
+        `|---|---:|---:|---:|---:|---:|---:|---:|${run.peer ? '---:|'.repeat(4) : ''}---:|---:|${run.kind === 'postgres' ? '---:|' : ''}---:|---:|---:|---:|---:|---:|---:|`,
+      );
       for (const name of ceilingRows) {
         const b = run.results[name];
         const c = ceilings[name] as LoadResult;
         if (!b) continue;
         const title = scenarios([], '', run.deployments).find((s) => s.name === name)?.title ?? name;
+        const p = run.peer?.[name];
+        const peerCells = !run.peer ? '' : p ? `${p.rps.toFixed(0)} | ${ms(p.p50)} | ${ms(p.p99)} | ${(b.rps / p.rps).toFixed(2)} | ` : '– | – | – | – | ';
         lines.push(
           `| ${title} | ${b.rps.toFixed(0)} | ${ms(b.p50)} | ${ms(b.p99)} | ${c.rps.toFixed(0)} | ${ms(c.p50)} | ${ms(c.p99)} | ` +
-            `${(b.rps / c.rps).toFixed(2)} | ${b.loadCpu.toFixed(2)} | ${b.serverCpu.toFixed(2)} | ${run.kind === 'postgres' ? `${b.databaseCpu.toFixed(2)} | ` : ''}${b.otherCpu.toFixed(2)} | ${b.non2xx + b.errors} | ` +
+            `${(b.rps / c.rps).toFixed(2)} | ${peerCells}${b.loadCpu.toFixed(2)} | ${b.serverCpu.toFixed(2)} | ${run.kind === 'postgres' ? `${b.databaseCpu.toFixed(2)} | ` : ''}${b.otherCpu.toFixed(2)} | ${b.non2xx + b.errors} | ` +
             pauseCells(b),
         );
       }
@@ -1443,6 +1522,7 @@ async function main(): Promise<void> {
     }
     await ceiling.stop();
   }
+  const peer = await measurePeer();
 
   const encryptionKey = randomBytes(32).toString('hex');
   const runs: DatabaseRun[] = [];
@@ -1452,6 +1532,7 @@ async function main(): Promise<void> {
       for (const [i, size] of SIZES.entries()) runs.push(...(await runDatabase(kind, size, ceilings, encryptionKey, i === 0)));
     }
   }
+  for (const run of runs) run.peer = peer.bySize.get(run.deployments);
   let build: BuildResult | undefined;
   if (SELECTED.has(BUILD_SCENARIO)) {
     log('build: the sample agent from git to DEPLOYED, cold and warm');
@@ -1482,7 +1563,7 @@ async function main(): Promise<void> {
   }
 
   const section =
-    report(runs, ceilings, startedAt, (performance.now() - t0) / 1000) +
+    report(runs, ceilings, peer.note, startedAt, (performance.now() - t0) / 1000) +
     (build ? buildReport(build) : '') +
     (flows ? flowsReport(flows) : '') +
     (dashboard ? dashboardReport(dashboard) : '');
