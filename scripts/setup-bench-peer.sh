@@ -2,7 +2,7 @@
 # Installs Debian's FastAPI and uvicorn (with uvloop, as `uvicorn[standard]` would run) for the
 # bench's FastAPI peer (bench/peer/fastapi_peer.py), the Python implementation of Berth's
 # deployment endpoints that issue 24's targets compare Berth with. Debian's packages go to
-# /usr/bin/python3's dist-packages, which is the interpreter the bench tries first.
+# /usr/bin/python3's dist-packages, which the bench tries when `python3` on the PATH (pyenv's, say) cannot import them.
 # Idempotent, quiet and non-interactive; prints nothing when they are there. The bench goes on
 # without the peer (saying so) when they are not.
 set -euo pipefail
