@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stopChild } from './children.js';
 
 const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'peer', 'fastapi_peer.py');
 export const PEER_MISSING = 'not installed; run scripts/setup-bench-peer.sh';
@@ -55,14 +56,8 @@ export async function startPeer(python: string, deployments: number, register: (
   const apiKey = `peer_${randomBytes(16).toString('hex')}`;
   const args = [SCRIPT, '--port', '0', '--db', path.join(dir, 'peer.sqlite'), '--api-key', apiKey, '--seed', String(deployments)];
   const child = spawn(python, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await stopChild(child, 10_000);
     fs.rmSync(dir, { recursive: true, force: true });
   };
   register(stop);
@@ -98,7 +93,7 @@ export async function startPeer(python: string, deployments: number, register: (
       pid: child.pid as number,
       apiKey,
       sampleIds: announced.sample_ids,
-      describe: `Python ${v.python}, FastAPI ${v.fastapi}, pydantic ${v.pydantic}, uvicorn ${v.uvicorn} ` + `(${announced.loop}, ${announced.http})`,
+      describe: `Python ${v.python}, FastAPI ${v.fastapi}, pydantic ${v.pydantic}, uvicorn ${v.uvicorn} (${announced.loop}, ${announced.http})`,
       stop,
     };
   } catch (error) {

@@ -24,6 +24,7 @@ import type { DashboardResult } from './dashboard.js';
 import { runnersReport, type RunnersResult } from './runners-report.js';
 import type { Flow, FlowsResult } from './flows.js';
 import { causeOf } from './causes.js';
+import { stopChild } from './children.js';
 import { type Peer, PEER_MISSING, peerPython, startPeer } from './peer.js';
 import { TEAMS } from './seed.js';
 import { percentile, Samples } from './stats.js';
@@ -168,19 +169,11 @@ function spawnNode(args: string[], env: NodeJS.ProcessEnv, compiled = false): Ch
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const handle: Child = {
     process: child,
     pid: child.pid as number,
     output,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-        await exited;
-        clearTimeout(timer);
-      }
-    },
+    stop: () => stopChild(child, 20_000),
   };
   cleanups.push(() => handle.stop());
   return handle;
