@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { UploadError, type UploadFailure, UploadStore } from '../../src/sources/uploads.js';
 import { TokenSigner } from '../../src/security/signed-tokens.js';
+import { newFileSink } from '../../src/sources/new-file.js';
 
 const key = randomBytes(32);
 const dirs: string[] = [];
@@ -245,5 +246,23 @@ describe('upload store behind a real HTTP server', () => {
     assert.equal(outcomes.at(-1), 'incomplete');
     assert.equal(await uploads.resolve(deployment, objectPath), null);
     assert.ok(!leftovers(dir).some((name) => name.includes(path.basename(objectPath, '.tar.gz'))), leftovers(dir).join(', '));
+  });
+});
+
+describe('a received archive’s file', () => {
+  it('exists, readable by its owner alone, before a byte is read, so a refusal that removes it cannot be overtaken; an existing file is refused', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-new-file-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'archive.part');
+    const sink = await newFileSink(file);
+    try {
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600, 'made, empty, before any write');
+      await assert.rejects(newFileSink(file), { code: 'EEXIST' });
+    } finally {
+      sink.destroy();
+    }
+    fs.rmSync(file);
+    if (!sink.closed) await new Promise<void>((resolve) => sink.once('close', () => resolve()));
+    assert.deepEqual(fs.readdirSync(dir), [], 'nothing comes back once the stream closes');
   });
 });
