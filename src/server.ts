@@ -86,6 +86,11 @@ async function openCore(config: Config, logger: Logger): Promise<Core> {
     checkpointInBackground: {
       onError: (error) => logger.warn({ error: error.message }, 'background WAL checkpoint failed; commits checkpoint the WAL at 10,000 pages meanwhile'),
     },
+    onConnectionLost: (error) =>
+      logger.warn(
+        { error: error.message },
+        'a database connection was lost (PostgreSQL restarted or ended it): what was using it failed, and the next use opens a new one',
+      ),
   });
   try {
     setGitConcurrency(config.codehost.gitConcurrency);

@@ -41,16 +41,25 @@ class NamedStatementClient extends pg.Client {
  * `log` sees every statement sent, transaction control included (tests count them).
  * `checkpointInBackground`: for the server's long-lived database, WAL checkpoints run on a
  * thread of their own (store/checkpointer.ts) instead of inside the commit that crosses the
- * threshold; `onError` hears when they fail.
+ * threshold; `onError` hears when they fail. `onConnectionLost`: a PostgreSQL connection
+ * ended by the server (a restart, a failover, an administrator), in use or idle.
  */
 export function openDatabase(
   database: Config['database'],
-  options: { log?: KyselyConfig['log']; checkpointInBackground?: { onError: (error: Error) => void } } = {},
+  options: {
+    log?: KyselyConfig['log'];
+    checkpointInBackground?: { onError: (error: Error) => void };
+    onConnectionLost?: (error: Error) => void;
+  } = {},
 ): Db {
   if (database.kind === 'postgres') {
     const pool = new pg.Pool({ connectionString: database.url, max: 10, Client: NamedStatementClient });
-    // An idle client that loses its connection emits 'error'; without a listener that
-    // would crash the process. The pool replaces the client on next use.
+    const lost = options.onConnectionLost ?? (() => {});
+    // A client that loses its connection emits 'error', and without a listener that crashes
+    // the process. The pool listens only while a client is idle; one lent out (to a
+    // transaction between its statements) had none, and a PostgreSQL restart stopped Berth.
+    // Its statements then fail, and the pool drops it once it is given back.
+    pool.on('connect', (client) => client.on('error', lost));
     pool.on('error', () => {});
     return new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.log });
   }
