@@ -45,6 +45,8 @@ export class LocalEventBus implements EventBus {
 }
 
 const CHANNEL = 'berth_events';
+const RECONNECT_FIRST_MS = 1_000;
+const RECONNECT_MAX_MS = 30_000;
 
 /**
  * Several processes on one PostgreSQL: messages go through LISTEN/NOTIFY, so an engine in
@@ -54,23 +56,26 @@ const CHANNEL = 'berth_events';
  */
 export class PostgresEventBus extends LocalEventBus {
   readonly #pool: pg.Pool;
+  readonly #url: string;
   #listener: pg.Client | undefined;
+  #reconnecting = false;
   #closed = false;
 
   private constructor(url: string) {
     super();
+    this.#url = url;
     this.#pool = new pg.Pool({ connectionString: url, max: 2 });
     this.#pool.on('error', () => {});
   }
 
   static async connect(url: string): Promise<PostgresEventBus> {
     const bus = new PostgresEventBus(url);
-    await bus.#listen(url);
+    await bus.#listen();
     return bus;
   }
 
-  async #listen(url: string): Promise<void> {
-    const client = new pg.Client({ connectionString: url });
+  async #listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#url });
     client.on('notification', (n) => {
       if (!n.payload) return;
       try {
@@ -80,13 +85,50 @@ export class PostgresEventBus extends LocalEventBus {
       }
     });
     client.on('error', () => {
-      // The connection dropped: reconnect. Wake-ups missed meanwhile are covered by the
-      // engine's periodic sweep and by waiters re-reading the database.
-      if (!this.#closed) setTimeout(() => void this.#listen(url).catch(() => {}), 1000);
+      // The connection dropped (a PostgreSQL restart, a failover, the network): listen again
+      // on a new one. Wake-ups missed meanwhile are covered by the engine's periodic sweep and
+      // by waiters re-reading the database.
+      if (this.#listener !== client) return;
+      this.#listener = undefined;
+      client.end().catch(() => {});
+      this.#reconnect();
     });
-    await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
-    this.#listener = client;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
+    // Closed while this connection was being made: it must not outlive the bus.
+    if (this.#closed) await client.end().catch(() => {});
+    else this.#listener = client;
+  }
+
+  /**
+   * Listens again on a new connection, trying until it does or the bus is closed: after 1 s,
+   * then twice as long each time up to 30 s. PostgreSQL may be down for longer than one try,
+   * and a single failed try used to leave the process deaf to every other process for good.
+   * One attempt at a time, so there is never more than one listening connection (each message
+   * arrives once).
+   */
+  #reconnect(): void {
+    if (this.#closed || this.#reconnecting) return;
+    this.#reconnecting = true;
+    this.#retryListen(RECONNECT_FIRST_MS);
+  }
+
+  #retryListen(delayMs: number): void {
+    const timer = setTimeout(() => {
+      if (this.#closed) return;
+      this.#listen().then(
+        () => {
+          this.#reconnecting = false;
+        },
+        () => this.#retryListen(Math.min(delayMs * 2, RECONNECT_MAX_MS)),
+      );
+    }, delayMs);
+    timer.unref();
   }
 
   override publish(message: BusMessage): void {

@@ -7,6 +7,8 @@ import net from 'node:net';
  */
 export interface CutProxy {
   url: string;
+  /** Connections closed at once because the proxy was cut (a client's attempts to come back). */
+  readonly refused: number;
   cut(): void;
   restore(): void;
   close(): Promise<void>;
@@ -14,9 +16,11 @@ export interface CutProxy {
 
 export async function startCutProxy(targetPort: number): Promise<CutProxy> {
   let isCut = false;
+  let refused = 0;
   const open = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     if (isCut) {
+      refused += 1;
       socket.destroy();
       return;
     }
@@ -38,6 +42,9 @@ export async function startCutProxy(targetPort: number): Promise<CutProxy> {
   };
   return {
     url: `http://127.0.0.1:${port}`,
+    get refused() {
+      return refused;
+    },
     cut() {
       isCut = true;
       dropAll();
