@@ -342,11 +342,11 @@ describe('outbound webhooks across a restart [postgres]', { skip: postgresSkip ?
   test('a delivery that failed before a restart is retried by the next server from its rows', async (t) => {
     const database = await createPostgresDatabase();
     const receiver = await startReceiver(() => ({ status: 503 }));
-    let second: Awaited<ReturnType<typeof startTestServer>> | undefined;
+    const running: Awaited<ReturnType<typeof startTestServer>>[] = [];
     // The server first: the drop ends its connections (WITH FORCE), which it would hear of
     // while still running (once, on a busy machine, as this test's failure).
     t.after(async () => {
-      await second?.close();
+      for (const server of running) await server.close();
       await receiver.close();
       await database.drop();
     });
@@ -370,7 +370,8 @@ describe('outbound webhooks across a restart [postgres]', { skip: postgresSkip ?
       await first.close();
     }
     receiver.answerWith(() => ({ status: 204 }));
-    second = await startTestServer('postgres', shared);
+    const second = await startTestServer('postgres', shared);
+    running.push(second);
     const api = client(second.url, { key: shared.bootstrapApiKey });
     const [delivery] = await eventually(async () => {
       const found = (await api('GET', `${ROOT}/${subscriptionId}/deliveries`)).body.resources as any[];
