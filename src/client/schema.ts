@@ -1542,6 +1542,7 @@ export interface components {
       | 'internal_error'
       | 'codehost_failed'
       | 'secrets_unreadable'
+      | 'database_unavailable'
       | 'webhooks_busy'
       | 'codehost_timeout';
     /**
@@ -2756,7 +2757,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -2871,7 +2872,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -2966,7 +2967,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3052,7 +3053,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3162,7 +3163,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3272,7 +3273,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3348,7 +3349,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3432,7 +3433,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3540,7 +3541,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3630,7 +3631,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3735,7 +3736,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3840,7 +3841,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3934,7 +3935,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4015,7 +4016,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4096,7 +4097,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4176,7 +4177,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4253,7 +4254,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4323,7 +4324,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4408,7 +4409,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4480,7 +4481,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4550,7 +4551,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4638,7 +4639,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4725,7 +4726,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4821,7 +4822,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -4933,7 +4934,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5021,7 +5022,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5108,7 +5109,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5195,7 +5196,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5264,7 +5265,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5353,7 +5354,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5440,7 +5441,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5536,7 +5537,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5625,7 +5626,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5723,7 +5724,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5821,7 +5822,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5898,7 +5899,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -5979,7 +5980,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6056,7 +6057,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6137,7 +6138,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6202,7 +6203,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6280,7 +6281,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6367,7 +6368,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6456,7 +6457,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6550,7 +6551,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6615,7 +6616,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6703,7 +6704,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6768,7 +6769,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6865,7 +6866,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6948,7 +6949,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7028,7 +7029,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7098,7 +7099,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7172,7 +7173,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7244,7 +7245,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7314,7 +7315,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7402,7 +7403,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7478,7 +7479,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7552,7 +7553,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7633,7 +7634,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7729,7 +7730,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7826,7 +7827,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7891,7 +7892,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -7978,7 +7979,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -8074,7 +8075,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -8160,7 +8161,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -8273,7 +8274,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -8358,7 +8359,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `secrets_unreadable` */
+      /** @description One of `database_unavailable`, `secrets_unreadable` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -8444,7 +8445,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description `webhooks_busy` */
+      /** @description One of `database_unavailable`, `webhooks_busy` */
       503: {
         headers: {
           [name: string]: unknown;
@@ -8524,6 +8525,15 @@ export interface operations {
       };
       /** @description `rate_limited` */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `database_unavailable` */
+      503: {
         headers: {
           [name: string]: unknown;
         };

@@ -73,6 +73,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   internal_error: 500,
   codehost_failed: 502,
   secrets_unreadable: 503,
+  database_unavailable: 503,
   webhooks_busy: 503,
   codehost_timeout: 504,
 };
@@ -109,12 +110,13 @@ export const ValidationErrorBody = Type.Object(
 /**
  * The documented error answers of a route: one per status its codes map to, whose `code`
  * is one of exactly those codes. Every route with a body or parameters can also answer 422
- * (validation_error) and every route 429 (rate_limited); authentication adds its own codes
- * (see http/auth.ts).
+ * (validation_error), and every route 429 (rate_limited) and 503 (database_unavailable:
+ * the database could not be reached, retry after the `Retry-After` seconds); authentication
+ * adds its own codes (see http/auth.ts).
  */
 export function errorResponses(...codes: ErrorCode[]): Record<number, TSchema> {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of new Set<ErrorCode>(['validation_error', 'rate_limited', ...codes])) {
+  for (const code of new Set<ErrorCode>(['validation_error', 'rate_limited', 'database_unavailable', ...codes])) {
     const status = STATUS_BY_CODE[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }

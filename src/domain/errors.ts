@@ -81,6 +81,7 @@ export const ERROR_CODES = [
   'internal_error',
   'codehost_failed',
   'secrets_unreadable',
+  'database_unavailable',
   'webhooks_busy',
   'codehost_timeout',
 ] as const;

@@ -92,7 +92,7 @@ export async function buildApp({
   installCompiledSchemas(app);
   installJsonParser(app);
   installWireValueParsing(app);
-  installErrorHandling(app);
+  installErrorHandling(app, services.database.unavailable);
   await installRateLimit(app, limits.rateLimitPerMinute);
   installWriteDeadline(app, limits.responseWriteTimeoutMs);
   installMetrics(app, metrics);

@@ -18,11 +18,22 @@ export class JsonBodyError extends Error {
 /**
  * The one place where failures become HTTP answers. Every body is FastAPI-shaped:
  * `{"detail": "<text>"}`, or for 422 `{"detail": [{type, loc, msg, input}]}`.
- * Unexpected errors answer 500 with a fixed text; their details go to the log only.
+ * A failure of the database itself (`databaseUnavailable`: lost, unreachable, busy) answers
+ * 503 `database_unavailable` with `Retry-After`, since trying again shortly may succeed.
+ * Other unexpected errors answer 500 with a fixed text; their details go to the log only.
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, databaseUnavailable: (error: unknown) => boolean): void {
   app.setErrorHandler((error: FastifyError | DomainError | JsonBodyError, request, reply) => {
     try {
+      if (!(error instanceof DomainError) && databaseUnavailable(error)) {
+        request.log.warn({ err: error }, 'request failed: the database is unavailable');
+        reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+        return send(
+          reply,
+          'database_unavailable',
+          `The database is unavailable (its connection was lost, or it is restarting or busy). Retry in ${DATABASE_RETRY_AFTER_SECONDS} s.`,
+        );
+      }
       return answer(error, request, reply);
     } catch (failure) {
       // The handler itself must never fail over to Fastify's own error format.
@@ -33,6 +44,8 @@ export function installErrorHandling(app: FastifyInstance): void {
 
   app.setNotFoundHandler((_request, reply) => send(reply, 'route_not_found', 'Not Found'));
 }
+
+const DATABASE_RETRY_AFTER_SECONDS = 1;
 
 function answer(error: FastifyError | DomainError | JsonBodyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof DomainError) {

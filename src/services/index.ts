@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/bus.js';
 import type { Encryptor } from '../security/encryption.js';
-import type { Db } from '../store/database.js';
+import { type Db, isDatabaseUnavailable } from '../store/database.js';
 import { createDeploymentRecords, type DeploymentRecords } from './deployment-records.js';
 import { createDeploymentService } from './deployments.js';
 import { type CodehostOptions, createIntegrationService, type IntegrationService } from './integrations.js';
@@ -100,6 +100,8 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions) {
     sessions: createSessionService(deps.db, { ttlMs: options.sessionTtlMs }),
     webhooks: createWebhookService(deps, { allowPrivate: options.outboundAllowPrivate }),
     runnerLabels: createRunnerLabelService(deps),
+    /** Which failures are the database's (lost, unreachable, busy), for the API to answer as such. */
+    database: { unavailable: isDatabaseUnavailable },
     buildRunners: createBuildRunnerService({
       ...deps,
       registry: options.registry,

@@ -172,6 +172,27 @@ export function isUniqueViolation(error: unknown): boolean {
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
+/**
+ * Failures of the database rather than of the request: a connection lost or refused
+ * (PostgreSQL restarting, failing over, unreachable, out of connections) or a lock held past
+ * SQLite's busy timeout. Trying again shortly may well succeed, so they are answered as such
+ * (http/errors.ts) instead of as an unexplained 500.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') {
+    // SQLSTATE class 08 (connection exception); 57P01–57P03 (shut down, crashed, starting);
+    // 53300 (too many connections).
+    if (/^08[0-9A-Z]{3}$/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300') return true;
+    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return true;
+    if (NETWORK_FAILURES.has(code)) return true;
+  }
+  // node-postgres says so in words only when the socket closes under it.
+  return typeof message === 'string' && /^Connection terminated( unexpectedly| due to connection timeout)?$/.test(message);
+}
+
+const NETWORK_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
 export function nowIso(): string {
   return new Date().toISOString();
 }
