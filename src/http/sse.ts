@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { drained } from './write-deadline.js';
+import { armWriteDeadline, drained } from './write-deadline.js';
 
 export const EVENT_STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -37,7 +37,10 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, wr
   res.write(': connected\n\n');
   const gone = new AbortController();
   res.once('close', () => gone.abort());
-  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+  // A client that has not taken in what was sent is given the write timeout, idle or not.
+  const keepAlive = setInterval(() => {
+    if (!res.write(': keep-alive\n\n')) drained(res, writeTimeoutMs, gone.signal, request.log).catch(() => {});
+  }, KEEP_ALIVE_MS);
   return {
     gone: gone.signal,
     async send({ id, event, data }) {
@@ -50,6 +53,9 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, wr
     },
     end() {
       clearInterval(keepAlive);
+      // The stream's last bytes get the write timeout too: a client that stopped reading
+      // kept an ended stream, and with it the server's shutdown, waiting for ever.
+      armWriteDeadline(res, writeTimeoutMs, request.log);
       res.end();
     },
   };

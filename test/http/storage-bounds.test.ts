@@ -5,6 +5,7 @@ import { announce, recordLog } from '../../src/events/recorder.js';
 import { type Client, client } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { describeEachDatabase } from '../support/database.js';
+import { eventually } from '../support/runtimes.js';
 
 const MiB = 1024 * 1024;
 
@@ -23,13 +24,12 @@ const secretsOf = (count: number, size: number) =>
 /** A resource spec whose JSON is about `bytes` bytes. */
 const specOf = (bytes: number) => ({ annotations: Object.fromEntries(Array.from({ length: Math.ceil(bytes / 1000) }, (_, i) => [`a${i}`, 'v'.repeat(990)])) });
 
-/** Waits for a line in the server's log; the server's own word that something happened. */
+/**
+ * Waits for a line in the server's log; the server's own word that something happened. On
+ * a busy machine filling a stream's buffers took longer than the fixed 20 s this once had.
+ */
 async function logged(server: TestServer, pattern: RegExp): Promise<void> {
-  for (let i = 0; i < 400; i += 1) {
-    if (server.logs.some((line) => pattern.test(line))) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  assert.fail(`the server never logged ${pattern}`);
+  await eventually(async () => server.logs.some((line) => pattern.test(line)), `the server to log ${pattern}`, 60_000);
 }
 
 /**
@@ -44,10 +44,15 @@ async function slowReader(server: TestServer, key: string, path: string, givenUp
   const chunks: Buffer[] = [];
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
   socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nConnection: close\r\n\r\n`);
-  await logged(server, givenUp);
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.resume();
-  await closed;
+  try {
+    await logged(server, givenUp);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.resume();
+    await closed;
+  } finally {
+    // Never left paused: a failed wait must not leave a connection no one reads.
+    socket.destroy();
+  }
   const answer = Buffer.concat(chunks);
   const headEnd = answer.indexOf('\r\n\r\n');
   const announced = Number(/content-length: (\d+)/i.exec(answer.subarray(0, headEnd).toString())?.[1] ?? -1);
