@@ -16,6 +16,8 @@ function hintFor(error: BerthApiError): string {
       return 'the resource is in a state that does not allow this now; `get` it to see its state';
     case 429:
       return 'too many requests: wait a little and try again';
+    case 503:
+      return `Berth cannot serve this right now (its database is out of reach, or it is busy): try again${error.retryAfterSeconds === undefined ? '' : ` in ${error.retryAfterSeconds} s`}; if it lasts, its logs say why`;
     default:
       return error.status >= 500 ? 'Berth failed; its logs say why' : 'check the values given (`--help` lists the options)';
   }
