@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { isDatabaseUnavailable } from '../../src/store/database.js';
-import { startCutProxy } from '../support/cut-proxy.js';
+import { throughCutProxy } from '../support/cut-proxy.js';
 import { skippedWithout } from '../support/database.js';
 import { client } from '../support/http.js';
 import { eventually } from '../support/runtimes.js';
@@ -19,10 +19,7 @@ const image = (name: string) => ({
 test('PostgreSQL out of reach: the API answers 503 database_unavailable with Retry-After, keeps running, and serves again once it is back', async (t) => {
   if (await skippedWithout('postgres', t)) return;
   const database = await createPostgresDatabase();
-  const direct = new URL(database.url);
-  const proxy = await startCutProxy(Number(direct.port || 5432));
-  const throughProxy = new URL(database.url);
-  throughProxy.host = new URL(proxy.url).host;
+  const { url: throughProxy, proxy } = await throughCutProxy(database.url);
   const bootstrapApiKey = `berth_test_${randomUUID()}`;
   const running: Awaited<ReturnType<typeof startTestServer>>[] = [];
   t.after(async () => {
@@ -31,7 +28,7 @@ test('PostgreSQL out of reach: the API answers 503 database_unavailable with Ret
     await proxy.close();
     await database.drop();
   });
-  const server = await startTestServer('postgres', { postgresUrl: throughProxy.toString(), bootstrapApiKey, encryptionKey: randomBytes(32).toString('hex') });
+  const server = await startTestServer('postgres', { postgresUrl: throughProxy, bootstrapApiKey, encryptionKey: randomBytes(32).toString('hex') });
   running.push(server);
   const api = client(server.url, { key: bootstrapApiKey });
   const created = await api('POST', '/v2/deployments', { body: image('before-the-cut') });

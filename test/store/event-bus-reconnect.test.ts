@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type BusMessage, PostgresEventBus } from '../../src/events/bus.js';
-import { startCutProxy } from '../support/cut-proxy.js';
+import { throughCutProxy } from '../support/cut-proxy.js';
 import { skippedWithout } from '../support/database.js';
 import { eventually } from '../support/runtimes.js';
 import { createPostgresDatabase } from '../support/server.js';
@@ -9,11 +9,8 @@ import { createPostgresDatabase } from '../support/server.js';
 test('the events’ LISTEN connection comes back after PostgreSQL was unreachable for several tries, and hears each message once', async (t) => {
   if (await skippedWithout('postgres', t)) return;
   const database = await createPostgresDatabase();
-  const direct = new URL(database.url);
-  const proxy = await startCutProxy(Number(direct.port || 5432));
-  const throughProxy = new URL(database.url);
-  throughProxy.host = new URL(proxy.url).host;
-  const listening = await PostgresEventBus.connect(throughProxy.toString());
+  const { url: throughProxy, proxy } = await throughCutProxy(database.url);
+  const listening = await PostgresEventBus.connect(throughProxy);
   // Another process's bus, on PostgreSQL directly: what it publishes reaches every process.
   const other = await PostgresEventBus.connect(database.url);
   t.after(async () => {

@@ -58,3 +58,14 @@ export async function startCutProxy(targetPort: number): Promise<CutProxy> {
     },
   };
 }
+
+/**
+ * A URL of a database that reaches it through a cut proxy: what PostgreSQL restarting or a
+ * network partition looks like from Berth, on the test's own database.
+ */
+export async function throughCutProxy(databaseUrl: string): Promise<{ url: string; proxy: CutProxy }> {
+  const url = new URL(databaseUrl);
+  const proxy = await startCutProxy(Number(url.port || 5432));
+  url.host = new URL(proxy.url).host;
+  return { url: url.toString(), proxy };
+}
