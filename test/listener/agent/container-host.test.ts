@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -216,7 +216,13 @@ describe('berth listener on a container host (real podman, protocol stand-in)', 
     const url = berth.urlOf(first.deployment_id);
     podman('stop', '-t', '0', running.name);
     assert.equal(await answersOk(url), false);
-    await eventually(async () => answersOk(url), 'the same URL to answer /ok again', CONVERGE_MS);
+    try {
+      await eventually(async () => answersOk(url), 'the same URL to answer /ok again', CONVERGE_MS);
+    } catch (error) {
+      // Once, beside two busy loops, it never did: say what the agent and podman saw.
+      const state = spawnSync('podman', ['ps', '-a', '--format', '{{.Names}} {{.Status}} {{.Ports}}'], { encoding: 'utf8' }).stdout;
+      throw new Error(`${(error as Error).message}\nagent's last lines:\n${agent.output.join('').split('\n').slice(-40).join('\n')}\npodman ps -a:\n${state}`);
+    }
     assert.equal(berth.urlOf(first.deployment_id), url);
     assert.deepEqual(
       containers(first.deployment_id).map((container) => container.name),
