@@ -3,19 +3,13 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { openTestDatabase, skippedWithout } from '../support/database.js';
+import { eventually } from '../support/runtimes.js';
 import { POSTGRES_ADMIN_URL } from '../support/server.js';
 
 test('a PostgreSQL connection ended while a transaction holds it: the transaction fails, the process goes on, and the next statement gets a new connection', async (t) => {
   if (await skippedWithout('postgres', t)) return;
   const lost: (Error & { code?: string })[] = [];
-  let heard = () => {};
-  const heardOfLoss = new Promise<void>((resolve) => (heard = resolve));
-  const { db, close } = await openTestDatabase('postgres', {
-    onConnectionLost: (error) => {
-      lost.push(error);
-      heard();
-    },
-  });
+  const { db, close } = await openTestDatabase('postgres', { onConnectionLost: (error) => lost.push(error) });
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
   t.after(async () => {
     await admin.end().catch(() => {});
@@ -29,7 +23,7 @@ test('a PostgreSQL connection ended while a transaction holds it: the transactio
     // lent to the transaction and between its statements. Before the fix the pool's client
     // had no listener then, and its 'error' ended the process.
     await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
-    await heardOfLoss;
+    await eventually(async () => lost.length > 0, 'the connection’s loss to be heard');
     await sql`SELECT 1`.execute(trx);
   });
   await assert.rejects(transaction);
