@@ -2,13 +2,19 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type SQLite from 'better-sqlite3';
 
-/** WAL frames worth a checkpoint: fewer would fsync the database for little. */
-const BACKGROUND_CHECKPOINT_FRAMES = 1_000;
-const INTERVAL_MS = 500;
+/**
+ * Small and often: a checkpoint flushes what was written since the last one, and a commit
+ * meanwhile can wait for it. At 1,000 frames every half second, a stream of creates saw
+ * commits of 40–110 ms at the thread's pace; at 250 every tenth of a second, next to none
+ * (bench/results.md, "WAL checkpoints: small and often"). Fewer frames would fsync the
+ * database for little.
+ */
+const BACKGROUND_CHECKPOINT_FRAMES = 250;
+const INTERVAL_MS = 100;
 
 /**
  * Checkpoints an SQLite database's WAL from a worker thread with its own connection, every
- * half second once the WAL holds BACKGROUND_CHECKPOINT_FRAMES new frames. A checkpoint run
+ * INTERVAL_MS once the WAL holds BACKGROUND_CHECKPOINT_FRAMES new frames. A checkpoint run
  * by a commit blocked the event loop for 10–40 ms each time; under a stream of creates that
  * was a third of their CPU (bench/results.md), now spent on another core. PASSIVE never
  * waits for the server's transactions. The thread stops when the database is closed.

@@ -36,7 +36,7 @@ test('with background checkpoints, what commits write is copied into the databas
         .values({ id: `org-${i}`, name: `organization ${i} ${'x'.repeat(400)}`, created_at: at })
         .execute();
     }
-    // The thread copies once 1,000 frames wait (src/store/checkpointer.ts), so fewer may stay in
+    // The thread copies once 250 frames wait (src/store/checkpointer.ts), so fewer may stay in
     // the WAL: once a copy has caught up, the next commits start the WAL over, and on a busy
     // machine the last few hundred frames of the loop can land there (waiting for all of them
     // to be copied timed out).
