@@ -123,6 +123,9 @@ export async function runJob(
         report = { lease_token: job.lease_token, status: 'failed', message };
       }
     }
+    // The build is over: its downloaded source goes now, before the report moves the revision
+    // on, not once Berth has taken it (on a busy host, long after).
+    await fetched?.release();
     const { lease_token: _token, ...spooled } = report;
     await lines.spoolReport(spooled);
     log.info({ status: report.status }, 'the build ended; its report is spooled until Berth has its log lines');
