@@ -62,6 +62,9 @@ describe('graphs compiled at image build', () => {
     await cp(FIXTURE, context, { recursive: true });
     await change(context);
     const tag = `localhost/berth-test/prebuilt-${project}:${randomUUID().slice(0, 8)}`;
+    // A file of its own in every context: the layers of a run stopped before its clean-up would
+    // otherwise be taken from the cache, and a cached prebuild step prints nothing to check.
+    await writeFile(path.join(context, '.berth-test-build'), `${tag}\n`);
     images.push(tag);
     const lines: string[] = [];
     const built = await buildImage(builder, { contextDir: context, dockerfile: dockerfile(project, after), tag, log: (line) => void lines.push(line) });
