@@ -124,8 +124,9 @@ export async function runJob(
       }
     }
     // The build is over: its downloaded source goes now, before the report moves the revision
-    // on, not once Berth has taken it (on a busy host, long after).
-    await fetched?.release();
+    // on, not once Berth has taken it (on a busy host, long after). A file that cannot be
+    // removed must not cost the report; `finally` tries again.
+    await fetched?.release().catch((error: unknown) => log.warn({ err: error }, 'the downloaded source could not be removed yet'));
     const { lease_token: _token, ...spooled } = report;
     await lines.spoolReport(spooled);
     log.info({ status: report.status }, 'the build ended; its report is spooled until Berth has its log lines');

@@ -99,7 +99,10 @@ describe('berth listener on a container host (real podman, protocol stand-in)', 
     try {
       return await wait;
     } catch (error) {
-      const state = spawnSync('podman', ['ps', '-a', '--format', '{{.Names}} {{.Status}} {{.Ports}}'], { encoding: 'utf8' }).stdout;
+      const state = spawnSync('podman', ['ps', '-a', '--format', '{{.Names}} {{.Status}} {{.Ports}}'], {
+        encoding: 'utf8',
+        env: { ...process.env, ...containersEnv },
+      }).stdout;
       throw new Error(`${(error as Error).message}\nagent's last lines:\n${agent.output.join('').split('\n').slice(-40).join('\n')}\npodman ps -a:\n${state}`);
     }
   }
