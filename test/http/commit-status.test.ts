@@ -202,7 +202,10 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     });
 
     test('GitHub answering 500 then 201 gets each status once; the revision is untouched and no token reaches the logs', async () => {
-      const deployment = await deploy(integrationId, repoUrl);
+      // Build inputs of its own: with the first test's good deployment's, the push below builds the
+      // commit once for both, and whichever revision comes second reuses that image, skipping
+      // BUILDING and its status (two statuses, never three; seen beside two busy loops).
+      const deployment = await deploy(integrationId, repoUrl, undefined, 'npm ci --no-audit');
       await settled(deployment.id, 'DEPLOYED');
       const sha = await repo.commit('main', { 'notes.txt': randomUUID() });
       github.failNext(new RegExp(`/statuses/${sha}$`), 1);
