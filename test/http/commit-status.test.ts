@@ -234,14 +234,7 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
     });
 
     test('a notice that fails before its GitHub calls is retried with the backoff, not held for its lease, and then sent', async () => {
-      const deployment = await deploy(integrationId, repoUrl);
-      const [revision] = await settled(deployment.id, 'DEPLOYED');
-      assert.ok(revision);
-      // The revision's own notices go first (a revision's are sent in order). How many it has
-      // depends on whether it built or reused an earlier test's image, so wait for none left.
-      const pendingOf = async () => (await server.berth.db.selectFrom('github_notices').select('id').where('revision_id', '=', revision.id).execute()).length;
-      await eventually(async () => (await pendingOf()) === 0 && statusesOf(deployment.id, revision.id).length > 0, 'the revision has its statuses');
-      const before = statusesOf(deployment.id, revision.id).length;
+      const { deployment, revision, before } = await deployedAndTold();
       const integrations = () => server.berth.db.updateTable('codehost_integrations').where('id', '=', integrationId);
       const { credentials_encrypted: credentials } = await server.berth.db
         .selectFrom('codehost_integrations')
@@ -271,6 +264,33 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.equal(statusesOf(deployment.id, revision.id).at(-1)?.state, 'success');
     });
 
+    test("a revision's notices go to GitHub in the order of its changes, not of their clocks", async () => {
+      const { deployment, revision, before } = await deployedAndTold();
+      // Two changes queued one after another, as two replicas would: the second's clock is 5 ms
+      // behind the first's, and a third shares the second's millisecond.
+      const at = Date.now();
+      await server.berth.db.transaction().execute(async (trx) => {
+        const queue = (status: 'DEPLOYED' | 'BUILD_FAILED', ms: number) =>
+          insertGitHubNotices(
+            trx,
+            { id: revision.id, deployment_id: deployment.id },
+            [{ id: randomUUID(), status, message: null }],
+            new Date(ms).toISOString(),
+          );
+        assert.equal(await queue('BUILD_FAILED', at), true);
+        assert.equal(await queue('DEPLOYED', at - 5), true);
+        assert.equal(await queue('BUILD_FAILED', at - 5), true);
+      });
+      const after = await eventually(async () => {
+        const found = statusesOf(deployment.id, revision.id);
+        return found.length >= before + 3 && found;
+      }, 'the three notices are sent');
+      assert.deepEqual(
+        after.slice(before).map((s) => s.state),
+        ['failure', 'success', 'failure'],
+      );
+    });
+
     test('a deployment on a git integration queues nothing for GitHub', async () => {
       const plain = await gitIntegrationOf(api, repo.bare);
       const onGit = await deploy(plain.id, plain.repoUrl);
@@ -285,6 +305,20 @@ for (const kind of ['sqlite', 'postgres'] as DatabaseKind[]) {
       assert.equal(github.statuses.filter((s) => s.target_url?.includes(onGit.id)).length, 0);
       assert.equal(github.deployments.filter((d) => d.environment === onGit.name).length, 0);
     });
+
+    /**
+     * A deployed revision whose own notices are all sent, and how many statuses it has: a test's
+     * notices queue behind the revision's own (a revision's are sent in order), and how many those
+     * are depends on whether it built or reused an earlier test's image.
+     */
+    async function deployedAndTold() {
+      const deployment = await deploy(integrationId, repoUrl);
+      const [revision] = await settled(deployment.id, 'DEPLOYED');
+      assert.ok(revision);
+      const pendingOf = async () => (await server.berth.db.selectFrom('github_notices').select('id').where('revision_id', '=', revision.id).execute()).length;
+      await eventually(async () => (await pendingOf()) === 0 && statusesOf(deployment.id, revision.id).length > 0, 'the revision has its statuses');
+      return { deployment, revision, before: statusesOf(deployment.id, revision.id).length };
+    }
 
     /** A revision's deployment, found through the database (the push answers only revision ids). */
     async function revisionOfAny(revisionId: string): Promise<{ deploymentId: string }> {

@@ -29,6 +29,7 @@ import { eventIdFence } from './027-event-id-fence.js';
 import { buildJobRelay } from './028-build-job-relay.js';
 import { buildJobAnswered } from './029-build-job-answered.js';
 import { buildJobInputs } from './030-build-job-inputs.js';
+import { githubNoticePositions } from './031-github-notice-positions.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -62,6 +63,7 @@ const migrations: Record<string, Migration> = {
   '028-build-job-relay': buildJobRelay,
   '029-build-job-answered': buildJobAnswered,
   '030-build-job-inputs': buildJobInputs,
+  '031-github-notice-positions': githubNoticePositions,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,28 +1,45 @@
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { RevisionStatus } from '../../domain/revision-status.js';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
 
 export type NoticeRow = Selectable<Database['github_notices']>;
 
-type QueuedFields = Partial<Pick<NoticeRow, 'kind' | 'revision_id' | 'commit_sha' | 'status'>> & Pick<NoticeRow, 'id' | 'position' | 'message'>;
+type QueuedFields = Partial<Pick<NoticeRow, 'kind' | 'revision_id' | 'commit_sha' | 'status'>> & Pick<NoticeRow, 'id' | 'message'>;
 
 /**
  * Queues one notice about `deploymentId` when that deployment is on a `github` integration
  * (the insert selects nothing otherwise): true when queued. Written in the caller's
  * transaction, so the notice commits with what it tells or not at all.
+ *
+ * A revision's notice takes the position after its revision's pending ones: that, not the
+ * time, orders a revision's notices. Two changes can share a millisecond, and replicas'
+ * clocks disagree, so a later change may carry an earlier time. The revision's
+ * compare-and-set holds its row until commit, so its changes queue one after another and
+ * each sees the notices of the one before.
  */
 async function queueNotice(db: Executor, deploymentId: string, fields: QueuedFields, at: string): Promise<boolean> {
   const values = { ...fields, created_at: at, state: 'pending', steps_done: 0, attempts: 0, next_attempt_at: at };
   const columns = Object.keys(values) as (keyof typeof values)[];
+  const revisionId = fields.revision_id ?? null;
   const result = await db
     .insertInto('github_notices')
-    .columns([...columns, 'deployment_id'])
+    .columns([...columns, 'position', 'deployment_id'])
     .expression((eb) =>
       eb
         .selectFrom('deployments')
         .innerJoin('codehost_integrations', 'codehost_integrations.id', 'deployments.integration_id')
-        .select([...columns.map((column) => eb.val(values[column]).as(column)), 'deployments.id as deployment_id'])
+        .select([
+          ...columns.map((column) => eb.val(values[column]).as(column)),
+          revisionId === null
+            ? eb.val(0).as('position')
+            : eb
+                .selectFrom('github_notices as queued')
+                .select(sql<number>`coalesce(max(queued.position), -1) + 1`.as('next'))
+                .where('queued.revision_id', '=', revisionId)
+                .as('position'),
+          'deployments.id as deployment_id',
+        ])
         .where('deployments.id', '=', deploymentId)
         .where('codehost_integrations.provider', '=', 'github'),
     )
@@ -38,8 +55,8 @@ export async function insertGitHubNotices(
   at: string,
 ): Promise<boolean> {
   let queued = false;
-  for (const [position, notice] of notices.entries()) {
-    const fields = { id: notice.id, revision_id: revision.id, position, status: notice.status, message: notice.message };
+  for (const notice of notices) {
+    const fields = { id: notice.id, revision_id: revision.id, status: notice.status, message: notice.message };
     if (await queueNotice(db, revision.deployment_id, fields, at)) queued = true;
   }
   return queued;
@@ -55,7 +72,7 @@ export async function insertPreviewRefusalNotice(
   refusal: { id: string; parentDeploymentId: string; commitSha: string; reason: string },
   at: string,
 ): Promise<boolean> {
-  const fields = { id: refusal.id, kind: 'preview_refused' as const, commit_sha: refusal.commitSha, position: 0, message: refusal.reason };
+  const fields = { id: refusal.id, kind: 'preview_refused' as const, commit_sha: refusal.commitSha, message: refusal.reason };
   return queueNotice(db, refusal.parentDeploymentId, fields, at);
 }
 
@@ -64,16 +81,21 @@ function noticeSequence(row: Pick<NoticeRow, 'revision_id' | 'deployment_id' | '
   return row.revision_id ?? `refused:${row.deployment_id}:${row.commit_sha ?? ''}`;
 }
 
-/** The oldest pending notice of each sequence (noticeSequence), oldest first: only it may be sent. */
+/**
+ * The first pending notice of each sequence (noticeSequence), sequences oldest first: only
+ * it may be sent. A revision's first is its lowest position (queueNotice); notices of equal
+ * position (a refusal's, or those queued before positions ran on) go by time.
+ */
 async function sequenceHeads(db: Executor): Promise<NoticeRow[]> {
   const rows = await db.selectFrom('github_notices').selectAll().where('state', '=', 'pending').orderBy('created_at').orderBy('position').limit(500).execute();
-  const seen = new Set<string>();
-  return rows.filter((row) => {
+  const heads = new Map<string, NoticeRow>();
+  for (const row of rows) {
     const sequence = noticeSequence(row);
-    if (seen.has(sequence)) return false;
-    seen.add(sequence);
-    return true;
-  });
+    const head = heads.get(sequence);
+    // A Map keeps a key where it was first set: the sequence keeps its place when its head is replaced.
+    if (!head || row.position < head.position) heads.set(sequence, row);
+  }
+  return [...heads.values()];
 }
 
 /** When a head can be sent next: at its attempt's time, or when its sender's lease runs out. */
