@@ -68,6 +68,18 @@ async function writeLines(
     );
   }
   announce(ctx.server.berth.bus, f.deploymentId);
+  // On PostgreSQL a page holds only settled ids (docs/architecture.md, "Event ids without gaps"):
+  // while the engine has a transaction in flight, lines written after it began wait for it.
+  // A test reads once its lines are settled, whatever the machine's load makes that wait.
+  const last = ids.at(-1);
+  const logType = options.logType ?? 'build';
+  if (last !== undefined) {
+    await eventually(async () => {
+      const newest = await ctx.api('GET', logsPath(f, `type=${logType}&order=desc&limit=1`));
+      const id = (newest.body as { logs?: { id: string }[] }).logs?.[0]?.id;
+      return id !== undefined && Number(id) >= last;
+    }, 'the lines written to be settled');
+  }
   return ids;
 }
 
