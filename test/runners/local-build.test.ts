@@ -44,9 +44,17 @@ test(
   'a build stopped mid-fetch (as the runner stops one past its build_timeout_seconds, job.ts) ends then and leaves no build directory',
   { timeout: deadline(60_000) },
   async (t) => {
-    // A git server that takes the connection and never answers: the fetch hangs until the timeout stops it.
+    // A git server that takes the connection and never answers: the fetch hangs until it is
+    // stopped, which the test does once the fetch has connected (as job.ts does at the timeout;
+    // a fixed 2 s let a busy machine stop the build before it had even connected).
     const connections: net.Socket[] = [];
-    const silent = net.createServer((socket) => connections.push(socket));
+    const stop = new AbortController();
+    let stoppedAt = 0;
+    const silent = net.createServer((socket) => {
+      connections.push(socket);
+      stoppedAt ||= Date.now();
+      stop.abort(new Error('the build ran past its build_timeout_seconds'));
+    });
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-runner-timeout-'));
     t.after(() => {
@@ -64,8 +72,7 @@ test(
     });
     const job = claimedJob({ build_timeout_seconds: 2, push: null });
     const lines: string[] = [];
-    const step: StepContext = { signal: AbortSignal.timeout(2_000), log: async (_level, message) => void lines.push(message) };
-    const started = Date.now();
+    const step: StepContext = { signal: stop.signal, log: async (_level, message) => void lines.push(message) };
     const port = (silent.address() as net.AddressInfo).port;
     const built = langGraphDriverFor(config)(job).build(
       {
@@ -82,7 +89,7 @@ test(
     );
     await assert.rejects(built);
     assert.ok(connections.length > 0, `the build was fetching when it was stopped:\n${lines.join('\n')}`);
-    assert.ok(Date.now() - started < deadline(30_000), 'stopped when told, not when git gave up');
+    assert.ok(Date.now() - stoppedAt < deadline(30_000), 'stopped when told, not when git gave up');
     assert.deepEqual(fs.readdirSync(path.join(dataDir, 'builds')), [], 'the build directory is removed');
   },
 );
