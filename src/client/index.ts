@@ -124,6 +124,31 @@ const worthRepeating = (error: BerthApiError) =>
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Sends of one read while Berth answers 503 (its database away for a moment, or load shed). */
+const READ_ATTEMPTS = 4;
+/** The longest wait between them, whatever `Retry-After` asks: a script would rather hear why. */
+const READ_PAUSE_MAX_MS = 10_000;
+
+/**
+ * Sends a read (GET or HEAD) again while Berth answers 503 with its `Retry-After`: a read
+ * changes nothing, and a control plane whose database is away for a moment is something a
+ * CI script should wait through, not fail on. Writes are left to their callers (a create
+ * repeats with its Idempotency-Key, `create` below). The last answer is the caller's.
+ */
+function retryingReads(send: (request: Request) => Promise<Response>): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
+  return async (input, init) => {
+    const request = input instanceof Request && init === undefined ? input : new Request(input, init);
+    if (request.method !== 'GET' && request.method !== 'HEAD') return send(request);
+    for (let attempt = 1; ; attempt += 1) {
+      const response = await send(request.clone());
+      if (response.status !== 503 || attempt >= READ_ATTEMPTS || request.signal.aborted) return response;
+      const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN);
+      await response.body?.cancel();
+      await pause(Math.min(Number.isFinite(retryAfter) ? retryAfter * 1000 : 250 * 2 ** (attempt - 1), READ_PAUSE_MAX_MS));
+    }
+  };
+}
+
 export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch: fetchImpl }: BerthClientOptions) {
   const api: Client<paths> = createClient<paths>({
     baseUrl: baseUrl.replace(/\/+$/, ''),
@@ -133,7 +158,8 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
       ...(csrfToken ? { 'x-csrf-token': csrfToken } : {}),
     },
     ...(apiKey ? {} : { credentials: 'same-origin' as const }),
-    ...(fetchImpl ? { fetch: fetchImpl } : {}),
+    // globalThis.fetch is called as a method: a browser refuses it detached from its window.
+    fetch: retryingReads((request) => (fetchImpl ? fetchImpl(request) : globalThis.fetch(request))),
   });
 
   /** The answer's data, or a BerthApiError saying what failed. */

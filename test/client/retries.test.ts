@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { createBerthClient } from '../../src/client/index.js';
+import { BerthApiError, createBerthClient } from '../../src/client/index.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const body = (name: string) => ({
@@ -122,5 +122,45 @@ describe('the typed client makes retries safe', () => {
     assert.deepEqual(reads, ['', '+mine', 'theirs']);
     assert.equal(result.after?.display_name, 'theirs+mine', 'their change is kept, not overwritten');
     assert.equal((await berth.deployments.get(created.id)).display_name, 'theirs+mine');
+  });
+
+  test('a read Berth answers 503 is asked again after its Retry-After, up to four times; a write is not', async () => {
+    const berth = createBerthClient({ baseUrl: server.url, apiKey: server.adminKey });
+    const created = await berth.deployments.create(body(`unavailable-${randomUUID().slice(0, 8)}`));
+    let unavailable = 0;
+    const sent: string[] = [];
+    // Berth's answer while its database is away (src/http/errors.ts), for as many sends as the test says.
+    const flaky: typeof fetch = async (input, init) => {
+      const request = new Request(input, init);
+      sent.push(request.method);
+      if (unavailable > 0) {
+        unavailable -= 1;
+        return Response.json(
+          { detail: 'The database is unavailable; try again shortly.', code: 'database_unavailable' },
+          { status: 503, headers: { 'retry-after': '0' } },
+        );
+      }
+      return fetch(request);
+    };
+    const patient = createBerthClient({ baseUrl: server.url, apiKey: server.adminKey, fetch: flaky });
+
+    unavailable = 2;
+    assert.equal((await patient.deployments.get(created.id)).id, created.id);
+    assert.deepEqual(sent.splice(0), ['GET', 'GET', 'GET']);
+
+    unavailable = 10;
+    await assert.rejects(
+      patient.deployments.get(created.id),
+      (error: unknown) => error instanceof BerthApiError && error.status === 503 && error.code === 'database_unavailable',
+    );
+    assert.deepEqual(sent.splice(0), ['GET', 'GET', 'GET', 'GET'], 'four sends, then the answer is the caller’s');
+
+    unavailable = 1;
+    await assert.rejects(
+      patient.deployments.update(created.id, { display_name: 'once' }),
+      (error: unknown) => error instanceof BerthApiError && error.status === 503,
+    );
+    assert.deepEqual(sent.splice(0), ['PATCH'], 'a write is sent once');
+    assert.equal((await berth.deployments.get(created.id)).display_name ?? null, null, 'and did nothing');
   });
 });
