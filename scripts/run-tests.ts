@@ -54,8 +54,8 @@ const RUN_BUDGET_MS = 90 * 60_000;
 const FILE_CAP_MS = 45 * 60_000;
 /** How long a stopped file gets to end before its process group is killed. */
 const STOP_GRACE_MS = 10_000;
-/** How long the processes a file started get to end after it. */
-const LEAK_GRACE_MS = 3_000;
+/** How long the processes a file started get to end after it (a busy machine is slow to end them too). */
+const LEAK_GRACE_MS = deadline(3_000);
 /**
  * Each file's duration in earlier runs on this machine, shared by every checkout here (CI's
  * fresh clones included): it only orders the files, so a stale or missing entry costs a
@@ -205,6 +205,30 @@ async function outlives(pid: number): Promise<boolean> {
   return groupAlive(pid);
 }
 
+/** The processes of a group, as `pid command line`, from /proc (nothing where it is not there), so a leak says what leaked. */
+function groupMembers(group: number): string[] {
+  const members: string[] = [];
+  let entries: string[] = [];
+  try {
+    entries = fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return members;
+  }
+  for (const pid of entries) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // After the command's closing parenthesis: state, ppid, pgrp.
+      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgrp !== group) continue;
+      const command = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      members.push(`${pid} ${command.slice(0, 300)}`);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return members;
+}
+
 function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal);
@@ -301,7 +325,8 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
   running.delete(child.pid as number);
   const durationMs = Date.now() - started;
   if (await outlives(child.pid as number)) {
-    problems.push('left processes running after it ended (stopped now)');
+    const left = groupMembers(child.pid as number);
+    problems.push(`left processes running after it ended (stopped now)${left.length > 0 ? `:\n${left.map((line) => `    ${line}`).join('\n')}` : ''}`);
     signalGroup(child.pid as number, 'SIGKILL');
   }
   const events = fs.existsSync(eventsFile)
