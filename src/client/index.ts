@@ -126,8 +126,18 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Sends of one read while Berth answers 503 (its database away for a moment, or load shed). */
 const READ_ATTEMPTS = 4;
-/** The longest wait between them, whatever `Retry-After` asks: a script would rather hear why. */
-const READ_PAUSE_MAX_MS = 10_000;
+/** The longest wait before sending again, whatever `Retry-After` asks: a script would rather hear why. */
+const RETRY_PAUSE_MAX_MS = 10_000;
+
+/** An answer's `Retry-After` in seconds, when it gives a number. */
+function retryAfterOf(headers: Headers): number | undefined {
+  const seconds = Number(headers.get('retry-after') ?? Number.NaN);
+  return Number.isFinite(seconds) ? seconds : undefined;
+}
+
+/** The wait before the next send of a call: the server's `Retry-After`, or a backoff from 250 ms; never above the cap. */
+const retryPauseMs = (retryAfterSeconds: number | undefined, attempt: number) =>
+  Math.min(retryAfterSeconds !== undefined ? retryAfterSeconds * 1000 : 250 * 2 ** (attempt - 1), RETRY_PAUSE_MAX_MS);
 
 /**
  * Sends a read (GET or HEAD) again while Berth answers 503 with its `Retry-After`: a read
@@ -142,9 +152,8 @@ function retryingReads(send: (request: Request) => Promise<Response>): (input: R
     for (let attempt = 1; ; attempt += 1) {
       const response = await send(request.clone());
       if (response.status !== 503 || attempt >= READ_ATTEMPTS || request.signal.aborted) return response;
-      const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN);
       await response.body?.cancel();
-      await pause(Math.min(Number.isFinite(retryAfter) ? retryAfter * 1000 : 250 * 2 ** (attempt - 1), READ_PAUSE_MAX_MS));
+      await pause(retryPauseMs(retryAfterOf(response.headers), attempt));
     }
   };
 }
@@ -184,13 +193,12 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
     }
     if (!answer.response.ok) {
       const { code, detail } = detailOf(answer.error, answer.response.statusText || 'request failed');
-      const retryAfter = Number(answer.response.headers.get('retry-after') ?? Number.NaN);
       throw new BerthApiError(
         answer.response.status,
         code,
         detail,
         operation,
-        Number.isFinite(retryAfter) ? retryAfter : undefined,
+        retryAfterOf(answer.response.headers),
         answer.response.headers.get('x-request-id') ?? undefined,
       );
     }
@@ -209,7 +217,7 @@ export function createBerthClient({ baseUrl, apiKey, tenantId, csrfToken, fetch:
         return await call(operation, () => send({ headers }));
       } catch (error) {
         if (!(error instanceof BerthApiError) || attempt >= CREATE_ATTEMPTS || !worthRepeating(error)) throw error;
-        await pause(error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : 250 * 2 ** (attempt - 1));
+        await pause(retryPauseMs(error.retryAfterSeconds, attempt));
       }
     }
   }
