@@ -6,6 +6,7 @@ import { AgentConfigError, loadAgentConfig } from './agent/config.js';
 import { loadRunnerConfig, RunnerConfigError, type RunnerFlags } from './runner/config.js';
 import { KubernetesBuildConfigError } from './runner/kubernetes/config.js';
 import { createLogger } from './logger.js';
+import { endRunningTools } from './containers/commands.js';
 import { registerOperationsCommands } from './operations/commands.js';
 import { readyBanner, whereToGoNext } from './startup-guide.js';
 
@@ -25,8 +26,16 @@ function configOrExit(): Config {
   }
 }
 
-/** Stops on SIGTERM/SIGINT: finishes requests in flight and pauses engine steps for another process to resume. */
-function stopOnSignals(logger: ReturnType<typeof createLogger>, close: () => Promise<void>): void {
+/** How long tool commands still running at a stop (a probe, an inspect) get to finish before they are killed. */
+const TOOL_STOP_GRACE_MS = 2_000;
+
+/**
+ * Stops on SIGTERM/SIGINT: finishes requests in flight and pauses engine steps for another process to resume.
+ * Handled from the first moment: a signal that comes while the role is still starting (the API answers
+ * before the engine has started) stops it once started, and the tool commands it has in flight are
+ * ended rather than left to outlive it.
+ */
+function stopOnSignals(logger: ReturnType<typeof createLogger>, started: Promise<{ close(): Promise<void> }>): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -37,7 +46,13 @@ function stopOnSignals(logger: ReturnType<typeof createLogger>, close: () => Pro
       process.exit(1);
     }, 15_000);
     timer.unref();
-    await close();
+    // A start held up by a tool that does not answer goes on once the tool is ended.
+    void endRunningTools(TOOL_STOP_GRACE_MS);
+    const role = await started.catch(() => undefined);
+    // A start that failed is reported, and the process ended, where it was awaited.
+    if (!role) return;
+    await role.close();
+    await endRunningTools(TOOL_STOP_GRACE_MS);
     logger.info('stopped');
     process.exit(0);
   };
@@ -57,11 +72,12 @@ program
     const config = configOrExit();
     const logger = createLogger(config.logLevel, config.logFormat);
     const { startBerth } = await import('./server.js');
-    const berth = await startBerth(config, logger);
+    const starting = startBerth(config, logger);
+    stopOnSignals(logger, starting);
+    const berth = await starting;
     const next = whereToGoNext(berth.address, config.dataDir);
     logger.info({ address: berth.address, database: config.database.kind, engine: config.engine.enabled, ...next }, 'berth is ready');
     if (logger.isLevelEnabled('info') && process.stdout.isTTY) process.stdout.write(readyBanner(next));
-    stopOnSignals(logger, () => berth.close());
   });
 
 program
@@ -71,9 +87,10 @@ program
     const config = configOrExit();
     const logger = createLogger(config.logLevel, config.logFormat);
     const { startEngineOnly } = await import('./server.js');
-    const engine = await startEngineOnly(config, logger);
+    const starting = startEngineOnly(config, logger);
+    stopOnSignals(logger, starting);
+    await starting;
     logger.info({ database: config.database.kind }, 'berth engine is running');
-    stopOnSignals(logger, () => engine.close());
   });
 
 program
@@ -96,7 +113,7 @@ program
     const [{ ListenerAgent }, { computeFor }] = await Promise.all([import('./agent/agent.js'), import('./agent/computes.js')]);
     const agent = new ListenerAgent(config, computeFor(config.compute), logger);
     // What runs keeps running: it belongs to the deployments, not to the agent.
-    stopOnSignals(logger, () => agent.stop());
+    stopOnSignals(logger, Promise.resolve({ close: () => agent.stop() }));
     await agent.run();
     logger.info('berth listener stopped');
   });
@@ -139,10 +156,15 @@ program
     const { BuildRunner } = await import('./runner/runner.js');
     const runner = new BuildRunner(config, logger, driverFor);
     const ran = runner.run();
-    stopOnSignals(logger, async () => {
-      runner.stop();
-      await ran;
-    });
+    stopOnSignals(
+      logger,
+      Promise.resolve({
+        async close() {
+          runner.stop();
+          await ran;
+        },
+      }),
+    );
     await ran;
     logger.info('berth builder stopped');
   });

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 
 /** A container tool as found on this machine (podman, buildah or docker), ready to run. */
 export interface ResolvedTool {
@@ -38,6 +38,43 @@ const FALLBACK: Record<NonNullable<CommandOutput['failure']>, string> = {
   error: 'the command could not run',
 };
 
+/** Tool commands in flight, so that a process that stops can end them instead of leaving them to run on without it. */
+const inFlight = new Set<ChildProcess>();
+let killedAtExit = false;
+
+function track(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  inFlight.add(child);
+  child.once('exit', () => inFlight.delete(child));
+  if (killedAtExit) return;
+  killedAtExit = true;
+  // However the process ends (a stop that overran its grace, an uncaught error), no command it started outlives it.
+  process.once('exit', () => {
+    for (const running of inFlight) running.kill('SIGKILL');
+  });
+}
+
+/**
+ * Ends the tool commands still running: each gets `graceMs` to finish on its own, then SIGKILL.
+ * For a process that stops: a probe or an inspect it started would otherwise outlive it, for
+ * up to its timeout, holding the image store's lock.
+ */
+export async function endRunningTools(graceMs: number): Promise<void> {
+  const running = [...inFlight];
+  if (running.length === 0) return;
+  const exited = running.map(
+    (child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()))),
+  );
+  const timer = setTimeout(() => {
+    for (const child of running) child.kill('SIGKILL');
+  }, graceMs);
+  try {
+    await Promise.all(exited);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Runs a short tool command (info, inspect, list, run -d, remove) and collects its output.
  * Never rejects: a program that cannot run reports a non-zero code and a reason in `stderr`,
@@ -69,6 +106,7 @@ export function runTool(tool: ResolvedTool, args: readonly string[], options: Co
         resolve({ code: typeof failed.code === 'number' ? failed.code : -1, stdout: stdout ?? '', stderr: stderr || fallback, failure });
       },
     );
+    track(child);
     // A program that exits before reading all of it closes the pipe: that is its answer, not ours to report.
     child.stdin?.on('error', () => {});
     child.stdin?.end(options.input ?? '');
