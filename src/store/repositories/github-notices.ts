@@ -1,4 +1,4 @@
-import { type Selectable, sql } from 'kysely';
+import { type ExpressionBuilder, type Selectable, sql } from 'kysely';
 import type { RevisionStatus } from '../../domain/revision-status.js';
 import type { Executor } from '../database.js';
 import type { Database } from '../schema.js';
@@ -76,26 +76,61 @@ export async function insertPreviewRefusalNotice(
   return queueNotice(db, refusal.parentDeploymentId, fields, at);
 }
 
-/** What orders notices: a revision's are sent one after another; a refusal's order is its parent's and commit's. */
-function noticeSequence(row: Pick<NoticeRow, 'revision_id' | 'deployment_id' | 'commit_sha'>): string {
-  return row.revision_id ?? `refused:${row.deployment_id}:${row.commit_sha ?? ''}`;
-}
-
 /**
- * The first pending notice of each sequence (noticeSequence), sequences oldest first: only
- * it may be sent. A revision's first is its lowest position (queueNotice); notices of equal
- * position (a refusal's, or those queued before positions ran on) go by time.
+ * The first pending notice of each sequence, oldest first: only it may be sent. A sequence is
+ * a revision's notices, sent one after another, or a refusal's parent and commit. A revision's
+ * first is its lowest position (queueNotice); notices of equal position (a refusal's, or those
+ * queued before positions ran on) go by time, then id. The heads are
+ * chosen in the query, not among the oldest rows read: a sequence's first notice can carry a
+ * later time than its second (clocks disagree), and past the rows read it would be missed.
  */
 async function sequenceHeads(db: Executor): Promise<NoticeRow[]> {
-  const rows = await db.selectFrom('github_notices').selectAll().where('state', '=', 'pending').orderBy('created_at').orderBy('position').limit(500).execute();
-  const heads = new Map<string, NoticeRow>();
-  for (const row of rows) {
-    const sequence = noticeSequence(row);
-    const head = heads.get(sequence);
-    // A Map keeps a key where it was first set: the sequence keeps its place when its head is replaced.
-    if (!head || row.position < head.position) heads.set(sequence, row);
-  }
-  return [...heads.values()];
+  // One condition for each kind of sequence, so that each looks for an earlier notice by an
+  // equality the revision index serves: a condition covering both made SQLite read every
+  // pending notice for each pending notice.
+  return db
+    .selectFrom('github_notices as n')
+    .selectAll('n')
+    .where('n.state', '=', 'pending')
+    .where((n) =>
+      n.or([
+        n.and([n('n.revision_id', 'is not', null), n.not(n.exists(earlierPending(n).where('o.revision_id', '=', n.ref('n.revision_id'))))]),
+        n.and([
+          n('n.revision_id', 'is', null),
+          n.not(
+            n.exists(
+              earlierPending(n)
+                .where('o.revision_id', 'is', null)
+                .where('o.deployment_id', '=', n.ref('n.deployment_id'))
+                .where(sql<boolean>`coalesce(o.commit_sha, '') = coalesce(n.commit_sha, '')`),
+            ),
+          ),
+        ]),
+      ]),
+    )
+    .orderBy('n.created_at')
+    .orderBy('n.id')
+    .limit(500)
+    .execute();
+}
+
+/** Pending notices that go before `n` in a sequence they share: lower position, then earlier time, then lower id. */
+function earlierPending(n: ExpressionBuilder<Database & { n: NoticeRow }, 'n'>) {
+  return (
+    n
+      .selectFrom('github_notices as o')
+      .select(sql`1`.as('one'))
+      // An expression of the column keeps PostgreSQL without statistics off the due index, which
+      // would read every pending notice again for each one instead of a sequence's few.
+      .where(sql<boolean>`(o.state || '') = 'pending'`)
+      .where((o) =>
+        o.or([
+          o('o.position', '<', o.ref('n.position')),
+          o.and([o('o.position', '=', o.ref('n.position')), o('o.created_at', '<', o.ref('n.created_at'))]),
+          o.and([o('o.position', '=', o.ref('n.position')), o('o.created_at', '=', o.ref('n.created_at')), o('o.id', '<', o.ref('n.id'))]),
+        ]),
+      )
+  );
 }
 
 /** When a head can be sent next: at its attempt's time, or when its sender's lease runs out. */
