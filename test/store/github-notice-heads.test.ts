@@ -3,27 +3,17 @@ import { after, before, test } from 'node:test';
 import type { Db } from '../../src/store/database.js';
 import { githubNoticeSchedule } from '../../src/store/repositories/github-notices.js';
 import { describeEachDatabase, openTestDatabase } from '../support/database.js';
+import { githubNoticeRow } from '../support/migrations.js';
 
 const minute = (n: number) => new Date(Date.UTC(2026, 10, 27, 10, n)).toISOString();
 
+/** A revision's notice (of deployment `dep-<revision>`), or with `revision` null a refusal of `commit` on `parent`. */
 function notice(id: string, revision: string | null, position: number, createdAt: string, commit: string | null = null) {
-  return {
-    id,
-    kind: revision === null ? 'preview_refused' : 'revision',
-    revision_id: revision,
+  return githubNoticeRow(id, revision, position, createdAt, {
     deployment_id: revision === null ? 'parent' : `dep-${revision}`,
     commit_sha: commit,
-    position,
-    status: revision === null ? null : 'BUILDING',
-    message: `${id}.`,
-    created_at: createdAt,
-    state: 'pending',
-    steps_done: 0,
-    attempts: 0,
     next_attempt_at: minute(0),
-    leased_until: null,
-    last_error: null,
-  };
+  });
 }
 
 /**

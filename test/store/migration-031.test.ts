@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { type Db, migrateToLatest } from '../../src/store/database.js';
 import { githubNoticeSchedule } from '../../src/store/repositories/github-notices.js';
 import { describeEachDatabase } from '../support/database.js';
-import { databaseAt } from '../support/migrations.js';
+import { databaseAt, githubNoticeRow } from '../support/migrations.js';
 
 /**
  * Migration 031 numbers a revision's waiting notices on, in the order an earlier version sent
@@ -15,23 +15,8 @@ describeEachDatabase('migration 031 on notices waiting through an upgrade', (kin
   let close: () => Promise<void>;
   const first = '2026-11-27T10:00:00.000Z';
   const second = '2026-11-27T10:00:01.000Z';
-  const notice = (id: string, revision: string | null, position: number, createdAt: string) => ({
-    id,
-    kind: revision === null ? 'preview_refused' : 'revision',
-    revision_id: revision,
-    deployment_id: 'dep',
-    commit_sha: revision === null ? 'a'.repeat(40) : null,
-    position,
-    status: revision === null ? null : 'BUILDING',
-    message: `${id}.`,
-    created_at: createdAt,
-    state: 'pending',
-    steps_done: 0,
-    attempts: 3,
-    next_attempt_at: first,
-    leased_until: null,
-    last_error: 'HTTP 502',
-  });
+  const notice = (id: string, revision: string | null, position: number, createdAt: string) =>
+    githubNoticeRow(id, revision, position, createdAt, { attempts: 3, next_attempt_at: first, last_error: 'HTTP 502' });
   before(async () => {
     ({ db, close } = await databaseAt(kind, '030-build-job-inputs'));
     // One change that passed through two told statuses (positions 0 and 1), then a later change

@@ -55,3 +55,34 @@ export function buildJobRow(id: string, revisionId: string, status: string, at: 
     ...more,
   };
 }
+
+/**
+ * A pending `github_notices` row as migration 026 made it: a revision's status notice, or with
+ * `revision` null a preview refusal of `commit` (columns the caller names in `more` win).
+ */
+export function githubNoticeRow(
+  id: string,
+  revision: string | null,
+  position: number,
+  createdAt: string,
+  more: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    id,
+    kind: revision === null ? 'preview_refused' : 'revision',
+    revision_id: revision,
+    deployment_id: 'dep',
+    commit_sha: revision === null ? 'a'.repeat(40) : null,
+    position,
+    status: revision === null ? null : 'BUILDING',
+    message: `${id}.`,
+    created_at: createdAt,
+    state: 'pending',
+    steps_done: 0,
+    attempts: 0,
+    next_attempt_at: createdAt,
+    leased_until: null,
+    last_error: null,
+    ...more,
+  };
+}
