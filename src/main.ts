@@ -32,11 +32,16 @@ const TOOL_STOP_GRACE_MS = 2_000;
 /**
  * Stops on SIGTERM/SIGINT: finishes requests in flight and pauses engine steps for another process to resume.
  * Handled from the first moment: a signal that comes while the role is still starting (the API answers
- * before the engine has started) stops it once started, and the tool commands it has in flight are
- * ended rather than left to outlive it.
+ * before the engine has started) stops it once started. Tool commands in flight while it starts,
+ * and those still running once it has closed, are ended rather than left to outlive it.
  */
 function stopOnSignals(logger: ReturnType<typeof createLogger>, started: Promise<{ close(): Promise<void> }>): void {
   let stopping = false;
+  let ready = false;
+  started.then(
+    () => (ready = true),
+    () => {},
+  );
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -46,8 +51,9 @@ function stopOnSignals(logger: ReturnType<typeof createLogger>, started: Promise
       process.exit(1);
     }, 15_000);
     timer.unref();
-    // A start held up by a tool that does not answer goes on once the tool is ended.
-    void endRunningTools(TOOL_STOP_GRACE_MS);
+    // A start held up by a tool that does not answer goes on once the tool is ended. Once
+    // started, the role's own close waits for its commands (a step's cleanup among them).
+    if (!ready) void endRunningTools(TOOL_STOP_GRACE_MS);
     const role = await started.catch(() => undefined);
     // A start that failed is reported, and the process ended, where it was awaited.
     if (!role) return;
