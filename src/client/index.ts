@@ -122,7 +122,17 @@ export interface Tagged<T> {
 const worthRepeating = (error: BerthApiError) =>
   error.status === 0 || error.status >= 500 || (error.status === 409 && error.code === 'idempotency_key_in_progress');
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or less when `signal` aborts first. */
+const pause = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 
 /** Sends of one read while Berth answers 503 (its database away for a moment, or load shed). */
 const READ_ATTEMPTS = 4;
@@ -153,7 +163,9 @@ function retryingReads(send: (request: Request) => Promise<Response>): (input: R
       const response = await send(request.clone());
       if (response.status !== 503 || attempt >= READ_ATTEMPTS || request.signal.aborted) return response;
       await response.body?.cancel();
-      await pause(retryPauseMs(retryAfterOf(response.headers), attempt));
+      await pause(retryPauseMs(retryAfterOf(response.headers), attempt), request.signal);
+      // Aborted while waiting: the caller hears it now, as fetch would tell it, not after the wait.
+      request.signal.throwIfAborted();
     }
   };
 }

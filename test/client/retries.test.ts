@@ -163,4 +163,26 @@ describe('the typed client makes retries safe', () => {
     assert.deepEqual(sent.splice(0), ['PATCH'], 'a write is sent once');
     assert.equal((await berth.deployments.get(created.id)).display_name ?? null, null, 'and did nothing');
   });
+
+  test("a read waiting out a 503's Retry-After ends as soon as its caller aborts, without another send", async () => {
+    const berth = createBerthClient({ baseUrl: server.url, apiKey: server.adminKey });
+    const created = await berth.deployments.create(body(`abort-wait-${randomUUID().slice(0, 8)}`));
+    const stop = new AbortController();
+    let sends = 0;
+    // Berth away for a while: every answer asks for 10 s; the caller gives up after the first.
+    const away: typeof fetch = async () => {
+      sends += 1;
+      setImmediate(() => stop.abort());
+      return Response.json(
+        { detail: 'The database is unavailable; try again shortly.', code: 'database_unavailable' },
+        { status: 503, headers: { 'retry-after': '10' } },
+      );
+    };
+    const patient = createBerthClient({ baseUrl: server.url, apiKey: server.adminKey, fetch: away });
+    await assert.rejects(
+      patient.revisions.get(created.id, created.latest_revision_id as string, {}, stop.signal),
+      (error: unknown) => (error as Error).name === 'AbortError',
+    );
+    assert.equal(sends, 1, 'sent again after the caller had aborted');
+  });
 });
