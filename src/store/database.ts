@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, type KyselyConfig, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, type KyselyConfig, Migrator, PostgresDialect, SqliteAdapter, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { startCheckpointer } from './checkpointer.js';
@@ -206,4 +206,9 @@ function secureDatabaseFiles(file: string): void {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
   }
+}
+
+/** For the few statements written differently for each database. */
+export function isSqlite(db: Executor): boolean {
+  return db.getExecutor().adapter instanceof SqliteAdapter;
 }

@@ -225,6 +225,8 @@ export interface Database {
     config_env_encrypted: string | null;
     created_at: string;
     updated_at: string;
+    /** Its deployment's workspace, for the engine's index of work in progress (migration 032); a trigger fills it when an insert leaves it out. */
+    workspace_id?: string | null;
   };
   /**
    * Resource specs by content, per deployment: revisions that share one (every PATCH

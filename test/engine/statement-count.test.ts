@@ -26,11 +26,14 @@ import { deploymentRow, subscriptionRow } from '../support/rows.js';
 
 /**
  * Statements the engine may send for one image revision, from its claim to its lease's
- * release. The claim is two of them: the workspace's turn (fair slots) and the lease. In a
+ * release. Finding candidates is three: the workspaces with work, the next work of each one
+ * read (here one), and the pending deletes; reading a workspace's queue through its index
+ * keeps a claim's cost off the queue's length (migration 032). The claim is two more: the
+ * workspace's turn (fair slots) and the lease. In a
  * workspace without webhook subscriptions the status moves send no outbox insert: their
  * compare-and-set says nobody listens (docs/webhooks.md).
  */
-const BUDGET = 13;
+const BUDGET = 14;
 
 const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|start transaction)\b/i;
 

@@ -30,6 +30,7 @@ import { buildJobRelay } from './028-build-job-relay.js';
 import { buildJobAnswered } from './029-build-job-answered.js';
 import { buildJobInputs } from './030-build-job-inputs.js';
 import { githubNoticePositions } from './031-github-notice-positions.js';
+import { pendingWorkByWorkspace } from './032-pending-work-by-workspace.js';
 
 /** Ordered migrations; the same list runs on SQLite and PostgreSQL. Never edit a landed one. */
 const migrations: Record<string, Migration> = {
@@ -64,6 +65,7 @@ const migrations: Record<string, Migration> = {
   '029-build-job-answered': buildJobAnswered,
   '030-build-job-inputs': buildJobInputs,
   '031-github-notice-positions': githubNoticePositions,
+  '032-pending-work-by-workspace': pendingWorkByWorkspace,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,10 +1,10 @@
-import { type Expression, expressionBuilder, type SqlBool, SqliteAdapter, sql } from 'kysely';
+import { type Expression, expressionBuilder, type SqlBool, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import { type SourceConfig, type SourceSpelling, withServingUrl } from '../../domain/deployment-config.js';
 import type { DeploymentStatus } from '../../domain/deployment-status.js';
 import { type PreviewOrigin, type PreviewSettings, previewKey } from '../../domain/previews.js';
 import { escapeLike } from '../like.js';
-import type { Db, Executor } from '../database.js';
+import { type Db, type Executor, isSqlite } from '../database.js';
 import { preparedQuery } from '../prepared.js';
 import type { ColumnChanges, Database } from '../schema.js';
 import { queueImageRemovals } from './image-removals.js';
@@ -445,8 +445,6 @@ function listingValues(workspaceId: string, filters: DeploymentFilters, candidat
   };
 }
 
-const NEWEST_FIRST = ['deployments.created_at desc', 'deployments.id desc'] as const;
-
 /**
  * A page of the listing, compiled once for each set of filters given and each number of
  * statuses (prepared.ts): on PostgreSQL also planned once, where planning a search with
@@ -454,11 +452,19 @@ const NEWEST_FIRST = ['deployments.created_at desc', 'deployments.id desc'] as c
  */
 const listingPage = preparedQuery((db, values: ListingValues, statuses: readonly DeploymentStatus[], limit: number, offset: number) => {
   const where = listingConditions(db, values, statuses);
-  if (!drivenByIds(values)) return selectForView(db).where(where).orderBy(NEWEST_FIRST).limit(limit).offset(offset);
+  if (!drivenByIds(values))
+    return selectForView(db).where(where).orderBy('deployments.created_at', 'desc').orderBy('deployments.id', 'desc').limit(limit).offset(offset);
   // The page's ids are chosen among the listed ones first: joining every candidate to its
   // revision and sorting the wide rows cost a rare search most of its time.
-  const pageIds = db.selectFrom('deployments').select('deployments.id').where(where).orderBy(NEWEST_FIRST).limit(limit).offset(offset);
-  return selectForView(db).where('deployments.id', 'in', pageIds).orderBy(NEWEST_FIRST);
+  const pageIds = db
+    .selectFrom('deployments')
+    .select('deployments.id')
+    .where(where)
+    .orderBy('deployments.created_at', 'desc')
+    .orderBy('deployments.id', 'desc')
+    .limit(limit)
+    .offset(offset);
+  return selectForView(db).where('deployments.id', 'in', pageIds).orderBy('deployments.created_at', 'desc').orderBy('deployments.id', 'desc');
 });
 
 /**
@@ -578,10 +584,6 @@ const COMMON_NEEDLES = new LRUCache<string, true>({ max: 1_000, ttl: 60_000 });
 /** An FTS5 string literal: the needle as one phrase, which the trigram tokenizer matches as a substring. */
 function trigramPhrase(needle: string): string {
   return `"${needle.replaceAll('"', '""')}"`;
-}
-
-function isSqlite(db: Executor): boolean {
-  return db.getExecutor().adapter instanceof SqliteAdapter;
 }
 
 /** How many deployments build from the integration (deleting it is refused while any do). */

@@ -1,7 +1,7 @@
 import { IN_PROGRESS_STATUSES } from '../../domain/revision-status.js';
 import { LISTENER_OWNED_STATUSES } from '../../domain/queue-policy.js';
-import { sql } from 'kysely';
-import type { Db, Executor } from '../database.js';
+import { type SqlBool, sql } from 'kysely';
+import { type Db, type Executor, isSqlite } from '../database.js';
 import { escapeLike } from '../like.js';
 import { preparedQuery } from '../prepared.js';
 
@@ -28,70 +28,11 @@ export interface ClaimCandidate {
  * list ahead of the others. A workspace that fills its share while its candidates are
  * being tried is refused by `takeFairLease`, and the engine drops the rest of them.
  *
- * What the engine "can move on" mirrors `planQueue` (domain/queue-policy.ts): on a
- * listener, a revision handed over or being deployed is the listener's, and a revision
- * queued behind one the listener is deploying waits for the listener's report. A
- * deployment claimed with nothing to do would be claimed again at once, forever.
- *
  * `skip` names deployments this worker found idle and parked (see Engine); they are left
  * out so that they cannot crowd others out of the candidates.
  */
 export async function claimCandidates(db: Executor, now: string, skip: readonly string[] = [], limit = 8, share = 64): Promise<ClaimCandidate[]> {
-  // Two narrow queries rather than one EXISTS over every deployment: both walk an index
-  // (revisions by status, deployments by status), so the cost follows the amount of
-  // pending work, not the number of deployments.
-  let withRevisions = db
-    .selectFrom('revisions as r')
-    .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
-    .select(['d.id', 'd.workspace_id', 'r.created_at as oldest'])
-    .where('r.status', 'in', IN_PROGRESS)
-    .where((eb) =>
-      eb.or([
-        eb('d.listener_id', 'is', null),
-        eb.and([
-          eb('r.status', 'not in', LISTENER_OWNED_STATUSES),
-          eb.not(
-            eb.and([
-              eb('r.status', '=', 'QUEUED'),
-              eb.exists(
-                eb.selectFrom('revisions as busy').select('busy.id').whereRef('busy.deployment_id', '=', 'd.id').where('busy.status', '=', 'DEPLOYING'),
-              ),
-            ]),
-          ),
-        ]),
-      ]),
-    )
-    // A placed deployment being deleted waits for its listener's report, revisions and all.
-    .where((eb) => eb.or([eb('d.listener_id', 'is', null), eb('d.status', '!=', 'AWAITING_DELETE')]))
-    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]))
-    .where('d.workspace_id', 'not in', fullWorkspaces(db, now, share));
-  if (skip.length > 0) withRevisions = withRevisions.where('d.id', 'not in', skip);
-  const ranked = db
-    .selectFrom(withRevisions.as('c'))
-    .leftJoin('engine_turns as t', 't.workspace_id', 'c.workspace_id')
-    .select([
-      'c.id',
-      'c.workspace_id',
-      'c.oldest',
-      't.turn_at',
-      (eb) =>
-        eb.fn
-          .agg<number>('row_number')
-          .over((over) => over.partitionBy('c.workspace_id').orderBy('c.oldest'))
-          .as('round'),
-    ]);
-  const pending = await db
-    .selectFrom(ranked.as('k'))
-    .select(['k.id', 'k.workspace_id'])
-    // A deployment with several revisions in progress may take several places; they are
-    // merged below. Without the bound, the outer sort would take every revision in progress.
-    .where('k.round', '<=', limit)
-    .orderBy('k.round')
-    // Never served sorts first ('' before any timestamp) on both databases.
-    .orderBy((eb) => eb.fn.coalesce('k.turn_at', sql.lit('')))
-    .orderBy('k.oldest')
-    .limit(limit)
-    .execute();
+  const pending = await pendingInRounds(db, now, skip, limit, share);
   let deletingQuery = db
     .selectFrom('deployments as d')
     .select(['d.id', 'd.workspace_id'])
@@ -110,6 +51,118 @@ export async function claimCandidates(db: Executor, now: string, skip: readonly 
     candidates.push({ id: row.id, workspaceId: row.workspace_id });
   }
   return candidates;
+}
+
+interface RankedCandidate {
+  id: string;
+  workspace_id: string;
+  oldest: string;
+  round: number;
+  turn: string;
+}
+
+/**
+ * The first `limit` revisions in progress in rounds: each workspace's candidates oldest
+ * first, numbered 1, 2, ..., then ordered by round, by the workspace's last turn (never
+ * served first) and by age. A deployment with several revisions in progress may take
+ * several places; the caller merges them.
+ *
+ * Each workspace's candidates are read through the partial index of migration 032, at most
+ * `limit` of them, so the cost follows the number of workspaces with work, not the length
+ * of their queues. Workspaces are read in the order of their turns, and the reading stops
+ * once `limit` of them have a candidate: every workspace not yet read has a later turn, so
+ * its first round comes after theirs. Workspaces whose turns tie are all read, since their
+ * order is decided by age.
+ */
+async function pendingInRounds(db: Executor, now: string, skip: readonly string[], limit: number, share: number): Promise<RankedCandidate[]> {
+  const workspaces = await workspacesWithWork(db, now, share);
+  // '' before any timestamp: a workspace never served goes first.
+  workspaces.sort((a, b) => compareText(a.turn_at ?? '', b.turn_at ?? ''));
+  const ranked: RankedCandidate[] = [];
+  let served = 0;
+  for (let i = 0; i < workspaces.length; i += 1) {
+    const { workspace_id, turn_at } = workspaces[i] as WorkspaceWithWork;
+    const turn = turn_at ?? '';
+    const rows = await nextWorkOf(db, workspace_id, now, skip, limit);
+    rows.forEach((row, index) => ranked.push({ ...row, round: index + 1, turn }));
+    if (rows.length > 0) served += 1;
+    const next = workspaces[i + 1];
+    if (served >= limit && (next === undefined || (next.turn_at ?? '') !== turn)) break;
+  }
+  ranked.sort((a, b) => a.round - b.round || compareText(a.turn, b.turn) || compareText(a.oldest, b.oldest));
+  return ranked.slice(0, limit);
+}
+
+/** Orders as both databases order these ASCII keys (timestamps, ids), whatever the locale. */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The statuses of revisions in progress as literals, which both databases need to see that migration 032's partial index covers a query. */
+const IN_PROGRESS_LITERALS = sql.join(IN_PROGRESS.map((status) => sql.lit(status)));
+
+interface WorkspaceWithWork {
+  workspace_id: string;
+  turn_at: string | null;
+}
+
+/**
+ * Every workspace with a revision in progress and its last turn, but those that hold their
+ * share of live leases already: one seek of the partial
+ * index per workspace (a skip scan written out, which neither database does by itself here).
+ */
+async function workspacesWithWork(db: Executor, now: string, share: number): Promise<WorkspaceWithWork[]> {
+  // SQLite, without statistics, prefers six seeks of the status index (every revision in
+  // progress) to this range of the partial index; INDEXED BY also fails loudly should the
+  // index ever stop covering the query.
+  const byIndex = sql.raw(isSqlite(db) ? ' INDEXED BY revisions_in_progress_by_workspace' : '');
+  const { rows } = await sql<WorkspaceWithWork>`
+    WITH RECURSIVE ws(workspace_id) AS (
+      SELECT (SELECT f.workspace_id FROM revisions AS f${byIndex} WHERE f.status IN (${IN_PROGRESS_LITERALS}) AND f.workspace_id >= '' ORDER BY f.workspace_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT n.workspace_id FROM revisions AS n${byIndex} WHERE n.status IN (${IN_PROGRESS_LITERALS}) AND n.workspace_id > ws.workspace_id ORDER BY n.workspace_id LIMIT 1)
+      FROM ws WHERE ws.workspace_id IS NOT NULL
+    )
+    SELECT ws.workspace_id, t.turn_at FROM ws LEFT JOIN engine_turns t ON t.workspace_id = ws.workspace_id
+    WHERE ws.workspace_id IS NOT NULL AND ws.workspace_id NOT IN (${fullWorkspaces(db, now, share)})`.execute(db);
+  return rows;
+}
+
+/**
+ * A workspace's oldest revisions in progress that the engine can move on now, up to
+ * `limit`. What the engine "can move on" mirrors `planQueue` (domain/queue-policy.ts): on a
+ * listener, a revision handed over or being deployed is the listener's, and a revision
+ * queued behind one the listener is deploying waits for the listener's report. A
+ * deployment claimed with nothing to do would be claimed again at once, forever.
+ */
+async function nextWorkOf(db: Executor, workspaceId: string, now: string, skip: readonly string[], limit: number) {
+  let query = db
+    .selectFrom('revisions as r')
+    .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
+    .select(['d.id', 'd.workspace_id', 'r.created_at as oldest'])
+    .where('r.workspace_id', '=', workspaceId)
+    .where(sql<SqlBool>`r.status IN (${IN_PROGRESS_LITERALS})`)
+    .where((eb) =>
+      eb.or([
+        eb('d.listener_id', 'is', null),
+        eb.and([
+          eb('r.status', 'not in', LISTENER_OWNED_STATUSES),
+          eb.not(
+            eb.and([
+              eb('r.status', '=', 'QUEUED'),
+              eb.exists(
+                eb.selectFrom('revisions as busy').select('busy.id').whereRef('busy.deployment_id', '=', 'd.id').where('busy.status', '=', 'DEPLOYING'),
+              ),
+            ]),
+          ),
+        ]),
+      ]),
+    )
+    // A placed deployment being deleted waits for its listener's report, revisions and all.
+    .where((eb) => eb.or([eb('d.listener_id', 'is', null), eb('d.status', '!=', 'AWAITING_DELETE')]))
+    .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
+  if (skip.length > 0) query = query.where('d.id', 'not in', skip);
+  return query.orderBy('r.created_at').limit(limit).execute();
 }
 
 /**

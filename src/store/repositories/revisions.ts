@@ -134,6 +134,7 @@ export async function insertRevision(db: Executor, revision: NewRevision): Promi
     config_env_encrypted: null,
     created_at: revision.created_at,
     updated_at: revision.created_at,
+    workspace_id: numbered.workspace_id,
   };
   await insertRevisionRow(db, row);
   return decodeRevision(row, JSON.stringify(revision.resource_spec));
@@ -144,7 +145,7 @@ const numberNextRevision = preparedQuery((db, deploymentId: string, revisionId: 
     .updateTable('deployments')
     .set((eb) => ({ revision_count: eb('revision_count', '+', 1), latest_revision_id: revisionId, updated_at: at }))
     .where('id', '=', deploymentId)
-    .returning('revision_count'),
+    .returning(['revision_count', 'workspace_id']),
 );
 
 const insertRevisionRow = preparedQuery((db, row: Database['revisions']) => db.insertInto('revisions').values(row));
