@@ -43,10 +43,11 @@ const usage = `npm run bench -- [flags]
   --node-flags 'F'       the server's node flags instead of those of \`npm start\` (e.g. '--max-semi-space-size=16 --trace-gc')
   --server DIR           run the server of another checkout (built there with npm run build), to compare trees A/B
   --engine-revisions N   revisions in the engine burst (default 1000)
+  --backlog N            revisions queued in another workspace for the backlog scenario (default 20000)
   --postgres             also on PostgreSQL (postgres://postgres@127.0.0.1:5432/), in a throwaway database;
                          implied when DATABASE_URL is a postgres URL (its server is used the same way)
   --only-postgres        skip the embedded default
-  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,engine,fairness,listeners,runners,build,flows,dashboard
+  --scenarios a,b        subset of: get,list,list-1,list-sparse,list-sparse-1,create,patch,backlog,engine,fairness,listeners,runners,build,flows,dashboard
   --dashboard-loads N    loads of the deployments list in the dashboard scenario (default 10)
   --pushes N             warm pushes measured in the flows scenario (default 5)
   --agents N             simulated listener agents in the listeners scenario (default 1000)
@@ -69,6 +70,7 @@ const { values: flags } = parseArgs({
     server: { type: 'string' },
     'node-flags': { type: 'string' },
     'engine-revisions': { type: 'string', default: '1000' },
+    backlog: { type: 'string', default: '20000' },
     agents: { type: 'string', default: '1000' },
     'runner-builds': { type: 'string' },
     pushes: { type: 'string', default: '5' },
@@ -106,9 +108,23 @@ const ENGINE_MODES = (flags['api-only'] ? 'off' : flags.engine)
   .filter((m): m is 'on' | 'off' => m === 'on' || m === 'off');
 if (ENGINE_MODES.length === 0 || SIZES.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`bad --engine or --deployments\n${usage}`);
 const ENGINE_REVISIONS = Number(flags['engine-revisions']);
+const BACKLOG = Number(flags.backlog);
 const AGENTS = Number(flags.agents);
 const RUNNER_BUILDS = Number(flags['runner-builds'] ?? (QUICK ? '20' : '60'));
-const ALL_SCENARIOS = ['get', 'list', 'list-1', 'list-sparse', 'list-sparse-1', 'create', 'patch', 'engine', 'fairness', 'listeners', 'runners'] as const;
+const ALL_SCENARIOS = [
+  'get',
+  'list',
+  'list-1',
+  'list-sparse',
+  'list-sparse-1',
+  'create',
+  'patch',
+  'backlog',
+  'engine',
+  'fairness',
+  'listeners',
+  'runners',
+] as const;
 /** Scenarios with a script of their own rather than autocannon against the seeded server. */
 const SCRIPTED: readonly string[] = ['engine', 'fairness', 'listeners', 'runners'];
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
@@ -544,6 +560,14 @@ function scenarios(ids: string[], runId: string, deployments: number): Scenario[
       ],
     },
     {
+      name: 'backlog',
+      title: `get one deployment while the engine drains ${BACKLOG.toLocaleString('en')} revisions queued in another workspace`,
+      requests: () => {
+        const next = rotate(ids);
+        return [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/v2/deployments/${next()}` }) }];
+      },
+    },
+    {
       name: 'patch',
       title: 'PATCH creating a revision',
       requests: () => {
@@ -759,9 +783,16 @@ async function serveScenarios(
   const runId = randomBytes(3).toString('hex');
   for (const scenario of scenarios(ids, runId, run.deployments)) {
     if (!SELECTED.has(scenario.name)) continue;
+    if (scenario.name === 'backlog') {
+      // Without the engine nothing would drain it, and the scenarios after it would share the machine with nothing.
+      if (run.engineMode === 'off') continue;
+      // Another workspace's burst, written while the server runs: the engine's sweep finds it within 2 s.
+      const queued = await runJson<{ ms: number }>(['bench/seed.ts', '--queued', String(BACKLOG)], env);
+      log(`${run.kind}: ${BACKLOG.toLocaleString('en')} revisions queued in another workspace in ${(queued.ms / 1000).toFixed(1)} s`);
+    }
     run.results[scenario.name] = await measure(berth.url, berth.pid, scenario, headers, true);
     if (!ceilings[scenario.name]) throw new Error(`no ceiling for ${scenario.name}`);
-    if ((scenario.name === 'create' || scenario.name === 'patch') && run.engineMode === 'on') {
+    if ((scenario.name === 'create' || scenario.name === 'patch' || scenario.name === 'backlog') && run.engineMode === 'on') {
       // The engine in the server works through the revisions just made (they fail at
       // deploy: BERTH_CONTAINER_RUNTIME=none); let it finish before the next scenario.
       run.drains[scenario.name] = await drainEngine(database);

@@ -8,6 +8,9 @@
  *
  *   node --import tsx bench/seed.ts --deployments 100000
  *
+ * With `--queued N` instead, N deployments whose first revision waits for the engine, in a
+ * new organization of their own; this may run while the server does (the backlog scenario).
+ *
  * Prints one JSON line: the workspace, how many were inserted, how long it took and a
  * sample of deployment ids spread over the whole set.
  */
@@ -62,7 +65,12 @@ export function seededName(i: number): string {
   return `${TEAMS[i % TEAMS.length]}-${WORDS[Math.floor(i / TEAMS.length) % WORDS.length]}-${String(i).padStart(6, '0')}`;
 }
 
-export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, count: number, samples = 5000): Promise<SeedResult> {
+/**
+ * `queued`: each deployment is as a create leaves it, its first revision CREATING and not
+ * yet picked up (no status event), named apart so that it can share a workspace with a
+ * finished seeding: a backlog for the engine to drain.
+ */
+export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, count: number, samples = 5000, queued = false): Promise<SeedResult> {
   const started = performance.now();
   const sourceConfig = JSON.stringify(newSourceConfig('external_docker', {}));
   const specText = canonicalJson(completeResourceSpec({ cpu: 0.5, memory_mb: 512 }));
@@ -82,7 +90,7 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
     const secrets: Database['secret_set_entries'][] = [];
     const events: Database['deployment_events'][] = [];
     for (let i = from; i < to; i++) {
-      const name = seededName(i);
+      const name = queued ? `queued-${seededName(i)}` : seededName(i);
       const team = TEAMS[i % TEAMS.length] as string;
       const createdAt = new Date(firstAt + i * step).toISOString();
       const finishedAt = new Date(firstAt + i * step + 40_000).toISOString();
@@ -92,9 +100,9 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
       const setId = randomUUID();
       // One in five ended without deploying, spread evenly over every team and word (a
       // status that followed the team would make some team searches match nothing).
-      const failed = Math.floor(i / TEAMS.length) % 5 === 4;
+      const failed = !queued && Math.floor(i / TEAMS.length) % 5 === 4;
       const image = `registry.example.com/${team}/${name}:v${(i % 50) + 1}`;
-      const url = failed ? null : `http://127.0.0.1:${20000 + (i % 40000)}`;
+      const url = failed || queued ? null : `http://127.0.0.1:${20000 + (i % 40000)}`;
       if (i % sampleEvery === 0) sampleIds.push(deploymentId);
       deployments.push({
         id: deploymentId,
@@ -107,10 +115,10 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
         listener_id: null,
         integration_id: null,
         image_version: null,
-        status: failed ? 'UNUSED' : 'READY',
+        status: queued ? 'AWAITING_DATABASE' : failed ? 'UNUSED' : 'READY',
         remote_reconciled: 0,
         latest_revision_id: revisionId,
-        active_revision_id: failed ? null : revisionId,
+        active_revision_id: failed || queued ? null : revisionId,
         revision_count: 1,
         pinned_revision_id: null,
         pinned_at: null,
@@ -133,35 +141,36 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
         source_revision_config: JSON.stringify(completeRevisionConfig('external_docker', { image_uri: image })),
         resource_spec_id: specId,
         secret_set_id: setId,
-        status: failed ? 'DEPLOY_FAILED' : 'DEPLOYED',
+        status: queued ? 'CREATING' : failed ? 'DEPLOY_FAILED' : 'DEPLOYED',
         status_message: failed ? 'GET /ok answered 503 instead of 200.' : null,
         remote_reconciled: 0,
         image_id: null,
         image_digest: null,
-        image_ref: image,
-        runtime_handle: failed ? null : `berth-${name}-${revisionId.slice(0, 8)}`,
+        image_ref: queued ? null : image,
+        runtime_handle: failed || queued ? null : `berth-${name}-${revisionId.slice(0, 8)}`,
         url,
         build_inputs: null,
         build_key: null,
         config_env_encrypted: null,
-        created_at: createdAt,
-        updated_at: finishedAt,
+        created_at: queued ? new Date().toISOString() : createdAt,
+        updated_at: queued ? new Date().toISOString() : finishedAt,
       });
       const given = [{ name: 'OPENAI_API_KEY', value: `sk-${randomBytes(24).toString('base64url')}` }];
       if (i % 2 === 0) given.push({ name: 'DATABASE_URL', value: `postgres://app:${randomBytes(12).toString('hex')}@db.internal/${team}` });
       specs.push({ id: specId, deployment_id: deploymentId, digest: specDigest, spec: specText, created_at: createdAt });
       sets.push({ id: setId, deployment_id: deploymentId, digest: secretSetDigest(encryptor, given), created_at: createdAt });
       secrets.push(...encryptSecretSet(encryptor, setId, given));
-      events.push({
-        deployment_id: deploymentId,
-        revision_id: revisionId,
-        kind: 'status',
-        log_type: null,
-        level: null,
-        status: failed ? 'DEPLOY_FAILED' : 'DEPLOYED',
-        message: failed ? 'GET /ok answered 503 instead of 200.' : null,
-        created_at: finishedAt,
-      } as Database['deployment_events']);
+      if (!queued)
+        events.push({
+          deployment_id: deploymentId,
+          revision_id: revisionId,
+          kind: 'status',
+          log_type: null,
+          level: null,
+          status: failed ? 'DEPLOY_FAILED' : 'DEPLOYED',
+          message: failed ? 'GET /ok answered 503 instead of 200.' : null,
+          created_at: finishedAt,
+        } as Database['deployment_events']);
     }
     await db.transaction().execute(async (trx) => {
       for (const [table, rows] of [
@@ -185,8 +194,10 @@ export async function seed(db: Db, encryptor: Encryptor, workspaceId: string, co
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { deployments: { type: 'string', default: '100000' }, analyze: { type: 'boolean', default: false } } });
-  const count = Number(values.deployments);
+  const { values } = parseArgs({
+    options: { deployments: { type: 'string', default: '100000' }, analyze: { type: 'boolean', default: false }, queued: { type: 'string' } },
+  });
+  const count = Number(values.queued ?? values.deployments);
   const config = loadConfig();
   if (!config.bootstrapApiKey) throw new Error('BERTH_BOOTSTRAP_API_KEY must name the key of the workspace to fill');
   const db = openDatabase(config.database);
@@ -194,7 +205,9 @@ async function main(): Promise<void> {
     const principal = await createTenancyService(db).authenticate(config.bootstrapApiKey);
     if (!principal?.boundWorkspaceId) throw new Error('start Berth once with BERTH_BOOTSTRAP_API_KEY before seeding');
     const { key } = loadEncryptionKey(config.encryptionKey, config.dataDir);
-    const result = await seed(db, new Encryptor(key), principal.boundWorkspaceId, count);
+    // --queued N: a backlog in a workspace of its own (another team's CI burst), beside the seeded one.
+    const other = values.queued === undefined ? undefined : await createTenancyService(db).createOrganization(`backlog-${randomUUID()}`);
+    const result = await seed(db, new Encryptor(key), other?.workspaceId ?? principal.boundWorkspaceId, count, 5000, other !== undefined);
     // PostgreSQL's autovacuum would analyze the new rows within a minute or so; do it now
     // so the first scenarios do not run on empty statistics. SQLite gathers no statistics
     // unless asked, and Berth never asks, so it is left as a real embedded database is.
