@@ -122,6 +122,19 @@ describeEachDatabase("the engine's queue by workspace", (kind) => {
     await clearQueues();
   });
 
+  test('with more workspaces than places, the one served most recently waits, though its work is the oldest', async () => {
+    const servedLast = await workspaceWithQueue([1, 2], at(999));
+    const others = [];
+    for (let i = 0; i < 8; i += 1) others.push(await workspaceWithQueue([100 + i, 200 + i], at(10 + i)));
+    const candidates = await claimCandidates(db, at(5000), [], 8, 64);
+    assert.deepEqual(
+      candidates.map((c) => c.id),
+      others.map((queue) => queue.deployments[0]),
+    );
+    assert.ok(!candidates.some((c) => c.id === servedLast.deployments[0]));
+    await clearQueues();
+  });
+
   test('a workspace holding its share is left out, and its queue is not read', async () => {
     const full = await workspaceWithQueue([1, 2]);
     const open = await workspaceWithQueue([3]);
@@ -137,10 +150,14 @@ describeEachDatabase("the engine's queue by workspace", (kind) => {
       candidates.map((c) => c.id),
       [open.deployments[0]],
     );
-    const queueReads = sent.filter((query) => query.sql.includes('"r"."workspace_id" ='));
+    assert.ok(
+      sent.some((query) => query.parameters.includes(open.workspaceId)),
+      "the open workspace's queue is read by its id",
+    );
     assert.deepEqual(
-      queueReads.map((query) => query.parameters[0]),
-      [open.workspaceId],
+      sent.filter((query) => query.parameters.includes(full.workspaceId)).map((query) => query.sql),
+      [],
+      "no statement reads the full workspace's queue",
     );
     await clearQueues();
   });

@@ -67,27 +67,32 @@ interface RankedCandidate {
  * served first) and by age. A deployment with several revisions in progress may take
  * several places; the caller merges them.
  *
- * Each workspace's candidates are read through the partial index of migration 032, at most
- * `limit` of them, so the cost follows the number of workspaces with work, not the length
- * of their queues. Workspaces are read in the order of their turns, and the reading stops
- * once `limit` of them have a candidate: every workspace not yet read has a later turn, so
- * its first round comes after theirs. Workspaces whose turns tie are all read, since their
- * order is decided by age.
+ * Everything is read through the partial index of migration 032, so the cost follows the
+ * number of workspaces with work, not the length of their queues: one statement gives each
+ * workspace's first candidate; when `limit` workspaces or more have one, the first round
+ * fills the list and nothing more is read. Otherwise the few workspaces with work are read
+ * again, at most `limit` candidates each, for the later rounds.
  */
 async function pendingInRounds(db: Executor, now: string, skip: readonly string[], limit: number, share: number): Promise<RankedCandidate[]> {
-  const workspaces = await workspacesWithWork(db, now, share);
-  // '' before any timestamp: a workspace never served goes first.
-  workspaces.sort((a, b) => compareText(a.turn_at ?? '', b.turn_at ?? ''));
-  const ranked: RankedCandidate[] = [];
-  let served = 0;
-  for (let i = 0; i < workspaces.length; i += 1) {
-    const { workspace_id, turn_at } = workspaces[i] as WorkspaceWithWork;
-    const turn = turn_at ?? '';
-    const rows = await nextWorkOf(db, workspace_id, now, skip, limit);
-    rows.forEach((row, index) => ranked.push({ ...row, round: index + 1, turn }));
-    if (rows.length > 0) served += 1;
-    const next = workspaces[i + 1];
-    if (served >= limit && (next === undefined || (next.turn_at ?? '') !== turn)) break;
+  const firsts: RankedCandidate[] = [];
+  for (const { workspace_id, turn_at, first } of await workspacesWithWork(db, now, skip, share)) {
+    if (first === null) continue;
+    const split = first.indexOf('|');
+    // '' before any timestamp: a workspace never served goes first.
+    firsts.push({ workspace_id, turn: turn_at ?? '', oldest: first.slice(0, split), id: first.slice(split + 1), round: 1 });
+  }
+  let ranked = firsts;
+  if (firsts.length < limit) {
+    ranked = [];
+    for (const { workspace_id, turn } of firsts) {
+      const rows = await claimableOf(db, now, skip)
+        .select(['d.id', 'd.workspace_id', 'r.created_at as oldest'])
+        .where('r.workspace_id', '=', workspace_id)
+        .orderBy('r.created_at')
+        .limit(limit)
+        .execute();
+      rows.forEach((row, index) => ranked.push({ ...row, round: index + 1, turn }));
+    }
   }
   ranked.sort((a, b) => a.round - b.round || compareText(a.turn, b.turn) || compareText(a.oldest, b.oldest));
   return ranked.slice(0, limit);
@@ -104,18 +109,26 @@ const IN_PROGRESS_LITERALS = sql.join(IN_PROGRESS.map((status) => sql.lit(status
 interface WorkspaceWithWork {
   workspace_id: string;
   turn_at: string | null;
+  /** Its oldest candidate, `created_at|deployment id`; null when none can be moved on now. */
+  first: string | null;
 }
 
 /**
- * Every workspace with a revision in progress and its last turn, but those that hold their
- * share of live leases already: one seek of the partial
- * index per workspace (a skip scan written out, which neither database does by itself here).
+ * Every workspace with a revision in progress, but those that hold their share of live
+ * leases already, with its last turn and its first candidate: a skip scan of the partial
+ * index written out (one seek per workspace, which neither database does by itself here),
+ * and one walk of each workspace's queue until its first candidate.
  */
-async function workspacesWithWork(db: Executor, now: string, share: number): Promise<WorkspaceWithWork[]> {
+async function workspacesWithWork(db: Executor, now: string, skip: readonly string[], share: number): Promise<WorkspaceWithWork[]> {
   // SQLite, without statistics, prefers six seeks of the status index (every revision in
   // progress) to this range of the partial index; INDEXED BY also fails loudly should the
   // index ever stop covering the query.
   const byIndex = sql.raw(isSqlite(db) ? ' INDEXED BY revisions_in_progress_by_workspace' : '');
+  const first = claimableOf(db, now, skip)
+    .select(sql<string>`r.created_at || '|' || d.id`.as('first'))
+    .where('r.workspace_id', '=', sql.ref<string>('ws.workspace_id'))
+    .orderBy('r.created_at')
+    .limit(1);
   const { rows } = await sql<WorkspaceWithWork>`
     WITH RECURSIVE ws(workspace_id) AS (
       SELECT (SELECT f.workspace_id FROM revisions AS f${byIndex} WHERE f.status IN (${IN_PROGRESS_LITERALS}) AND f.workspace_id >= '' ORDER BY f.workspace_id LIMIT 1)
@@ -123,24 +136,23 @@ async function workspacesWithWork(db: Executor, now: string, share: number): Pro
       SELECT (SELECT n.workspace_id FROM revisions AS n${byIndex} WHERE n.status IN (${IN_PROGRESS_LITERALS}) AND n.workspace_id > ws.workspace_id ORDER BY n.workspace_id LIMIT 1)
       FROM ws WHERE ws.workspace_id IS NOT NULL
     )
-    SELECT ws.workspace_id, t.turn_at FROM ws LEFT JOIN engine_turns t ON t.workspace_id = ws.workspace_id
+    SELECT ws.workspace_id, t.turn_at, (${first}) AS first FROM ws LEFT JOIN engine_turns t ON t.workspace_id = ws.workspace_id
     WHERE ws.workspace_id IS NOT NULL AND ws.workspace_id NOT IN (${fullWorkspaces(db, now, share)})`.execute(db);
   return rows;
 }
 
 /**
- * A workspace's oldest revisions in progress that the engine can move on now, up to
- * `limit`. What the engine "can move on" mirrors `planQueue` (domain/queue-policy.ts): on a
- * listener, a revision handed over or being deployed is the listener's, and a revision
- * queued behind one the listener is deploying waits for the listener's report. A
- * deployment claimed with nothing to do would be claimed again at once, forever.
+ * Revisions in progress that the engine can move on now, through the partial index (with a
+ * condition on `r.workspace_id`). What the engine "can move on" mirrors `planQueue`
+ * (domain/queue-policy.ts): on a listener, a revision handed over or being deployed is the
+ * listener's, and a revision queued behind one the listener is deploying waits for the
+ * listener's report. A deployment claimed with nothing to do would be claimed again at
+ * once, forever.
  */
-async function nextWorkOf(db: Executor, workspaceId: string, now: string, skip: readonly string[], limit: number) {
+function claimableOf(db: Executor, now: string, skip: readonly string[]) {
   let query = db
     .selectFrom('revisions as r')
     .innerJoin('deployments as d', 'd.id', 'r.deployment_id')
-    .select(['d.id', 'd.workspace_id', 'r.created_at as oldest'])
-    .where('r.workspace_id', '=', workspaceId)
     .where(sql<SqlBool>`r.status IN (${IN_PROGRESS_LITERALS})`)
     .where((eb) =>
       eb.or([
@@ -162,7 +174,7 @@ async function nextWorkOf(db: Executor, workspaceId: string, now: string, skip: 
     .where((eb) => eb.or([eb('d.listener_id', 'is', null), eb('d.status', '!=', 'AWAITING_DELETE')]))
     .where((eb) => eb.or([eb('d.lease_expires_at', 'is', null), eb('d.lease_expires_at', '<', now)]));
   if (skip.length > 0) query = query.where('d.id', 'not in', skip);
-  return query.orderBy('r.created_at').limit(limit).execute();
+  return query;
 }
 
 /**
