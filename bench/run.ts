@@ -784,7 +784,7 @@ async function serveScenarios(
   for (const scenario of scenarios(ids, runId, run.deployments)) {
     if (!SELECTED.has(scenario.name)) continue;
     if (scenario.name === 'backlog') {
-      // Without the engine nothing would drain it, and the scenarios after it would share the machine with nothing.
+      // Without the engine nothing would drain it: it would stay queued under every later scenario.
       if (run.engineMode === 'off') continue;
       // Another workspace's burst, written while the server runs: the engine's sweep finds it within 2 s.
       const queued = await runJson<{ ms: number }>(['bench/seed.ts', '--queued', String(BACKLOG)], env);
