@@ -85,6 +85,8 @@ interface Outcome extends TestFile {
   counts: Record<Count, number>;
   /** Why the file failed beyond its tests' own failures. */
   problems: string[];
+  /** Its failed tests and hooks, each with what was thrown (a suite failed by its tests left out). */
+  failures: { test: string; why: string }[];
 }
 
 function parseArguments(argv: string[]): { roots: string[]; tiers: TestFile['tier'][]; checks: boolean; list: boolean; source: boolean } {
@@ -293,6 +295,7 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
       cpuMs: undefined,
       counts: Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<Count, number>,
       problems: [problem],
+      failures: [],
     };
   }
   const eventsFile = path.join(eventsDir, `${entry.file.replaceAll(path.sep, '_')}.jsonl`);
@@ -334,7 +337,7 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
         .readFileSync(eventsFile, 'utf8')
         .split('\n')
         .filter(Boolean)
-        .map((line) => JSON.parse(line) as { event: string; name?: string; nesting?: number; message?: string })
+        .map((line) => JSON.parse(line) as TestEvent)
     : [];
   const counts = Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<Count, number>;
   for (const { event, message } of events) {
@@ -357,7 +360,51 @@ async function runFile(entry: TestFile, stream: boolean, eventsDir: string, ends
   }
   if (!stream) process.stdout.write(Buffer.concat(output));
   for (const problem of problems) process.stdout.write(`✖ ${entry.file}: ${problem}\n`);
-  return { ...entry, limitMs, code, durationMs, cpuMs, counts, problems };
+  return { ...entry, limitMs, code, durationMs, cpuMs, counts, problems, failures: failuresOf(events) };
+}
+
+interface TestEvent {
+  event: string;
+  name?: string;
+  nesting?: number;
+  message?: string;
+}
+
+/**
+ * The failed tests and hooks of a file, each named with the suites it ran in (those started
+ * last at each lower nesting), and what was thrown. A suite that failed only because a test
+ * in it did ("subtestsFailed") adds nothing and is left out.
+ */
+function failuresOf(events: TestEvent[]): Outcome['failures'] {
+  const path: string[] = [];
+  const failures: Outcome['failures'] = [];
+  for (const { event, name = '', nesting = 0, message = '' } of events) {
+    if (event === 'start') path.splice(nesting, path.length, name);
+    if (event !== 'fail' || message.startsWith('subtestsFailed')) continue;
+    failures.push({ test: [...path.slice(0, nesting), name].join(' > '), why: message });
+  }
+  return failures;
+}
+
+/** Lines of each failure's message and failures of the run repeated at the end of its output. */
+const FAILURE_LINES = 30;
+const FAILURES_REPEATED = 10;
+
+/**
+ * The failures again, last in the output: CI shows its end, after the table of times,
+ * and a failure that happened once on a busy machine must be readable from there.
+ */
+function repeatFailures(outcomes: Outcome[]): void {
+  const all = outcomes.flatMap((outcome) => outcome.failures.map((failure) => ({ file: outcome.file, ...failure })));
+  if (all.length === 0) return;
+  process.stdout.write(`\n# why they failed (${all.length > FAILURES_REPEATED ? `the first ${FAILURES_REPEATED} of ${all.length}` : all.length}):\n`);
+  for (const { file, test, why } of all.slice(0, FAILURES_REPEATED)) {
+    // Frames inside node's test runner say nothing about the failure.
+    const lines = why.split('\n').filter((line) => !/^\s+at .*\(node:(internal|async_hooks)/.test(line));
+    const shown = lines.slice(0, FAILURE_LINES).map((line) => `#     ${line}`);
+    if (lines.length > FAILURE_LINES) shown.push(`#     (${lines.length - FAILURE_LINES} more lines)`);
+    process.stdout.write(`# ✖ ${file}: ${test}\n${shown.join('\n')}\n`);
+  }
 }
 
 async function runLanes(files: TestFile[], lanes: number, eventsDir: string, endsAt: number, tree: TestTree | undefined): Promise<Outcome[]> {
@@ -445,6 +492,7 @@ async function main(): Promise<number> {
   totals.fail += failed.filter((outcome) => outcome.problems.length > 0).length;
   for (const name of COUNTS) process.stdout.write(`# ${name} ${totals[name]}\n`);
   process.stdout.write(`# duration_ms ${Date.now() - started}\n`);
+  repeatFailures(outcomes);
   if (failed.length > 0) process.stdout.write(`# failed files: ${failed.map((outcome) => outcome.file).join(', ')}\n`);
   return failed.length > 0 ? 1 : 0;
 }
