@@ -31,3 +31,9 @@ test('a deployment tag does not depend on the order its fields were read in', ()
   assert.notEqual(entityTag(view), entityTag({ ...view, secrets: ['A', 'B'] }));
   assert.match(entityTag(view), /^"[A-Za-z0-9_-]{32}"$/);
 });
+
+// A client's If-Match from before an upgrade must still name the unchanged resource after it.
+test('a tag is the one earlier versions gave the same representation', () => {
+  const view = { id: 'd1', name: 'n', source_config: { resource_spec: { cpu: 1, memory_mb: 2048 }, repo_url: null }, secrets: ['B', 'A'] };
+  assert.equal(entityTag(view), '"KyqK--0q900tI_3QrRXgqkzhUDqKVwrr"');
+});
