@@ -219,7 +219,8 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
     launch('loopback', [`RUN node -e "(async () => { ${probe.replaceAll('"', '\\"')} })()"`]);
     launch('daemon', [
       `RUN setsid sh -c 'exec sleep 7${tag}' </dev/null >/dev/null 2>&1 & echo started-sleeper`,
-      `RUN setsid node -e "require('net').createServer(s => s.end('hi')).listen(${daemonPort}, '0.0.0.0')" </dev/null >/dev/null 2>&1 & sleep 1; echo started-server`,
+      // It greets with a word of its own: the port it took may serve another test's server by the time it is tried.
+      `RUN setsid node -e "require('net').createServer(s => s.end('daemon-${tag}')).listen(${daemonPort}, '0.0.0.0')" </dev/null >/dev/null 2>&1 & sleep 1; echo started-server`,
     ]);
     launch('timeout', [`RUN sleep 8${tag}`], { build_timeout_seconds: 20 });
   }
@@ -293,12 +294,7 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
     assert.match(outcome.log, /started-server/);
     assert.deepEqual(await liveProcessesWith(`sleep 7${tag}`), [], 'no sleeper is left');
     assert.deepEqual(await liveProcessesWith(`listen(${daemonPort}`), [], 'no server is left');
-    const reached = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(daemonPort, '127.0.0.1');
-      socket.once('connect', () => resolve(true));
-      socket.once('error', () => resolve(false));
-    });
-    assert.equal(reached, false, 'nothing serves on the host from the build');
+    assert.doesNotMatch(await greetingOn(daemonPort), new RegExp(`daemon-${tag}`), 'nothing serves on the host from the build');
   });
 
   test('a build past its memory, process or disk limit fails and says which', { timeout: deadline(10 * 60_000) }, async () => {
@@ -334,3 +330,23 @@ describe('hostile builds cannot reach the host', { skip: skip ?? false }, () => 
     }
   });
 });
+
+/**
+ * What a server on the host's loopback at `port` says on connecting ('' when nothing listens).
+ * The build's daemon would greet and close at once; a server that stays silent is another's,
+ * and after a while its silence is the answer.
+ */
+function greetingOn(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const received: Buffer[] = [];
+    const socket = net.connect(port, '127.0.0.1');
+    const done = () => {
+      socket.destroy();
+      resolve(Buffer.concat(received).toString());
+    };
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.setTimeout(deadline(5_000), done);
+    socket.once('close', done);
+    socket.once('error', done);
+  });
+}
