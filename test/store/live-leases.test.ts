@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../../src/store/database.js';
 import { insertDeployment } from '../../src/store/repositories/deployments.js';
-import { claimCandidates, takeFairLease, waitingForShare } from '../../src/store/repositories/leases.js';
+import { claimCandidates, leaseHoldersOn, releaseLeasesOf, takeFairLease, waitingForShare } from '../../src/store/repositories/leases.js';
 import { describeEachDatabase, openTestDatabase } from '../support/database.js';
 import { deploymentRow } from '../support/rows.js';
 
@@ -44,6 +44,39 @@ describeEachDatabase("a workspace's share of live leases", (kind) => {
     // The listing of candidates and of revisions waiting for their share run the same count.
     assert.deepEqual(await claimCandidates(db, new Date().toISOString(), [], 8, 1), []);
     assert.deepEqual(await waitingForShare(db, new Date().toISOString(), 1, 8), []);
+  });
+
+  test("an engine starting up finds its host's earlier workers by their leases, live or expired, and releases only theirs", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i += 1) ids.push((await insertDeployment(db, deploymentRow('ws-b'))).id);
+    const now = new Date().toISOString();
+    assert.equal(await takeFairLease(db, { id: ids[0] as string, workspaceId: 'ws-b' }, 'host-1/100/aa', now, later(60), 10), 'leased');
+    assert.equal(await takeFairLease(db, { id: ids[1] as string, workspaceId: 'ws-b' }, 'host-1/200/bb', now, later(-60), 10), 'leased');
+    // Another host whose name starts alike, and one with LIKE's wildcards in it.
+    assert.equal(await takeFairLease(db, { id: ids[2] as string, workspaceId: 'ws-b' }, 'host-10/300/cc', now, later(60), 10), 'leased');
+    assert.deepEqual((await leaseHoldersOn(db, 'host-1')).sort(), ['host-1/100/aa', 'host-1/200/bb']);
+    assert.deepEqual(await leaseHoldersOn(db, 'host_1'), []);
+
+    const mine = sent.length;
+    await releaseLeasesOf(db, 'host-1/200/bb');
+    const owners = await db.selectFrom('deployments').select(['id', 'lease_owner']).where('id', 'in', ids).execute();
+    assert.deepEqual(
+      new Map(owners.map((row) => [row.id, row.lease_owner])),
+      new Map([
+        [ids[0], 'host-1/100/aa'],
+        [ids[1], null],
+        [ids[2], 'host-10/300/cc'],
+      ]),
+    );
+    if (kind !== 'sqlite') return;
+    await leaseHoldersOn(db, 'host-1');
+    // Both statements read the leased rows through the lease index, not every deployment.
+    for (const query of sent.slice(mine).filter((sent) => /lease_owner/.test(sent.sql) && !/^select "id", "lease_owner"/.test(sent.sql))) {
+      const plan = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${query.sql}`, [...query.parameters]));
+      const details = plan.rows.map((row) => row.detail).join('\n');
+      assert.match(details, /deployments_lease_idx/, query.sql);
+      assert.doesNotMatch(details, /^SCAN deployments\b/m, query.sql);
+    }
   });
 
   if (kind === 'sqlite') {
