@@ -4,6 +4,7 @@ import { type SourceConfig, type SourceSpelling, withServingUrl } from '../../do
 import type { DeploymentStatus } from '../../domain/deployment-status.js';
 import { type PreviewOrigin, type PreviewSettings, previewKey } from '../../domain/previews.js';
 import { escapeLike } from '../like.js';
+import { inJsonList } from '../json-list.js';
 import { type Db, type Executor, isSqlite } from '../database.js';
 import { preparedQuery } from '../prepared.js';
 import type { ColumnChanges, Database } from '../schema.js';
@@ -528,9 +529,7 @@ function drivenByIds(values: ListingValues): boolean {
 
 /** `deployments.id` is one of a JSON list of ids. */
 function idIn(db: Executor, list: string): Expression<SqlBool> {
-  return isSqlite(db)
-    ? sql<SqlBool>`deployments.id IN (SELECT value FROM json_each(${list}))`
-    : sql<SqlBool>`deployments.id = ANY (ARRAY(SELECT json_array_elements_text(CAST(${list} AS json))))`;
+  return inJsonList(db, 'deployments.id', list);
 }
 
 /** More hits than this and walking the listing index finds a page sooner than sorting them all. */

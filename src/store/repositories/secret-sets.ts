@@ -1,4 +1,5 @@
 import type { Executor } from '../database.js';
+import { inJsonList } from '../json-list.js';
 import { preparedQuery } from '../prepared.js';
 import type { Database } from '../schema.js';
 
@@ -31,5 +32,16 @@ const insertEntryRows = preparedQuery((db, entries: readonly SecretEntryRow[]) =
 /** Entries of the given sets, in each set's order. */
 export async function secretEntries(db: Executor, setIds: readonly string[]): Promise<SecretEntryRow[]> {
   if (setIds.length === 0) return [];
-  return db.selectFrom('secret_set_entries').selectAll().where('set_id', 'in', setIds).orderBy('set_id').orderBy('position').execute();
+  return selectEntries(db, JSON.stringify(setIds));
 }
+
+// Every first read of a deployment's secrets runs this (a GET, a listing page of up to 25
+// sets): one statement for any number of sets, planned once on PostgreSQL (bench/results.md).
+const selectEntries = preparedQuery((db, setIds: string) =>
+  db
+    .selectFrom('secret_set_entries')
+    .select(['set_id', 'position', 'name', 'value_encrypted'])
+    .where(inJsonList(db, 'secret_set_entries.set_id', setIds))
+    .orderBy('set_id')
+    .orderBy('position'),
+);
