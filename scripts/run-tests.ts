@@ -376,12 +376,12 @@ interface TestEvent {
  * in it did ("subtestsFailed") adds nothing and is left out.
  */
 function failuresOf(events: TestEvent[]): Outcome['failures'] {
-  const path: string[] = [];
+  const suites: string[] = [];
   const failures: Outcome['failures'] = [];
   for (const { event, name = '', nesting = 0, message = '' } of events) {
-    if (event === 'start') path.splice(nesting, path.length, name);
+    if (event === 'start') suites.splice(nesting, suites.length, name);
     if (event !== 'fail' || message.startsWith('subtestsFailed')) continue;
-    failures.push({ test: [...path.slice(0, nesting), name].join(' > '), why: message });
+    failures.push({ test: [...suites.slice(0, nesting), name].join(' > '), why: message });
   }
   return failures;
 }

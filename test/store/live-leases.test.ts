@@ -52,7 +52,7 @@ describeEachDatabase("a workspace's share of live leases", (kind) => {
     const now = new Date().toISOString();
     assert.equal(await takeFairLease(db, { id: ids[0] as string, workspaceId: 'ws-b' }, 'host-1/100/aa', now, later(60), 10), 'leased');
     assert.equal(await takeFairLease(db, { id: ids[1] as string, workspaceId: 'ws-b' }, 'host-1/200/bb', now, later(-60), 10), 'leased');
-    // Another host whose name starts alike, and one with LIKE's wildcards in it.
+    // Another host whose name starts alike; below, a host name with LIKE's wildcard in it.
     assert.equal(await takeFairLease(db, { id: ids[2] as string, workspaceId: 'ws-b' }, 'host-10/300/cc', now, later(60), 10), 'leased');
     assert.deepEqual((await leaseHoldersOn(db, 'host-1')).sort(), ['host-1/100/aa', 'host-1/200/bb']);
     assert.deepEqual(await leaseHoldersOn(db, 'host_1'), []);
@@ -71,7 +71,7 @@ describeEachDatabase("a workspace's share of live leases", (kind) => {
     if (kind !== 'sqlite') return;
     await leaseHoldersOn(db, 'host-1');
     // Both statements read the leased rows through the lease index, not every deployment.
-    for (const query of sent.slice(mine).filter((sent) => /lease_owner/.test(sent.sql) && !/^select "id", "lease_owner"/.test(sent.sql))) {
+    for (const query of sent.slice(mine).filter((one) => /lease_owner/.test(one.sql) && !/^select "id", "lease_owner"/.test(one.sql))) {
       const plan = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${query.sql}`, [...query.parameters]));
       const details = plan.rows.map((row) => row.detail).join('\n');
       assert.match(details, /deployments_lease_idx/, query.sql);

@@ -485,8 +485,8 @@ function listingConditions(db: Executor, values: ListingValues, statuses: readon
   } else {
     conditions.push(eb('deployments.workspace_id', '=', values.workspace_id));
   }
-  if (values.candidates !== undefined) conditions.push(idIn(db, values.candidates));
-  if (values.ids !== undefined) conditions.push(idIn(db, values.ids));
+  if (values.candidates !== undefined) conditions.push(inJsonList(db, 'deployments.id', values.candidates));
+  if (values.ids !== undefined) conditions.push(inJsonList(db, 'deployments.id', values.ids));
   if (values.name_pattern !== undefined) {
     // Explicit ESCAPE: SQLite has no default escape character for LIKE. The LIKE decides the
     // answer in every plan; the trigram index only narrows the rows it is asked about.
@@ -525,11 +525,6 @@ function listingConditions(db: Executor, values: ListingValues, statuses: readon
 /** Asked for by id, or searched with the candidates the index found: those few rows drive the plan. */
 function drivenByIds(values: ListingValues): boolean {
   return values.candidates !== undefined || values.ids !== undefined;
-}
-
-/** `deployments.id` is one of a JSON list of ids. */
-function idIn(db: Executor, list: string): Expression<SqlBool> {
-  return inJsonList(db, 'deployments.id', list);
 }
 
 /** More hits than this and walking the listing index finds a page sooner than sorting them all. */

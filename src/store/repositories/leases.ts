@@ -1,9 +1,10 @@
 import { IN_PROGRESS_STATUSES } from '../../domain/revision-status.js';
 import { LISTENER_OWNED_STATUSES } from '../../domain/queue-policy.js';
-import { type SqlBool, sql } from 'kysely';
+import { type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import { type Db, type Executor, isSqlite } from '../database.js';
 import { escapeLike } from '../like.js';
 import { preparedQuery } from '../prepared.js';
+import type { Database } from '../schema.js';
 
 const IN_PROGRESS = [...IN_PROGRESS_STATUSES];
 
@@ -311,19 +312,21 @@ export async function releaseLease(db: Executor, deploymentId: string, worker: s
 }
 
 /**
- * Leased deployments, found through the lease index: a lease sets its owner and its expiry
- * together and a release clears both, so these are every row with an owner. A range on the
- * expiry (every timestamp sorts after '') is what SQLite, without statistics, takes the
- * index for; asked by owner alone, both statements below read every deployment (128 ms at
- * 100,000 on the event loop of an engine starting up; bench/results.md).
+ * Only leased deployments, found through the lease index: a lease sets its owner and its
+ * expiry together and a release clears both, so these are every row with an owner. A range
+ * on the expiry (every timestamp sorts after '') is what SQLite, without statistics, takes
+ * the index for; asked by owner alone, the statements below read every deployment (128 ms
+ * at 100,000 on the event loop of an engine starting up; bench/results.md).
  */
-function leased(db: Executor) {
-  return db.selectFrom('deployments').where('lease_expires_at', '>', '');
+function leasedOnly(eb: ExpressionBuilder<Database, 'deployments'>) {
+  return eb('lease_expires_at', '>', '');
 }
 
 /** Lease holders whose worker id names this host, e.g. `host/1234/ab12cd`. */
 export async function leaseHoldersOn(db: Executor, host: string): Promise<string[]> {
-  const rows = await leased(db)
+  const rows = await db
+    .selectFrom('deployments')
+    .where(leasedOnly)
     .select('lease_owner')
     .distinct()
     // Explicit ESCAPE: SQLite has no default escape character for LIKE.
@@ -334,10 +337,5 @@ export async function leaseHoldersOn(db: Executor, host: string): Promise<string
 
 /** Releases every lease a worker holds (one that is gone for good). */
 export async function releaseLeasesOf(db: Executor, worker: string): Promise<void> {
-  await db
-    .updateTable('deployments')
-    .set({ lease_owner: null, lease_expires_at: null })
-    .where('lease_owner', '=', worker)
-    .where('lease_expires_at', '>', '')
-    .execute();
+  await db.updateTable('deployments').set({ lease_owner: null, lease_expires_at: null }).where('lease_owner', '=', worker).where(leasedOnly).execute();
 }
