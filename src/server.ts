@@ -3,6 +3,7 @@ import { type NotifierSettings, startGitHubNotifier } from './engine/github-noti
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import type { KyselyConfig } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Provisioners } from './engine/databases.js';
@@ -51,6 +52,8 @@ export interface BerthOverrides {
   githubNotices?: Partial<NotifierSettings>;
   /** How often idle previews are looked for (default a minute). */
   previewSweepMs?: number;
+  /** Sees every statement the server sends (tests count what a request costs the database). */
+  databaseLog?: KyselyConfig['log'];
 }
 
 export interface Berth {
@@ -80,9 +83,10 @@ interface Core {
 }
 
 /** Opens the database, migrates it, loads the encryption key and connects the bus. */
-async function openCore(config: Config, logger: Logger): Promise<Core> {
+async function openCore(config: Config, logger: Logger, databaseLog?: KyselyConfig['log']): Promise<Core> {
   secureDataDir(config.dataDir);
   const db = openDatabase(config.database, {
+    log: databaseLog,
     checkpointInBackground: {
       onError: (error) => logger.warn({ error: error.message }, 'background WAL checkpoint failed; commits checkpoint the WAL at 10,000 pages meanwhile'),
     },
@@ -211,7 +215,7 @@ async function startEngine(core: Core, config: Config, logger: Logger, overrides
  * finds to do at start, health checks and clients are answered from the first moment.
  */
 export async function startBerth(config: Config, logger: Logger, overrides: BerthOverrides = {}): Promise<Berth> {
-  const core = await openCore(config, logger);
+  const core = await openCore(config, logger, overrides.databaseLog);
   let engine: Engine | undefined;
   let app: FastifyInstance | undefined;
   try {

@@ -115,12 +115,19 @@ export function createDeploymentRecords(encryptor: Encryptor, cacheCharacters = 
 
     /**
      * The id of the deployment's stored set with exactly these secrets, stored now (encrypted)
-     * if it is new; null for no secrets. Revisions that keep their secrets share the set.
+     * if it is new; null for no secrets. Revisions that keep their secrets share the set. A
+     * deployment inserted in the same transaction has no set yet: nothing is looked up.
      */
-    async storeSecrets(trx: Executor, deploymentId: string, secrets: readonly Secret[], now: string): Promise<string | null> {
+    async storeSecrets(
+      trx: Executor,
+      deploymentId: string,
+      secrets: readonly Secret[],
+      now: string,
+      { deploymentIsNew = false }: { deploymentIsNew?: boolean } = {},
+    ): Promise<string | null> {
       if (secrets.length === 0) return null;
       const digest = secretSetDigest(encryptor, secrets);
-      const existing = await findSecretSetByDigest(trx, deploymentId, digest);
+      const existing = deploymentIsNew ? undefined : await findSecretSetByDigest(trx, deploymentId, digest);
       if (existing) return existing;
       const id = randomUUID();
       await insertSecretSet(trx, { id, deployment_id: deploymentId, digest, created_at: now }, encryptSecretSet(encryptor, id, secrets));

@@ -22,7 +22,7 @@ import { assertImageInWorkspace } from './image-ownership.js';
 import type { DeploymentServiceDeps } from './index.js';
 import { findListenerForPlacement, listListenerIds } from './listeners.js';
 import { PageBudget } from './page-size.js';
-import { appendRevision } from './revision-writer.js';
+import { appendRevision, insertWithFirstRevision } from './revision-writer.js';
 import { PIN_FIELDS, unpinDeployment, unpinForExplicitRevision } from './pins.js';
 
 export function createDeploymentService({ db, records, bus, revisionsKept, integrations, uploads, registry, provisioning }: DeploymentServiceDeps) {
@@ -81,27 +81,34 @@ export function createDeploymentService({ db, records, bus, revisionsKept, integ
       try {
         created = await db.transaction().execute(async (trx) => {
           const listener = sourceConfig.listener_id ? await findListenerForPlacement(trx, scope.workspaceId, sourceConfig.listener_id) : undefined;
+          const requiresListener = source === 'external_docker';
           const placement = resolvePlacement({
-            requiresListener: source === 'external_docker',
+            requiresListener,
             listenerId: sourceConfig.listener_id,
             namespace: source_config?.listener_config?.k8s_namespace ?? null,
             listener: listener && { id: listener.id, namespaces: listener.compute_config.k8s_namespaces, computeType: listener.compute_type },
-            availableListenerIds: sourceConfig.listener_id ? [] : await listListenerIds(trx, scope.workspaceId),
+            // Named only in the error for a deployment that needs a listener and names none.
+            availableListenerIds: requiresListener && !sourceConfig.listener_id ? await listListenerIds(trx, scope.workspaceId) : [],
           });
           sourceConfig.listener_config = placement?.namespace ? { k8s_namespace: placement.namespace } : null;
-          const deployment = await repo.insertDeployment(trx, {
-            id: randomUUID(),
-            workspace_id: scope.workspaceId,
-            name,
-            display_name: null,
-            source: spelling,
-            source_config: sourceConfig,
-            deployment_type: sourceConfig.deployment_type,
-            listener_id: placement?.listenerId ?? null,
-            image_version: image_version ?? null,
-            created_at: now,
-          });
-          const revision = await appendRevision(trx, records, deployment, { config: revisionConfig, resourceSpec, secrets }, { now, keep: revisionsKept });
+          const plan = { config: revisionConfig, resourceSpec, secrets };
+          const { deployment, revision } = await insertWithFirstRevision(
+            trx,
+            records,
+            {
+              id: randomUUID(),
+              workspace_id: scope.workspaceId,
+              name,
+              display_name: null,
+              source: spelling,
+              source_config: sourceConfig,
+              deployment_type: sourceConfig.deployment_type,
+              listener_id: placement?.listenerId ?? null,
+              image_version: image_version ?? null,
+              created_at: now,
+            },
+            plan,
+          );
           await recordChange(trx, scope, {
             action: 'deployment.create',
             target: { type: 'deployment', id: deployment.id, name },

@@ -24,7 +24,7 @@ import * as previews from '../store/repositories/previews.js';
 import * as revisions from '../store/repositories/revisions.js';
 import type { DeploymentRecords } from './deployment-records.js';
 import type { ServiceDeps } from './index.js';
-import { appendRevision } from './revision-writer.js';
+import { appendRevision, insertWithFirstRevision } from './revision-writer.js';
 import { outboxEvent } from './webhooks.js';
 
 export type PreviewOutcome = NonNullable<Static<typeof PushOutcome>['previews']>[number];
@@ -71,22 +71,26 @@ export function createPreviewService({ db, bus }: ServiceDeps, options: PreviewO
     let name = previewName(parent.name, origin);
     if (await previews.nameTaken(trx, parent.workspace_id, name)) name = previewName(parent.name, origin, true);
     const subject = origin.kind === 'pull_request' ? `pull request #${origin.number}` : `branch ${origin.branch}`;
-    const preview = await deployments.insertDeployment(trx, {
-      id: randomUUID(),
-      workspace_id: parent.workspace_id,
-      name,
-      display_name: `Preview of ${parent.name}: ${subject}`.slice(0, 256),
-      source: parent.source,
-      source_config: { ...parent.source_config, build_on_push: false, custom_url: null, deployment_type: 'dev' },
-      deployment_type: 'dev',
-      listener_id: parent.listener_id,
-      image_version: parent.image_version,
-      created_at: now,
-      preview: { parentId: parent.id, origin },
-    });
     const secrets = previewSecrets(state.secrets, settings, origin);
     const config = { ...state.revisionConfig, repo_ref: origin.head_sha, repo_commit_sha: origin.head_sha };
-    const revision = await appendRevision(trx, records, preview, { config, resourceSpec: state.resourceSpec, secrets }, { now, keep: revisionsKept });
+    const { deployment: preview, revision } = await insertWithFirstRevision(
+      trx,
+      records,
+      {
+        id: randomUUID(),
+        workspace_id: parent.workspace_id,
+        name,
+        display_name: `Preview of ${parent.name}: ${subject}`.slice(0, 256),
+        source: parent.source,
+        source_config: { ...parent.source_config, build_on_push: false, custom_url: null, deployment_type: 'dev' },
+        deployment_type: 'dev',
+        listener_id: parent.listener_id,
+        image_version: parent.image_version,
+        created_at: now,
+        preview: { parentId: parent.id, origin },
+      },
+      { config, resourceSpec: state.resourceSpec, secrets },
+    );
     await recordLog(trx, {
       deploymentId: preview.id,
       revisionId: revision.id,

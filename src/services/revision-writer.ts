@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { RevisionPlan } from '../domain/patch.js';
 import { TERMINAL_STATUSES } from '../domain/revision-status.js';
 import type { Executor } from '../store/database.js';
-import type { DeploymentRecord } from '../store/repositories/deployments.js';
-import { insertRevision, pruneRevisions, type RevisionRecord } from '../store/repositories/revisions.js';
+import { insertDeployment, type DeploymentRecord, type NewDeployment } from '../store/repositories/deployments.js';
+import { insertFirstRevision, insertRevision, pruneRevisions, type RevisionRecord } from '../store/repositories/revisions.js';
 import type { DeploymentRecords } from './deployment-records.js';
 
 const FINISHED = [...TERMINAL_STATUSES];
@@ -37,4 +37,36 @@ export async function appendRevision(
   deployment.updated_at = options.now;
   await pruneRevisions(trx, deployment, options.keep, FINISHED, options.now);
   return revision;
+}
+
+/**
+ * Inserts a new deployment with its first revision, in the caller's transaction. Nothing is
+ * stored for the deployment yet, so nothing is looked up, counted, inherited or pruned: the
+ * statements are the inserts alone, each a round trip inside the transaction on PostgreSQL.
+ */
+export async function insertWithFirstRevision(
+  trx: Executor,
+  records: DeploymentRecords,
+  newDeployment: NewDeployment,
+  plan: RevisionPlan,
+): Promise<{ deployment: DeploymentRecord; revision: RevisionRecord }> {
+  const now = newDeployment.created_at;
+  const revisionId = randomUUID();
+  const deployment = await insertDeployment(trx, newDeployment, revisionId);
+  const secretSetId = await records.storeSecrets(trx, deployment.id, plan.secrets, now, { deploymentIsNew: true });
+  const revision = await insertFirstRevision(
+    trx,
+    {
+      id: revisionId,
+      deployment_id: deployment.id,
+      source: deployment.source,
+      source_revision_config: plan.config,
+      resource_spec: plan.resourceSpec,
+      secret_set_id: secretSetId,
+      image_ref: plan.imageRef ?? null,
+      created_at: now,
+    },
+    deployment.workspace_id,
+  );
+  return { deployment, revision };
 }

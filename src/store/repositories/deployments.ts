@@ -145,7 +145,16 @@ export function decodeDeployment(row: DeploymentColumns): DeploymentRecord {
   };
 }
 
-export async function insertDeployment(db: Executor, { preview, ...deployment }: NewDeployment): Promise<DeploymentRecord> {
+/**
+ * Inserts the deployment. With `firstRevisionId` it is numbered for that revision already
+ * (its counter at 1, the revision its latest), which the caller inserts next in the same
+ * transaction (`insertFirstRevision`): one statement less than counting afterwards.
+ */
+export async function insertDeployment(
+  db: Executor,
+  { preview, ...deployment }: NewDeployment,
+  firstRevisionId: string | null = null,
+): Promise<DeploymentRecord> {
   const row: Database['deployments'] = {
     ...deployment,
     source_config: JSON.stringify(deployment.source_config),
@@ -157,9 +166,9 @@ export async function insertDeployment(db: Executor, { preview, ...deployment }:
     integration_id: deployment.source_config.integration_id,
     status: 'AWAITING_DATABASE',
     remote_reconciled: 0,
-    latest_revision_id: null,
+    latest_revision_id: firstRevisionId,
     active_revision_id: null,
-    revision_count: 0,
+    revision_count: firstRevisionId === null ? 0 : 1,
     pinned_revision_id: null,
     pinned_at: null,
     lease_owner: null,

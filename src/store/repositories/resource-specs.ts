@@ -6,13 +6,22 @@ import { preparedQuery } from '../prepared.js';
 
 /**
  * The id of the deployment's stored resource spec with this content, stored now if it is
- * new. Revisions refer to it instead of each keeping a copy.
+ * new. Revisions refer to it instead of each keeping a copy. A deployment inserted in the
+ * same transaction has none stored yet, so nothing is looked up for it.
  */
-export async function resourceSpecId(db: Executor, deploymentId: string, spec: ResourceSpec, now: string): Promise<string> {
+export async function resourceSpecId(
+  db: Executor,
+  deploymentId: string,
+  spec: ResourceSpec,
+  now: string,
+  { deploymentIsNew = false }: { deploymentIsNew?: boolean } = {},
+): Promise<string> {
   const text = canonicalJson(spec);
   const digest = createHash('sha256').update(text).digest('hex');
-  const [existing] = await selectSpecByDigest(db, deploymentId, digest);
-  if (existing) return existing.id;
+  if (!deploymentIsNew) {
+    const [existing] = await selectSpecByDigest(db, deploymentId, digest);
+    if (existing) return existing.id;
+  }
   const id = randomUUID();
   await insertSpec(db, id, deploymentId, digest, text, now);
   return id;

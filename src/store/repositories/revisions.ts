@@ -113,10 +113,24 @@ export async function insertRevision(db: Executor, revision: NewRevision): Promi
   const [numbered] = await numberNextRevision(db, revision.deployment_id, revision.id, revision.created_at);
   if (!numbered) throw new Error(`deployment ${revision.deployment_id} not found for its new revision`);
   const specId = await resourceSpecId(db, revision.deployment_id, revision.resource_spec, revision.created_at);
+  return insertRevisionAs(db, revision, numbered.revision_count, numbered.workspace_id, specId);
+}
+
+/**
+ * The first revision of a deployment inserted in the same transaction already numbered for
+ * it (`insertDeployment`'s `firstRevisionId`): there is no counter to move and no spec
+ * stored before, so its only statements are the spec's insert and its own.
+ */
+export async function insertFirstRevision(db: Executor, revision: NewRevision, workspaceId: string): Promise<RevisionRecord> {
+  const specId = await resourceSpecId(db, revision.deployment_id, revision.resource_spec, revision.created_at, { deploymentIsNew: true });
+  return insertRevisionAs(db, revision, 1, workspaceId, specId);
+}
+
+async function insertRevisionAs(db: Executor, revision: NewRevision, seq: number, workspaceId: string, specId: string): Promise<RevisionRecord> {
   const row: Database['revisions'] = {
     id: revision.id,
     deployment_id: revision.deployment_id,
-    seq: numbered.revision_count,
+    seq,
     source: revision.source,
     source_revision_config: JSON.stringify(revision.source_revision_config),
     resource_spec_id: specId,
@@ -134,7 +148,7 @@ export async function insertRevision(db: Executor, revision: NewRevision): Promi
     config_env_encrypted: null,
     created_at: revision.created_at,
     updated_at: revision.created_at,
-    workspace_id: numbered.workspace_id,
+    workspace_id: workspaceId,
   };
   await insertRevisionRow(db, row);
   return decodeRevision(row, JSON.stringify(revision.resource_spec));
