@@ -795,7 +795,7 @@ async function serveScenarios(
   // Creates land in a workspace of their own: the listing workspace stays as seeded for the
   // scenarios and engine modes that follow (thousands of newer names that match no needle
   // would otherwise sit ahead of every match in the listing index).
-  const createHeaders = { ...headers, 'x-tenant-id': await createWorkspace(berth.url, headers, `bench-creates-${runId}`) };
+  const createHeaders = SELECTED.has('create') ? { ...headers, 'x-tenant-id': await createWorkspace(berth.url, headers, `bench-creates-${runId}`) } : headers;
   for (const scenario of scenarios(ids, runId, run.deployments)) {
     if (!SELECTED.has(scenario.name)) continue;
     if (scenario.name === 'backlog') {
