@@ -27,14 +27,40 @@ export function prepareOnPostgres(text: string): void {
 /**
  * node-postgres prepares a statement once per connection when a query carries a `name`;
  * Kysely sends only text and values, so this client adds the name to the texts marked above.
+ * It also marks what its connection and its queries fail with as the database's own
+ * failures (isDatabaseUnavailable).
  */
 class NamedStatementClient extends pg.Client {
+  override connect(...args: unknown[]): never {
+    const connect = super.connect as unknown as (...a: unknown[]) => never;
+    const [callback] = args;
+    // The pool connects with a callback; a client alone with a promise.
+    if (typeof callback === 'function') return connect.call(this, (error: unknown) => (callback as (e: unknown) => void)(error && fromDatabase(error)));
+    return markRejection(connect.call(this));
+  }
+
   override query(...args: unknown[]): never {
     const [text, values] = args;
     const name = typeof text === 'string' && args.length === 2 && Array.isArray(values) ? NAMED_STATEMENTS.get(text) : undefined;
     const plain = super.query as unknown as (...a: unknown[]) => never;
-    return name ? plain.call(this, { name, text, values }) : plain.apply(this, args);
+    return markRejection(name ? plain.call(this, { name, text, values }) : plain.apply(this, args));
   }
+}
+
+function markRejection<T>(result: T): T {
+  const then = (result as { then?: unknown } | undefined)?.then;
+  if (typeof then !== 'function') return result;
+  return (result as Promise<unknown>).catch((error: unknown) => {
+    throw fromDatabase(error);
+  }) as T;
+}
+
+/** Errors raised by Berth's own PostgreSQL connections. */
+const FROM_DATABASE = new WeakSet<object>();
+
+function fromDatabase<T>(error: T): T {
+  if (typeof error === 'object' && error !== null) FROM_DATABASE.add(error);
+  return error;
 }
 
 /**
@@ -180,11 +206,15 @@ export function isUniqueViolation(error: unknown): boolean {
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'))) return true;
+  // A refused connection or a SQLSTATE may come from any other connection too (another
+  // PostgreSQL server that provisions deployments' databases, a code host, a registry):
+  // those are not this database being unavailable.
+  if (typeof error !== 'object' || error === null || !FROM_DATABASE.has(error)) return false;
   if (typeof code === 'string') {
     // SQLSTATE class 08 (connection exception); 57P01–57P03 (shut down, crashed, starting);
     // 53300 (too many connections).
     if (/^08[0-9A-Z]{3}$/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300') return true;
-    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return true;
     if (NETWORK_FAILURES.has(code)) return true;
   }
   // node-postgres says so in words only when the socket closes under it.
