@@ -103,6 +103,18 @@ let sqliteTemplate: Promise<string> | undefined;
  * a half-made one.
  */
 export async function copyMigratedSqlite(file: string): Promise<void> {
+  try {
+    fs.copyFileSync(await migratedSqliteTemplate(), file);
+  } catch (error) {
+    // A run of other migrations (another checkout, or database.ts being edited) removed this
+    // one's template as stale: it is made again.
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    sqliteTemplate = undefined;
+    fs.copyFileSync(await migratedSqliteTemplate(), file);
+  }
+}
+
+function migratedSqliteTemplate(): Promise<string> {
   sqliteTemplate ??= (async () => {
     const template = path.join(SQLITE_TEMPLATES, `berth-${migrationsHash()}.sqlite`);
     if (fs.existsSync(template)) return template;
@@ -122,7 +134,7 @@ export async function copyMigratedSqlite(file: string): Promise<void> {
     return template;
   })();
   sqliteTemplate.catch(() => (sqliteTemplate = undefined));
-  fs.copyFileSync(await sqliteTemplate, file);
+  return sqliteTemplate;
 }
 
 /**
